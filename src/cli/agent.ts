@@ -1,0 +1,143 @@
+/**
+ * Composition root of `retina-agent`: reads flags and config, picks the platform's plugins, and wires
+ * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
+ */
+import { readFileSync } from 'node:fs';
+import {
+  ConfigErrors,
+  agentConfig,
+  agentKeys,
+  collectSpecs,
+  loadValues,
+  readConfigFile,
+  type ConfigSpec,
+} from '../config/index.js';
+import { discardFlows } from '../flow/index.js';
+import { createLogger, errorFields, type Logger } from '../log/index.js';
+import { catalog, createMetricsRegistry } from '../metrics/index.js';
+import { createPluginManager, selectPlatform } from '../platform/index.js';
+import { startHttpServer } from '../server/index.js';
+import { parseFlags } from './args.js';
+
+const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
+
+Runs the retina-ts node agent: node network metrics on http://<apiServer.host>:<apiServer.port>/metrics.
+Without --config the defaults apply; every key can be overridden with RETINA_<KEY> (see README).`;
+
+/** How long SIGTERM may take before the process exits regardless. */
+const HARD_EXIT_MS = 10_000;
+
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let flags;
+  try {
+    flags = parseFlags(argv, ['config', 'kubeconfig']);
+  } catch (e) {
+    process.stderr.write(`retina-agent: ${(e as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags.values['help']) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  if (flags.values['version']) {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+
+  const platform = await selectPlatform();
+  const names = platform.plugins.map((p) => p.name);
+  const keys = agentKeys({ os: platform.info.os, names, defaults: platform.plugins.filter((p) => p.defaultEnabled).map((p) => p.name) });
+  let agent;
+  let values;
+  const configPath = flags.values['config'] as string | undefined;
+  try {
+    const specs = collectSpecs(keys, ...platform.plugins.map((p) => p.config as ConfigSpec<object>));
+    const fileText = configPath ? await readConfigFile(configPath) : undefined;
+    values = loadValues({ fileText, filePath: configPath, env, specs });
+    agent = agentConfig(keys, values);
+  } catch (e) {
+    if (e instanceof ConfigErrors) {
+      process.stderr.write(`retina-agent: configuration error${e.errors.length > 1 ? 's' : ''}:\n${e.errors.map((x) => `  - ${x.message}`).join('\n')}\n`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const log = createLogger({ level: agent.logLevel, component: 'agent' });
+  log.info('starting retina-agent', {
+    version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
+    btf: platform.info.btf, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
+  });
+  if (values.unknownKeys.length) log.warn('configuration keys not used by this agent', { keys: values.unknownKeys });
+  if (flags.values['kubeconfig']) log.warn('--kubeconfig given, but Kubernetes watchers are not part of this build yet; running standalone');
+  if (agent.enablePodLevel) log.warn('enablePodLevel is set, but the pod-level pipeline is not part of this build yet; node metrics only');
+
+  const metrics = createMetricsRegistry();
+  installSafetyNets(log, () => metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: 'uncaught' }));
+  const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
+  const manager = createPluginManager({ plugins: enabled, values, agent, info: platform.info, log, metrics, flows: discardFlows });
+
+  let server;
+  try {
+    server = await startHttpServer({ host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager });
+  } catch (e) {
+    log.error('cannot start the HTTP server', { error: errorFields(e as Error), host: agent.apiServerHost, port: agent.apiServerPort });
+    return 1;
+  }
+  const http = server;
+
+  const done = new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutting down', { signal });
+      const hard = setTimeout(() => {
+        log.error('shutdown took too long; exiting', { afterMs: HARD_EXIT_MS });
+        process.exit(1);
+      }, HARD_EXIT_MS);
+      hard.unref();
+      void (async () => {
+        let code = 0;
+        const budget = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), agent.shutdownTimeoutMs).unref());
+        try {
+          const r = await Promise.race([manager[Symbol.asyncDispose]().then(() => 'ok' as const), budget]);
+          if (r === 'timeout') {
+            log.error('plugins did not stop in time', { timeoutMs: agent.shutdownTimeoutMs });
+            code = 1;
+          }
+        } catch (e) {
+          log.error('plugins stopped with errors', { error: errorFields(e as Error) });
+          code = 1;
+        }
+        await http[Symbol.asyncDispose]();
+        log.info('stopped', { exitCode: code });
+        resolve(code);
+      })();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+
+  await manager.start();
+  const st = manager.status();
+  log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
+  return done;
+}
+
+/** A bug in one component must not take the agent down: log it, count it, keep serving. */
+function installSafetyNets(log: Logger, count: () => void): void {
+  process.on('uncaughtException', (e) => {
+    count();
+    log.error('uncaught exception', { error: errorFields(e) });
+  });
+  process.on('unhandledRejection', (e) => {
+    count();
+    log.error('unhandled rejection', { error: e instanceof Error ? errorFields(e) : String(e) });
+  });
+}

@@ -1,0 +1,100 @@
+/**
+ * The agent's own keys (Retina's names and defaults). Plugin-specific keys are declared by the plugins;
+ * keys read by several components (the pod-level pipeline's) live here.
+ */
+import { boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
+import { LOG_LEVELS, type LogLevel } from '../log/index.js';
+import { parseDurationMs } from './duration.js';
+import { InvalidValue } from './errors.js';
+import type { LoadedValues } from './load.js';
+
+export interface AgentConfig {
+  readonly apiServerHost: string;
+  readonly apiServerPort: number;
+  readonly logLevel: LogLevel;
+  readonly enabledPlugin: readonly string[];
+  readonly metricsIntervalMs: number;
+  readonly enablePodLevel: boolean;
+  readonly remoteContext: boolean;
+  readonly enableAnnotations: boolean;
+  readonly bypassLookupIPOfInterest: boolean;
+  readonly dataAggregationLevel: 'low' | 'high';
+  readonly dataSamplingRate: number;
+  readonly conntrackReportIntervalMs: number;
+  readonly enableConntrackMetrics: boolean;
+  readonly packetParserRingBufferSize: number;
+  readonly filterMapMaxEntries: number;
+  readonly pluginStartTimeoutMs: number;
+  readonly shutdownTimeoutMs: number;
+}
+
+/** What the platform layer knows when the keys are built: this OS's plugins. */
+export interface PluginChoice {
+  readonly os: string;
+  readonly names: readonly string[];
+  readonly defaults: readonly string[];
+}
+
+/** Retina's `metricsInterval` (deprecated): an integer of seconds, or a duration. */
+const legacyMetricsInterval: KeySpec<number> = {
+  key: 'metricsInterval', default: 0, defaultText: '(unset)',
+  doc: 'Deprecated: used only when metricsIntervalDuration is not set. An integer is seconds, as in Retina.',
+  allowed: 'a whole number of seconds (>= 1) or a duration such as 10s',
+  parse(raw) {
+    const s = String(raw).trim();
+    const ms = /^\d+$/.test(s) ? Number(s) * 1000 : parseDurationMs(s);
+    if (ms === undefined || ms < 1000) throw new InvalidValue();
+    return ms;
+  },
+};
+
+export function agentKeys(plugins: PluginChoice) {
+  return {
+    apiServerHost: stringKey('apiServer.host', '0.0.0.0', 'Address the HTTP server (metrics, health) listens on.', { nonEmpty: true }),
+    apiServerPort: intKey('apiServer.port', 10093, 'Port of the HTTP server.', { min: 1, max: 65535 }),
+    logLevel: enumKey<LogLevel>('logLevel', 'info', LOG_LEVELS, 'Log level.'),
+    enabledPlugin: listKey('enabledPlugin', plugins.defaults, `Plugins to run (this OS: ${plugins.names.join(', ')}).`, {
+      values: plugins.names,
+      allowedText: `a list of plugins available on ${plugins.os}: ${plugins.names.join(', ')}`,
+    }),
+    metricsIntervalDuration: durationKey('metricsIntervalDuration', 10_000, 'How often plugins refresh node metrics.', { minMs: 100 }),
+    metricsInterval: legacyMetricsInterval,
+    enablePodLevel: boolKey('enablePodLevel', false, 'Pod-level (advanced) metrics: flows, enricher, metrics module.'),
+    remoteContext: boolKey('remoteContext', false, 'Label advanced metrics with source_/destination_ context (RetinaEndpoints) instead of local pods.'),
+    enableAnnotations: boolKey('enableAnnotations', false, 'Advanced metrics only for pods/namespaces annotated retina.sh: observe.'),
+    bypassLookupIPOfInterest: boolKey('bypassLookupIPOfInterest', false, 'Report every packet instead of only IPs of interest (filter map).'),
+    dataAggregationLevel: enumKey<'low' | 'high'>('dataAggregationLevel', 'low', ['low', 'high'], 'low: also watch the host interface; high: pod veths only, aggregated per connection.'),
+    dataSamplingRate: intKey('dataSamplingRate', 1, 'Report 1 of N packets (high aggregation).', { min: 1, max: 4_294_967_295 }),
+    conntrackReportInterval: durationKey('conntrackReportInterval', 30_000, 'Per-connection report interval.', { minMs: 1000 }),
+    enableConntrackMetrics: boolKey('enableConntrackMetrics', false, 'Export conntrack_* gauges.'),
+    packetParserRingBufferSize: intKey('packetParserRingBufferSize', 8_388_608, 'Kernel ring buffer size in bytes.', { min: 4096, max: 1 << 30, powerOfTwo: true }),
+    filterMapMaxEntries: intKey('filterMapMaxEntries', 255, 'Size of the IPs-of-interest filter map.', { min: 1, max: 1_048_576 }),
+    pluginStartTimeout: durationKey('pluginStartTimeout', 10_000, 'Ours: how long a plugin may take to start before it counts as failed.', { minMs: 100 }),
+    shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
+  } satisfies ConfigSpec<Record<string, unknown>>;
+}
+
+export type AgentKeys = ReturnType<typeof agentKeys>;
+
+export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
+  const useLegacy = v.sourceOf(keys.metricsIntervalDuration.key) === 'default' && v.sourceOf(keys.metricsInterval.key) !== 'default';
+  return Object.freeze({
+    apiServerHost: v.get(keys.apiServerHost),
+    apiServerPort: v.get(keys.apiServerPort),
+    logLevel: v.get(keys.logLevel),
+    enabledPlugin: Object.freeze([...v.get(keys.enabledPlugin)]),
+    metricsIntervalMs: useLegacy ? v.get(keys.metricsInterval) : v.get(keys.metricsIntervalDuration),
+    enablePodLevel: v.get(keys.enablePodLevel),
+    remoteContext: v.get(keys.remoteContext),
+    enableAnnotations: v.get(keys.enableAnnotations),
+    bypassLookupIPOfInterest: v.get(keys.bypassLookupIPOfInterest),
+    dataAggregationLevel: v.get(keys.dataAggregationLevel),
+    dataSamplingRate: v.get(keys.dataSamplingRate),
+    conntrackReportIntervalMs: v.get(keys.conntrackReportInterval),
+    enableConntrackMetrics: v.get(keys.enableConntrackMetrics),
+    packetParserRingBufferSize: v.get(keys.packetParserRingBufferSize),
+    filterMapMaxEntries: v.get(keys.filterMapMaxEntries),
+    pluginStartTimeoutMs: v.get(keys.pluginStartTimeout),
+    shutdownTimeoutMs: v.get(keys.shutdownTimeout),
+  });
+}

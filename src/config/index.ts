@@ -1,0 +1,5 @@
+export { ConfigError, ConfigErrors, InvalidValue, type ConfigSource } from './errors.js';
+export { boolKey, durationKey, enumKey, intKey, listKey, stringKey, envName, type ConfigSpec, type KeySpec } from './schema.js';
+export { parseDurationMs, formatDurationMs } from './duration.js';
+export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type LoadOptions } from './load.js';
+export { agentKeys, agentConfig, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';

@@ -1,0 +1,95 @@
+/**
+ * Structured logging: winston JSON lines with `time`, `level`, `msg`, `component` (+ any fields).
+ *
+ * This folder sits on the bottom floor beside config and flow (it imports nothing of ours) because
+ * every layer logs; the STYLE table has no row for it, so the reason is written here.
+ */
+import winston from 'winston';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+export type LogFields = Record<string, unknown>;
+
+/** The narrow logging surface every component receives; no winston types leak past this file. */
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  /** A logger whose lines all carry `fields` (e.g. `{ component: 'plugin', plugin: 'linuxutil' }`). */
+  child(fields: LogFields): Logger;
+}
+
+/** Renames winston's `message` to `msg` and `timestamp` to `time`, and flattens Errors. */
+const shape = winston.format((info) => {
+  const out = info as Record<string | symbol, unknown>;
+  out['msg'] = out['message'];
+  delete out['message'];
+  for (const [k, v] of Object.entries(out)) {
+    if (v instanceof Error) out[k] = errorFields(v);
+  }
+  return info;
+});
+
+export function errorFields(err: Error): Record<string, unknown> {
+  const f: Record<string, unknown> = { message: err.message, name: err.name };
+  if (err.cause instanceof Error) f['cause'] = err.cause.message;
+  else if (err.cause !== undefined) f['cause'] = String(err.cause);
+  return f;
+}
+
+class WinstonLogger implements Logger {
+  readonly #w: winston.Logger;
+  constructor(w: winston.Logger) {
+    this.#w = w;
+  }
+  debug(msg: string, fields?: LogFields): void {
+    this.#w.debug(msg, fields);
+  }
+  info(msg: string, fields?: LogFields): void {
+    this.#w.info(msg, fields);
+  }
+  warn(msg: string, fields?: LogFields): void {
+    this.#w.warn(msg, fields);
+  }
+  error(msg: string, fields?: LogFields): void {
+    this.#w.error(msg, fields);
+  }
+  child(fields: LogFields): Logger {
+    return new WinstonLogger(this.#w.child(fields));
+  }
+}
+
+export interface LoggerOptions {
+  level: LogLevel;
+  /** Where lines go; stderr by default so stdout stays free for command output. */
+  stream?: NodeJS.WritableStream;
+  component?: string;
+}
+
+export function createLogger(opts: LoggerOptions): Logger {
+  const w = winston.createLogger({
+    level: opts.level,
+    levels: { error: 0, warn: 1, info: 2, debug: 3 },
+    format: winston.format.combine(winston.format.timestamp({ alias: 'time' }), dropTimestamp(), shape(), winston.format.json()),
+    transports: [new winston.transports.Stream({ stream: opts.stream ?? process.stderr })],
+  });
+  // Not defaultMeta: winston applies it last, so a child could not override `component`.
+  return new WinstonLogger(w.child({ component: opts.component ?? 'main' }));
+}
+
+// timestamp({alias}) writes both `timestamp` and `time`; keep only `time`.
+const dropTimestamp = winston.format((info) => {
+  delete (info as Record<string, unknown>)['timestamp'];
+  return info;
+});
+
+/** A logger that writes nothing, for unit tests. */
+export const silentLogger: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  child: () => silentLogger,
+};

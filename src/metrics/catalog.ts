@@ -1,0 +1,56 @@
+/**
+ * Every metric family the agent exports, written once: name, type, help and labels. Code refers to
+ * these constants, so a name on a dashboard greps straight to its producer. Names and labels follow
+ * Microsoft Retina so that dashboards and alerts carry over.
+ */
+
+export type MetricType = 'gauge' | 'counter' | 'histogram';
+
+export interface MetricDef<L extends string = string> {
+  readonly name: string;
+  readonly type: MetricType;
+  readonly help: string;
+  readonly labels: readonly L[];
+  readonly buckets?: readonly number[];
+}
+
+const DATA = 'networkobservability_';
+const SELF = 'controlplane_networkobservability_';
+
+function def<L extends string>(name: string, type: MetricType, help: string, labels: readonly L[], buckets?: readonly number[]): MetricDef<L> {
+  return Object.freeze({ name, type, help, labels: Object.freeze([...labels]), ...(buckets ? { buckets } : {}) });
+}
+
+// --- basic (node) metrics ---------------------------------------------------------------------
+export const forwardCount = def(`${DATA}forward_count`, 'gauge', 'Total forwarded packets', ['direction']);
+export const forwardBytes = def(`${DATA}forward_bytes`, 'gauge', 'Total forwarded bytes', ['direction']);
+export const dropCount = def(`${DATA}drop_count`, 'gauge', 'Total dropped packets', ['reason', 'direction']);
+export const dropBytes = def(`${DATA}drop_bytes`, 'gauge', 'Total dropped bytes', ['reason', 'direction']);
+export const tcpState = def(`${DATA}tcp_state`, 'gauge', 'Number of TCP sockets by state (IPv4 and IPv6)', ['state']);
+export const tcpConnectionRemote = def(`${DATA}tcp_connection_remote`, 'gauge', 'Number of TCP connections by remote address', ['address']);
+export const tcpConnectionStats = def(`${DATA}tcp_connection_stats`, 'gauge', 'TCP statistics from the kernel (Tcp, TcpExt, MPTcpExt)', ['statistic_name']);
+export const ipConnectionStats = def(`${DATA}ip_connection_stats`, 'gauge', 'IP statistics from the kernel (Ip, IpExt)', ['statistic_name']);
+export const udpConnectionStats = def(`${DATA}udp_connection_stats`, 'gauge', 'UDP statistics from the kernel (Udp, sockets)', ['statistic_name']);
+export const interfaceStats = def(`${DATA}interface_stats`, 'gauge', 'Interface statistics, per interface', ['interface_name', 'statistic_name']);
+export const dnsRequestCount = def(`${DATA}dns_request_count`, 'counter', 'DNS requests seen on the node', []);
+export const dnsResponseCount = def(`${DATA}dns_response_count`, 'counter', 'DNS responses seen on the node', []);
+export const tcpRetransmissionCount = def(`${DATA}tcp_retransmission_count`, 'counter', 'TCP retransmissions on the node', []);
+export const windowsHnsStats = def(`${DATA}windows_hns_stats`, 'gauge', 'HNS endpoint packet counters summed over the node', ['direction']);
+export const tcpFlagGauges = def(`${DATA}tcp_flag_gauges`, 'gauge', 'TCP packets by flag (VFP)', ['direction', 'flag']);
+export const infinibandCounterStats = def(`${DATA}infiniband_counter_stats`, 'gauge', 'InfiniBand port counters', ['statistic_name', 'device', 'port']);
+export const infinibandStatusParams = def(`${DATA}infiniband_status_params`, 'gauge', 'InfiniBand interface status parameters', ['statistic_name', 'interface_name']);
+
+// --- the agent's own health -------------------------------------------------------------------
+export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
+export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);
+export const parsedPacketsCounter = def(`${SELF}parsed_packets_counter`, 'counter', 'Packet records parsed', []);
+export const expiredMetricsCounter = def(`${SELF}expired_metrics_counter`, 'counter', 'Series removed by TTL', ['metric']);
+export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
+
+/** All families, for docs and tests. */
+export const allMetrics: readonly MetricDef[] = [
+  forwardCount, forwardBytes, dropCount, dropBytes, tcpState, tcpConnectionRemote, tcpConnectionStats,
+  ipConnectionStats, udpConnectionStats, interfaceStats, dnsRequestCount, dnsResponseCount,
+  tcpRetransmissionCount, windowsHnsStats, tcpFlagGauges, infinibandCounterStats, infinibandStatusParams,
+  pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter, pluginUp,
+];

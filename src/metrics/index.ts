@@ -1,0 +1,3 @@
+export * as catalog from './catalog.js';
+export type { MetricDef, MetricType } from './catalog.js';
+export { createMetricsRegistry, replaceSeries, type MetricWriters, type MetricsRegistry, type Labels } from './registry.js';

@@ -1,0 +1,63 @@
+/**
+ * One prom-client Registry per process (never the global default), and typed writers over it.
+ * Families are created on first use from their catalog definition, so a family no plugin writes
+ * does not appear, and a restarted plugin finds its family again.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { MetricDef } from './catalog.js';
+
+export type Labels<L extends string> = Partial<Record<L, string | number>>;
+
+export interface MetricWriters {
+  gauge<L extends string>(def: MetricDef<L>): Gauge<L>;
+  counter<L extends string>(def: MetricDef<L>): Counter<L>;
+  histogram<L extends string>(def: MetricDef<L>): Histogram<L>;
+  /** Removes every series of these families (a stopped plugin leaves no stale values). */
+  reset(defs: readonly MetricDef[]): void;
+}
+
+export interface MetricsRegistry extends MetricWriters {
+  readonly registry: Registry;
+  /** Text exposition for GET /metrics. */
+  expose(): Promise<{ contentType: string; body: string }>;
+}
+
+export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): MetricsRegistry {
+  const registry = new Registry();
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();
+
+  function get<M>(d: MetricDef, make: () => M): M {
+    const hit = families.get(d.name);
+    if (hit) {
+      if (hit.def !== d && hit.def.type !== d.type) throw new Error(`metric ${d.name} requested as ${d.type} but registered as ${hit.def.type}`);
+      return hit.metric as M;
+    }
+    const metric = make();
+    families.set(d.name, { def: d, metric: metric as Gauge | Counter | Histogram });
+    return metric;
+  }
+  const common = (d: MetricDef) => ({ name: d.name, help: d.help, labelNames: [...d.labels], registers: [registry] });
+  return {
+    registry,
+    gauge: <L extends string>(d: MetricDef<L>) => get(d, () => new Gauge<L>(common(d) as never)),
+    counter: <L extends string>(d: MetricDef<L>) => get(d, () => new Counter<L>(common(d) as never)),
+    histogram: <L extends string>(d: MetricDef<L>) =>
+      get(d, () => new Histogram<L>({ ...common(d), ...(d.buckets ? { buckets: [...d.buckets] } : {}) } as never)),
+    reset(defs) {
+      for (const d of defs) families.get(d.name)?.metric.reset();
+    },
+    async expose() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
+
+/**
+ * Replaces all series of a gauge with `rows` in one synchronous step (no scrape can see a half
+ * state: the event loop does not interleave). Series absent from `rows` disappear.
+ */
+export function replaceSeries<L extends string>(g: Gauge<L>, rows: Iterable<readonly [Labels<L>, number]>): void {
+  g.reset();
+  for (const [labels, value] of rows) g.set(labels, value);
+}

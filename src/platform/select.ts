@@ -1,0 +1,34 @@
+/**
+ * The only place that reads `process.platform`: detects the host and loads this OS's plugin list
+ * with a dynamic import, so a Windows node never loads Linux code (and the other way round).
+ */
+import type { AnyPluginDefinition, OsName } from '../plugin/index.js';
+import type { PlatformInfo } from './capabilities.js';
+
+export interface Platform {
+  readonly info: PlatformInfo;
+  /** Every plugin this OS can run, in the OS list's order. */
+  readonly plugins: readonly AnyPluginDefinition[];
+}
+
+export function currentOs(): OsName {
+  if (process.platform === 'win32') return 'windows';
+  if (process.platform === 'linux') return 'linux';
+  throw new Error(`unsupported platform ${process.platform}: retina-ts runs on linux and windows`);
+}
+
+/** Loads the plugin list of `os` (tests may name an OS other than the host's). */
+export async function loadPlugins(os: OsName): Promise<readonly AnyPluginDefinition[]> {
+  const mod = os === 'linux' ? await import('../plugins/linux/index.js') : await import('../plugins/windows/index.js');
+  return mod.plugins;
+}
+
+export async function detect(os: OsName): Promise<PlatformInfo> {
+  if (os === 'linux') return (await import('./linux/detect.js')).detectLinux();
+  return (await import('./windows/detect.js')).detectWindows();
+}
+
+export async function selectPlatform(os: OsName = currentOs()): Promise<Platform> {
+  const [info, plugins] = await Promise.all([detect(os), loadPlugins(os)]);
+  return { info, plugins };
+}

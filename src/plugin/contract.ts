@@ -1,0 +1,72 @@
+/**
+ * The plugin contract: one small definition per plugin. Starting returns the handle that stops it,
+ * so nothing that did not start can be stopped, and stopping releases everything start acquired.
+ */
+import type { AgentConfig, ConfigSpec } from '../config/index.js';
+import type { FlowConsumer } from '../flow/index.js';
+import type { Logger } from '../log/index.js';
+import type { MetricDef, MetricWriters } from '../metrics/index.js';
+
+export type OsName = 'linux' | 'windows';
+
+/** A kernel or OS facility a plugin needs; the platform layer checks these before starting it. */
+export type HookSpec =
+  | { readonly kind: 'file'; readonly path: string; readonly optional?: boolean }
+  | { readonly kind: 'tracepoint'; readonly target: string }
+  | { readonly kind: 'btf' }
+  | { readonly kind: 'tc' }
+  | { readonly kind: 'capability'; readonly name: string }
+  | { readonly kind: 'library'; readonly name: string };
+
+export type PluginState = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped';
+
+/** How a running plugin tells the manager about its health. */
+export interface StatusReporter {
+  /** Working, with all its data. */
+  ok(): void;
+  /** Working, but some data is missing (a PartialReadError, say). */
+  degraded(reason: string): void;
+  /** Stopped working; the manager stops it and retries with backoff (unless the error is permanent). */
+  failed(err: unknown): void;
+}
+
+/** The agent's own counters that plugins feed, already labelled with the plugin's name. */
+export interface SelfMetrics {
+  lostEvents(type: string, count: number): void;
+  parsedPackets(count: number): void;
+}
+
+export interface PluginContext<C> {
+  readonly config: Readonly<C>;
+  readonly agent: Readonly<AgentConfig>;
+  readonly log: Logger;
+  readonly metrics: MetricWriters;
+  readonly self: SelfMetrics;
+  /** Where flows go; a sink that discards them when pod-level metrics are off. */
+  readonly flows: FlowConsumer;
+  /** Aborted when the plugin is being stopped. */
+  readonly signal: AbortSignal;
+  readonly status: StatusReporter;
+}
+
+export interface PluginDefinition<C = object> {
+  /** The `enabledPlugin` value, folder name and README name. */
+  readonly name: string;
+  readonly os: OsName;
+  readonly description: string;
+  /** In Retina's default `enabledPlugin` list for this OS. */
+  readonly defaultEnabled: boolean;
+  readonly config: ConfigSpec<C>;
+  readonly hooks: readonly HookSpec[];
+  readonly emits: readonly MetricDef[];
+  /** Acquires everything; the returned handle releases it all. */
+  start(ctx: PluginContext<C>): Promise<AsyncDisposable>;
+}
+
+/** Erases the config type so definitions with different configs share one list. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyPluginDefinition = PluginDefinition<any>;
+
+export function definePlugin<C>(d: PluginDefinition<C>): PluginDefinition<C> {
+  return Object.freeze(d);
+}

@@ -1,0 +1,13 @@
+export { ResourceStack, every, liveResourceStacks } from './lifecycle.js';
+export { PermanentError, PartialReadError, errMessage } from './errors.js';
+export {
+  definePlugin,
+  type AnyPluginDefinition,
+  type HookSpec,
+  type OsName,
+  type PluginContext,
+  type PluginDefinition,
+  type PluginState,
+  type SelfMetrics,
+  type StatusReporter,
+} from './contract.js';

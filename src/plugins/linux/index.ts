@@ -1,0 +1,4 @@
+/** The Linux plugin list: a plain array, in start order. Nothing registers itself on import. */
+import type { AnyPluginDefinition } from '../../plugin/index.js';
+
+export const plugins: readonly AnyPluginDefinition[] = [];
