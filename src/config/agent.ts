@@ -51,7 +51,7 @@ const legacyMetricsInterval: KeySpec<number> = {
 export function agentKeys(plugins: PluginChoice) {
   return {
     apiServerHost: stringKey('apiServer.host', '0.0.0.0', 'Address the HTTP server (metrics, health) listens on.', { nonEmpty: true }),
-    apiServerPort: intKey('apiServer.port', 10093, 'Port of the HTTP server.', { min: 1, max: 65535 }),
+    apiServerPort: intKey('apiServer.port', 10093, 'Port of the HTTP server (0: any free port, logged at start).', { min: 0, max: 65535 }),
     logLevel: enumKey<LogLevel>('logLevel', 'info', LOG_LEVELS, 'Log level.'),
     enabledPlugin: listKey('enabledPlugin', plugins.defaults, `Plugins to run (this OS: ${plugins.names.join(', ')}).`, {
       values: plugins.names,
