@@ -10,7 +10,7 @@ export class ConfigError extends Error {
     readonly allowed: string,
     readonly source: ConfigSource | string = 'file',
   ) {
-    super(`invalid value ${render(value)} for key "${key}" (from ${source}): allowed ${allowed}`);
+    super(`key "${key}": invalid value ${render(value)} (from ${source}); allowed: ${allowed}`);
   }
 }
 

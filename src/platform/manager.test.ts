@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { agentConfig, agentKeys, collectSpecs, loadValues } from '../config/index.js';
+import { discardFlows } from '../flow/index.js';
+import { silentLogger } from '../log/index.js';
+import { catalog, createMetricsRegistry } from '../metrics/index.js';
+import { PermanentError, ResourceStack, definePlugin, liveResourceStacks, type AnyPluginDefinition, type PluginContext } from '../plugin/index.js';
+import { fakePlatform } from '../../test/fakes/platform.js';
+import { createPluginManager } from './manager.js';
+
+function setup(plugins: AnyPluginDefinition[], env: Record<string, string> = {}, info = fakePlatform()) {
+  const keys = agentKeys({ os: 'linux', names: plugins.map((p) => p.name), defaults: plugins.map((p) => p.name) });
+  const values = loadValues({ env: { RETINA_PLUGINSTARTTIMEOUT: '300ms', ...env }, specs: collectSpecs(keys) });
+  const agent = agentConfig(keys, values);
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const manager = createPluginManager({
+    plugins, values, agent, info, log: silentLogger, metrics, flows: discardFlows,
+    backoff: { initialMs: 20, maxMs: 80, jitter: 0 },
+  });
+  return { manager, metrics };
+}
+
+/** A plugin that keeps a gauge and counts its starts and stops. */
+function counting(name: string, behaviour: { failStarts?: number; permanent?: boolean; hang?: boolean } = {}) {
+  const stats = { starts: 0, stops: 0, ctx: undefined as PluginContext<object> | undefined };
+  const def = definePlugin<object>({
+    name, os: 'linux', description: 'test', defaultEnabled: true, config: {}, hooks: [], emits: [catalog.tcpState],
+    start: (ctx) => ResourceStack.build(async (s) => {
+      stats.starts++;
+      stats.ctx = ctx;
+      if (behaviour.hang) await new Promise((r) => setTimeout(r, 1000));
+      if (stats.starts <= (behaviour.failStarts ?? 0)) {
+        throw behaviour.permanent ? new PermanentError(`${name} cannot work here`) : new Error(`${name} start failed #${stats.starts}`);
+      }
+      ctx.metrics.gauge(catalog.tcpState).set({ state: name }, 1);
+      s.defer(() => { stats.stops++; });
+    }),
+  });
+  return { def, stats };
+}
+
+async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('plugin manager', () => {
+  it('a plugin that throws in start does not stop the others, and readiness says which and why', async () => {
+    const good = counting('good');
+    const bad = counting('bad', { failStarts: 1000 });
+    const { manager, metrics } = setup([good.def, bad.def]);
+    await manager.start();
+    assert.equal(manager.ready(), false);
+    const st = Object.fromEntries(manager.status().map((s) => [s.name, s]));
+    assert.equal(st['good']?.state, 'running');
+    assert.equal(st['bad']?.state, 'failed');
+    assert.match(st['bad']?.lastError ?? '', /bad start failed #1/);
+    const text = (await metrics.expose()).body;
+    assert.match(text, /networkobservability_tcp_state\{state="good"\} 1/);
+    assert.match(text, /plugin_manager_failed_to_reconcile\{reason="bad"\} 1/);
+    // retried with backoff while the good one keeps running
+    await waitFor(() => bad.stats.starts >= 3);
+    assert.equal(good.stats.starts, 1);
+    await manager[Symbol.asyncDispose]();
+    assert.equal(good.stats.stops, 1);
+  });
+
+  it('retries until the plugin starts, then reports ready', async () => {
+    const flaky = counting('flaky', { failStarts: 2 });
+    const { manager, metrics } = setup([flaky.def]);
+    await manager.start();
+    assert.equal(manager.ready(), false);
+    await waitFor(() => manager.ready());
+    assert.equal(flaky.stats.starts, 3);
+    assert.match((await metrics.expose()).body, /failed_to_reconcile\{reason="flaky"\} 2/);
+    assert.equal(manager.status()[0]?.lastError, undefined);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('does not retry a permanent error', async () => {
+    const p = counting('perm', { failStarts: 1000, permanent: true });
+    const { manager } = setup([p.def]);
+    await manager.start();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(p.stats.starts, 1);
+    assert.equal(manager.status()[0]?.state, 'failed');
+    assert.equal(manager.status()[0]?.nextRetry, undefined);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('fails a plugin whose hooks the host lacks, naming the hook', async () => {
+    const def = { ...counting('needy').def, hooks: [{ kind: 'tracepoint', target: 'skb/kfree_skb' }] } as AnyPluginDefinition;
+    const { manager } = setup([def], {}, fakePlatform({ hasTracepoint: () => false }));
+    await manager.start();
+    assert.match(manager.status()[0]?.lastError ?? '', /lacks tracepoint skb\/kfree_skb/);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('times out a slow start and releases it when it finally finishes', async () => {
+    const slow = counting('slow', { hang: true });
+    const { manager } = setup([slow.def], { RETINA_PLUGINSTARTTIMEOUT: '100ms' });
+    await manager.start();
+    assert.match(manager.status()[0]?.lastError ?? '', /within 100 ms/);
+    await waitFor(() => slow.stats.stops >= 1, 3000);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('a runtime failure stops the plugin, removes its series and restarts it', async () => {
+    const p = counting('runner');
+    const { manager, metrics } = setup([p.def]);
+    await manager.start();
+    p.stats.ctx?.status.degraded('one file unreadable');
+    assert.equal(manager.status()[0]?.state, 'degraded');
+    assert.equal(manager.ready(), true);
+    p.stats.ctx?.status.failed(new Error('ring buffer gone'));
+    await waitFor(() => p.stats.stops === 1);
+    await new Promise((r) => setImmediate(r));
+    assert.doesNotMatch((await metrics.expose()).body, /tcp_state\{state="runner"\}/);
+    await waitFor(() => p.stats.starts === 2 && manager.ready());
+    await manager[Symbol.asyncDispose]();
+    assert.equal(p.stats.stops, 2);
+  });
+
+  it('stops everything in reverse order and leaks no stacks', async () => {
+    const before = liveResourceStacks();
+    const order: string[] = [];
+    const mk = (name: string) => definePlugin<object>({
+      name, os: 'linux', description: '', defaultEnabled: true, config: {}, hooks: [], emits: [],
+      start: () => ResourceStack.build((s) => s.defer(() => order.push(name))),
+    });
+    const { manager } = setup([mk('a'), mk('b'), mk('c')]);
+    await manager.start();
+    await manager[Symbol.asyncDispose]();
+    await manager[Symbol.asyncDispose]();
+    assert.deepEqual(order, ['c', 'b', 'a']);
+    assert.equal(liveResourceStacks(), before);
+    assert.ok(manager.status().every((s) => s.state === 'stopped'));
+  });
+});
