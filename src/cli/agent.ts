@@ -71,7 +71,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const log = createLogger({ level: agent.logLevel, component: 'agent' });
   log.info('starting retina-agent', {
     version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
-    btf: platform.info.btf, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
+    btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
+    capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
   });
   if (values.unknownKeys.length) log.warn('configuration keys not used by this agent', { keys: values.unknownKeys });
   if (flags.values['kubeconfig']) log.warn('--kubeconfig given, but Kubernetes watchers are not part of this build yet; running standalone');
