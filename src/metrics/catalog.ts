@@ -40,11 +40,24 @@ export const tcpFlagGauges = def(`${DATA}tcp_flag_gauges`, 'gauge', 'TCP packets
 export const infinibandCounterStats = def(`${DATA}infiniband_counter_stats`, 'gauge', 'InfiniBand port counters', ['statistic_name', 'device', 'port']);
 export const infinibandStatusParams = def(`${DATA}infiniband_status_params`, 'gauge', 'InfiniBand interface status parameters', ['statistic_name', 'interface_name']);
 
+// --- advanced (pod-level) metrics: these fixed labels, then the context labels configured by the
+// MetricsConfiguration (source_/destination_ + ip, namespace, podname, workload_kind, workload_name,
+// service, port, zone in remote context; the same names unprefixed in local context).
+export const advForwardCount = def(`${DATA}adv_forward_count`, 'gauge', 'Total forwarded packets', ['direction']);
+export const advForwardBytes = def(`${DATA}adv_forward_bytes`, 'gauge', 'Total forwarded bytes', ['direction']);
+export const advDropCount = def(`${DATA}adv_drop_count`, 'gauge', 'Total dropped packets', ['reason', 'direction']);
+export const advDropBytes = def(`${DATA}adv_drop_bytes`, 'gauge', 'Total dropped bytes', ['reason', 'direction']);
+export const advTcpFlagsCount = def(`${DATA}adv_tcpflags_count`, 'gauge', 'TCP packets by flag', ['flag']);
+export const advTcpRetransCount = def(`${DATA}adv_tcpretrans_count`, 'gauge', 'TCP retransmissions', ['direction']);
+export const advDnsRequestCount = def(`${DATA}adv_dns_request_count`, 'counter', 'DNS requests', ['query_type', 'query']);
+export const advDnsResponseCount = def(`${DATA}adv_dns_response_count`, 'counter', 'DNS responses', ['return_code', 'query_type', 'query', 'response', 'num_response']);
+
 // --- the agent's own health -------------------------------------------------------------------
 export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);
 export const parsedPacketsCounter = def(`${SELF}parsed_packets_counter`, 'counter', 'Packet records parsed', []);
 export const expiredMetricsCounter = def(`${SELF}expired_metrics_counter`, 'counter', 'Series removed by TTL', ['metric']);
+export const metricsModuleSeriesOverflow = def(`${SELF}metrics_module_series_overflow`, 'counter', 'Ours: flows folded into the overflow series because a metric reached its series budget', ['metric']);
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
 
 /** All families, for docs and tests. */
@@ -52,5 +65,8 @@ export const allMetrics: readonly MetricDef[] = [
   forwardCount, forwardBytes, dropCount, dropBytes, tcpState, tcpConnectionRemote, tcpConnectionStats,
   ipConnectionStats, udpConnectionStats, interfaceStats, dnsRequestCount, dnsResponseCount,
   tcpRetransmissionCount, windowsHnsStats, tcpFlagGauges, infinibandCounterStats, infinibandStatusParams,
-  pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter, pluginUp,
+  advForwardCount, advForwardBytes, advDropCount, advDropBytes, advTcpFlagsCount, advTcpRetransCount,
+  advDnsRequestCount, advDnsResponseCount,
+  pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
+  metricsModuleSeriesOverflow, pluginUp,
 ];

@@ -16,8 +16,17 @@ export interface MetricWriters {
   reset(defs: readonly MetricDef[]): void;
 }
 
+/** A family that builds its own values at scrape time (see series.ts). */
+export interface CustomFamily {
+  readonly name: string;
+  get(): unknown;
+}
+
 export interface MetricsRegistry extends MetricWriters {
   readonly registry: Registry;
+  /** Exposes a custom family; a family of the same name is replaced. */
+  attach(family: CustomFamily): void;
+  detach(name: string): void;
   /** Text exposition for GET /metrics. */
   expose(): Promise<{ contentType: string; body: string }>;
 }
@@ -46,6 +55,13 @@ export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): 
       get(d, () => new Histogram<L>({ ...common(d), ...(d.buckets ? { buckets: [...d.buckets] } : {}) } as never)),
     reset(defs) {
       for (const d of defs) families.get(d.name)?.metric.reset();
+    },
+    attach(family) {
+      registry.removeSingleMetric(family.name);
+      registry.registerMetric(family as never);
+    },
+    detach(name) {
+      registry.removeSingleMetric(name);
     },
     async expose() {
       return { contentType: registry.contentType, body: await registry.metrics() };
