@@ -57,7 +57,7 @@ export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);
 export const parsedPacketsCounter = def(`${SELF}parsed_packets_counter`, 'counter', 'Packet records parsed', []);
 export const expiredMetricsCounter = def(`${SELF}expired_metrics_counter`, 'counter', 'Series removed by TTL', ['metric']);
-export const metricsModuleSeriesOverflow = def(`${SELF}metrics_module_series_overflow`, 'counter', 'Ours: flows folded into the overflow series because a metric reached its series budget', ['metric']);
+export const metricsModuleSeriesOverflow = def(`${SELF}metrics_module_series_overflow_total`, 'counter', 'Ours: flows folded into the overflow series because a metric reached its series budget', ['metric']);
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
 
 /** All families, for docs and tests. */

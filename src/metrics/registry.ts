@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MetricDef } from './catalog.js';
+import { formatExposition } from './exposition.js';
 
 export type Labels<L extends string> = Partial<Record<L, string | number>>;
 
@@ -33,7 +34,11 @@ export interface MetricsRegistry extends MetricWriters {
 
 export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): MetricsRegistry {
   const registry = new Registry();
-  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (opts.processMetrics ?? true) {
+    collectDefaultMetrics({ register: registry });
+    // Gauges named `_total` (promtool rejects them); nodejs_active_{handles,requests,resources} carry the same counts.
+    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(n);
+  }
   const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();
 
   function get<M>(d: MetricDef, make: () => M): M {
@@ -64,7 +69,7 @@ export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): 
       registry.removeSingleMetric(name);
     },
     async expose() {
-      return { contentType: registry.contentType, body: await registry.metrics() };
+      return { contentType: registry.contentType, body: await formatExposition(registry) };
     },
   };
 }

@@ -122,7 +122,7 @@ describe('metrics module: configuration changes and series life', () => {
     mod.consume({ source: 't', flows: Array.from({ length: 8 }, (_, i) => fwd({ source: ep('shop', `p${i}`), packets: 1 })) });
     const body = await text();
     assert.match(body, /adv_forward_count\{direction="overflow",source_podname="overflow"\} 3/);
-    assert.match(body, /metrics_module_series_overflow\{metric="networkobservability_adv_forward_count"\} 3/);
+    assert.match(body, /metrics_module_series_overflow_total\{metric="networkobservability_adv_forward_count"\} 3/);
   });
 });
 

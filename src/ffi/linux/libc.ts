@@ -1,0 +1,81 @@
+/**
+ * The few libc calls the Linux plugins need (socket, ioctl, close) over koffi, plus native memory.
+ * `loadLibc()` loads libc.so.6 when called (from a plugin's start), never at import time.
+ */
+import koffi from 'koffi';
+
+export const AF_INET = 2;
+export const SOCK_DGRAM = 2;
+export const SOCK_CLOEXEC = 0o2000000;
+
+/** errno values the callers branch on. */
+export const errnos = Object.freeze({ EPERM: 1, ENOENT: 2, ENODEV: 19, EINVAL: 22, EOPNOTSUPP: 95 });
+
+/** Native memory that does not move; `view` reads and writes it without copies. */
+export interface NativeBuffer {
+  readonly size: number;
+  readonly view: DataView;
+  /** The pointer to pass to native calls. */
+  readonly ptr: unknown;
+  /** Its address, to store inside another native struct. */
+  readonly address: bigint;
+  free(): void;
+}
+
+export interface Libc {
+  /** Returns the fd, or -errno. */
+  socket(domain: number, type: number, protocol: number): number;
+  /** ioctl(fd, request, ptr); returns 0 or more, or -errno. */
+  ioctlPtr(fd: number, request: number, arg: NativeBuffer): number;
+  /** Returns 0, or -errno. */
+  close(fd: number): number;
+  alloc(size: number): NativeBuffer;
+  /** sizeof(void *) on this machine. */
+  readonly pointerSize: number;
+}
+
+let cached: Libc | undefined;
+
+/** Loads libc once per process; throws (with the cause) when it cannot be loaded. */
+export function loadLibc(): Libc {
+  if (cached) return cached;
+  let lib: koffi.IKoffiLib;
+  try {
+    lib = koffi.load('libc.so.6');
+  } catch (e) {
+    throw new Error('cannot load libc.so.6', { cause: e });
+  }
+  const socket = lib.func('int socket(int domain, int type, int protocol)');
+  const ioctl = lib.func('int ioctl(int fd, unsigned long request, ...)');
+  const close = lib.func('int close(int fd)');
+  const checked = (rc: number): number => (rc < 0 ? -koffi.errno() : rc);
+  cached = {
+    pointerSize: koffi.sizeof('void *'),
+    socket: (domain, type, protocol) => checked(socket(domain, type, protocol) as number),
+    ioctlPtr: (fd, request, arg) => checked(ioctl(fd, request, 'void *', arg.ptr) as number),
+    close: (fd) => checked(close(fd) as number),
+    alloc(size) {
+      const ptr: unknown = koffi.alloc('uint8_t', size);
+      const view = new DataView(koffi.view(ptr, size));
+      let freed = false;
+      return {
+        size, view, ptr,
+        address: koffi.address(ptr),
+        free() {
+          if (freed) return;
+          freed = true;
+          koffi.free(ptr);
+        },
+      };
+    },
+  };
+  return cached;
+}
+
+/** The symbolic name of an errno value, for messages ("EOPNOTSUPP"), or "errno N". */
+export function errnoName(errno: number): string {
+  const ours = Object.entries(errnos).find(([, v]) => v === errno);
+  if (ours) return ours[0];
+  const hit = Object.entries(koffi.os.errno).find(([, v]) => v === errno);
+  return hit ? hit[0] : `errno ${errno}`;
+}

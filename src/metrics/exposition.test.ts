@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import * as c from './catalog.js';
+import { formatExposition } from './exposition.js';
+import { createMetricsRegistry } from './registry.js';
+import { SeriesFamily } from './series.js';
+
+describe('exposition', () => {
+  it('is byte-for-byte what prom-client writes, escapes included', async () => {
+    // Process metrics change between two reads, so they are compared by name only (below).
+    const m = createMetricsRegistry({ processMetrics: false });
+    m.gauge(c.interfaceStats).set({ interface_name: 'eth0', statistic_name: 'rx_bytes' }, 12345678901);
+    m.gauge(c.interfaceStats).set({ interface_name: 'we"ird\\na\nme', statistic_name: 'rx_dropped' }, 0.5);
+    m.gauge(c.tcpState).set({ state: 'ESTABLISHED' }, Number.NaN);
+    m.gauge(c.tcpState).set({ state: 'LISTEN' }, Number.POSITIVE_INFINITY);
+    m.counter(c.dnsRequestCount).inc(3);
+    m.counter(c.lostEventsCounter).inc({ type: 'kernel', reason: 'dns' }, 2);
+    m.histogram({ name: 'x_latency', type: 'histogram', help: 'help with \\ and\nnewline', labels: ['a'], buckets: [0.5, 1.5] }).observe({ a: 'b' }, 1);
+    const fam = new SeriesFamily({ name: 'networkobservability_adv_forward_count', help: 'h', type: 'gauge', labelNames: ['direction', 'source_podname'], fixedLabels: 1, maxSeries: 10 });
+    fam.add('EGRESS', '\x1fweb', 3, 0);
+    m.attach(fam);
+    const ours = await formatExposition(m.registry);
+    const theirs = await m.registry.metrics();
+    assert.equal(ours, theirs);
+    assert.match(ours, /interface_name="we\\"ird\\\\na\\nme"/);
+  });
+
+  it('serves process metrics, without the _total gauges promtool rejects', async () => {
+    const body = (await createMetricsRegistry().expose()).body;
+    assert.match(body, /^process_resident_memory_bytes \d+/m);
+    assert.match(body, /^nodejs_active_handles\{/m);
+    assert.doesNotMatch(body, /nodejs_active_handles_total/);
+  });
+});
