@@ -1,7 +1,7 @@
 /**
  * Idle footprint of `bin/retina-agent` with the default config (only the port is 0 and the host
- * 127.0.0.1), side by side with a bare `node -e "setInterval(()=>{},1000)"` and with the agent run
- * without the shim's --enable-source-maps, all started together and sampled together: RSS (VmRSS
+ * 127.0.0.1), side by side with a bare `node -e "setInterval(()=>{},1000)"`, both started together
+ * and sampled together: RSS (VmRSS
  * from /proc/<pid>/status) every second and CPU (utime + stime from /proc/<pid>/stat) over the
  * window, which opens 2 s after the agents log "plugins started". No scrapes during the window. Goal: agent RSS at most 75 MB idle (bare Node 22: ~42 MB).
  * Env: BENCH_IDLE_SECONDS (60).
@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { AgentProcess, ROOT, agentEnv, nodeBinary, type LogLine } from '../../test/e2e/agent-process.js';
+import { AgentProcess, agentEnv, nodeBinary, type LogLine } from '../../test/e2e/agent-process.js';
 import { envInt, summarize } from '../server/summary.js';
 
 const SECONDS = envInt('BENCH_IDLE_SECONDS', 60);
@@ -51,7 +51,6 @@ interface Subject {
 const agentEnvVars = agentEnv({ RETINA_APISERVER_PORT: '0', RETINA_APISERVER_HOST: '127.0.0.1' });
 const subjects: Subject[] = [
   { name: 'agent', proc: new AgentProcess({ env: agentEnvVars }), rss: [], cpu0: 0 },
-  { name: 'agentNoSourceMaps', proc: new AgentProcess({ command: [nodeBinary(), `${ROOT}dist/src/cli/agent-main.js`], env: agentEnvVars }), rss: [], cpu0: 0 },
   { name: 'bareNode', proc: new AgentProcess({ command: [nodeBinary(), '-e', 'setInterval(()=>{},1000)'] }), rss: [], cpu0: 0 },
 ];
 
