@@ -1,4 +1,4 @@
-export { ResourceStack, every, liveResourceStacks } from './lifecycle.js';
+export { ResourceStack, every, poll, liveResourceStacks } from './lifecycle.js';
 export { PermanentError, PartialReadError, errMessage } from './errors.js';
 export {
   definePlugin,

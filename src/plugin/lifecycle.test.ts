@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ResourceStack, liveResourceStacks } from './lifecycle.js';
+import { ResourceStack, liveResourceStacks, poll } from './lifecycle.js';
 
 describe('ResourceStack', () => {
   it('releases in reverse order, once, and carries on past failures', async () => {
@@ -40,5 +40,41 @@ describe('ResourceStack', () => {
     s.defer(() => { released = true; });
     await new Promise((r) => setImmediate(r));
     assert.equal(released, true);
+  });
+});
+
+describe('poll', () => {
+  it('runs at once, never overlaps, reports errors, and stops after the run in flight', async () => {
+    let running = 0;
+    let maxRunning = 0;
+    let runs = 0;
+    const errors: unknown[] = [];
+    let release: () => void = () => undefined;
+    const s = await ResourceStack.build((st) => poll(st, 5, async (signal) => {
+      runs++;
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      try {
+        if (runs === 2) throw new Error('tick failed');
+        if (runs === 3) await new Promise<void>((r) => { release = r; });
+        if (runs < 3) assert.equal(signal.aborted, false);
+      } finally {
+        running--;
+      }
+    }, (e) => errors.push(e)));
+    assert.equal(runs, 1, 'the first run is awaited by start');
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(runs, 3, 'a run in flight holds back the next ones');
+    assert.equal(maxRunning, 1);
+    assert.match(String(errors[0]), /tick failed/);
+    let stopped = false;
+    const stopping = s[Symbol.asyncDispose]().then(() => { stopped = true; });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(stopped, false, 'stop waits for the run in flight');
+    release();
+    await stopping;
+    const after = runs;
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(runs, after, 'nothing runs after stop');
   });
 });

@@ -86,3 +86,36 @@ export function every(stack: ResourceStack, intervalMs: number, fn: () => void):
   t.unref?.();
   stack.defer(() => clearInterval(t));
 }
+
+/**
+ * Runs `run` now (awaited, so a plugin's first reading is settled when start returns) and then every
+ * `intervalMs`, never two runs at once. Released with the stack: no new run starts, `signal` is
+ * aborted, and the release waits for the run in flight. An error thrown by `run` goes to `onError`
+ * (unless stopping), never to the timer.
+ */
+export async function poll(
+  stack: ResourceStack,
+  intervalMs: number,
+  run: (signal: AbortSignal) => Promise<void>,
+  onError: (err: unknown) => void,
+): Promise<void> {
+  const abort = new AbortController();
+  let inFlight: Promise<void> | undefined;
+  const tick = (): Promise<void> => {
+    if (abort.signal.aborted) return Promise.resolve();
+    inFlight ??= run(abort.signal)
+      .catch((e: unknown) => {
+        if (!abort.signal.aborted) onError(e);
+      })
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+  stack.defer(async () => {
+    abort.abort();
+    await inFlight;
+  });
+  await tick();
+  every(stack, intervalMs, () => void tick());
+}

@@ -5,7 +5,7 @@
  */
 import { access } from 'node:fs/promises';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
-import { PermanentError, ResourceStack, definePlugin, errMessage, every, type PluginContext, type PluginDefinition } from '../../../plugin/index.js';
+import { PermanentError, ResourceStack, definePlugin, errMessage, poll, type PluginDefinition } from '../../../plugin/index.js';
 import { counterRows, describeFailures, statusRows } from './decode.js';
 import { DEFAULT_SYSFS_ROOT, infinibandClassDir, netClassDir, readInfiniband } from './read.js';
 
@@ -38,12 +38,18 @@ export function createInfinibandPlugin(opts: InfinibandOptions = {}): PluginDefi
     start: (ctx) =>
       ResourceStack.build(async (s) => {
         await requireInfiniband(classDir);
-        const poll = createPoller(root, ctx);
+        const counters = ctx.metrics.gauge(catalog.infinibandCounterStats);
+        const status = ctx.metrics.gauge(catalog.infinibandStatusParams);
         s.defer(() => ctx.metrics.reset(emits));
-        s.defer(() => poll.idle());
         // The first read settles status and series before start returns; then one per interval.
-        await poll.tick();
-        every(s, ctx.agent.metricsIntervalMs, () => void poll.tick());
+        await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {
+          const snap = await readInfiniband(root);
+          if (signal.aborted) return;
+          replaceSeries(counters, counterRows(snap.counters));
+          replaceSeries(status, statusRows(snap.statusParams));
+          if (snap.failed.length > 0) ctx.status.degraded(describeFailures(snap.failed));
+          else ctx.status.ok();
+        }, (e) => ctx.status.degraded(`reading InfiniBand statistics failed: ${errMessage(e)}`));
       }),
   });
 }
@@ -57,43 +63,4 @@ async function requireInfiniband(classDir: string): Promise<void> {
   } catch (e) {
     throw new PermanentError(`no InfiniBand on this host: ${classDir} is missing (no RDMA driver loaded, or the directory is not mounted into the agent)`, { cause: e });
   }
-}
-
-interface Poller {
-  /** Reads once and updates series and status; a call while a read is running joins it. Never rejects. */
-  tick(): Promise<void>;
-  /** Resolves when no read is running. */
-  idle(): Promise<void>;
-}
-
-function createPoller(root: string, ctx: PluginContext<InfinibandConfig>): Poller {
-  const counters = ctx.metrics.gauge(catalog.infinibandCounterStats);
-  const status = ctx.metrics.gauge(catalog.infinibandStatusParams);
-  let running: Promise<void> | undefined;
-
-  async function refresh(): Promise<void> {
-    const snap = await readInfiniband(root);
-    if (ctx.signal.aborted) return;
-    replaceSeries(counters, counterRows(snap.counters));
-    replaceSeries(status, statusRows(snap.statusParams));
-    if (snap.failed.length > 0) ctx.status.degraded(describeFailures(snap.failed));
-    else ctx.status.ok();
-  }
-
-  return {
-    tick() {
-      running ??= refresh()
-        .catch((e: unknown) => {
-          if (!ctx.signal.aborted) ctx.status.degraded(`reading InfiniBand statistics failed: ${errMessage(e)}`);
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          running = undefined;
-        });
-      return running;
-    },
-    idle: async () => {
-      await running;
-    },
-  };
 }

@@ -3,8 +3,8 @@
  * /sys/class/net and ethtool, refreshed every metricsIntervalDuration. See README.md.
  */
 import { openEthtool, type EthtoolClient } from '../../../ffi/linux/ethtool.js';
-import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext, type PluginDefinition } from '../../../plugin/index.js';
-import { EMITS, degradedReason, publish, readAll, type Reading } from './collect.js';
+import { ResourceStack, definePlugin, errMessage, poll, type HookSpec, type PluginDefinition } from '../../../plugin/index.js';
+import { EMITS, degradedReason, publish, readAll } from './collect.js';
 import { linuxutilConfig, type LinuxutilConfig } from './config.js';
 import { InterfaceReader } from './interfaces.js';
 import { PROC_FILES } from './proc.js';
@@ -44,56 +44,20 @@ export function createLinuxutilPlugin(paths: LinuxutilPaths = {}): PluginDefinit
           ethtoolUnavailable = errMessage(e);
         }
         const interfaces = new InterfaceReader(sysClassNet, ctx.config.interfaceStatsExclude, ethtool);
-        const loop = createLoop(ctx, () => readAll(interfaces, procRoot), ethtoolUnavailable);
-        // Released in reverse: the timer first, then the tick in flight, then the ethtool socket.
-        s.defer(() => loop.stop());
-        await loop.tick();
-        every(s, ctx.agent.metricsIntervalMs, () => void loop.tick());
+        let lastReason: string | undefined;
+        // Released in reverse: the poll (waiting for a tick in flight) first, then the ethtool socket.
+        await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {
+          const reading = await readAll(interfaces, procRoot);
+          if (signal.aborted) return;
+          publish(ctx.metrics, reading);
+          const reason = degradedReason(reading, ethtoolUnavailable);
+          if (reason !== lastReason) ctx.log.debug('linuxutil reading changed completeness', { complete: reason === undefined });
+          lastReason = reason;
+          if (reason === undefined) ctx.status.ok();
+          else ctx.status.degraded(reason);
+        }, (e) => ctx.status.degraded(`linuxutil tick failed: ${errMessage(e)}`));
       }),
   });
 }
 
 export const linuxutil = createLinuxutilPlugin();
-
-interface Loop {
-  /** One read and publish; resolves when done, never rejects; skipped while one is in flight. */
-  tick(): Promise<void>;
-  /** No publish after this; resolves when the tick in flight is done. */
-  stop(): Promise<void>;
-}
-
-function createLoop(ctx: PluginContext<LinuxutilConfig>, read: () => Promise<Reading>, ethtoolUnavailable: string | undefined): Loop {
-  let inFlight: Promise<void> | undefined;
-  let stopped = false;
-  let lastReason: string | undefined;
-
-  async function once(): Promise<void> {
-    try {
-      const reading = await read();
-      if (stopped || ctx.signal.aborted) return;
-      publish(ctx.metrics, reading);
-      const reason = degradedReason(reading, ethtoolUnavailable);
-      if (reason !== lastReason) ctx.log.debug('linuxutil reading changed completeness', { complete: reason === undefined });
-      lastReason = reason;
-      if (reason === undefined) ctx.status.ok();
-      else ctx.status.degraded(reason);
-    } catch (e) {
-      // readAll does not throw; this is a bug guard so that the timer never sees an exception.
-      if (!stopped) ctx.status.degraded(`linuxutil tick failed: ${errMessage(e)}`);
-    }
-  }
-
-  return {
-    tick() {
-      if (stopped) return Promise.resolve();
-      inFlight ??= once().finally(() => {
-        inFlight = undefined;
-      });
-      return inFlight;
-    },
-    async stop() {
-      stopped = true;
-      await inFlight;
-    },
-  };
-}
