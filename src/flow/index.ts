@@ -30,7 +30,7 @@ export interface Endpoint {
 }
 
 export interface Flow {
-  /** Wall-clock time of the observation, ms since the epoch. */
+  /** Wall-clock time of the observation, ms since the epoch (fractional: sub-ms precision). */
   timeMs: number;
   srcIp: string;
   dstIp: string;
@@ -42,6 +42,9 @@ export interface Flow {
   dstPort: number;
   /** TCP flags bitmask: FIN 1, SYN 2, RST 4, PSH 8, ACK 16, URG 32, ECE 64, CWR 128, NS 256. */
   tcpFlags: number;
+  /** TCP timestamp option (RFC 7323) values, 0 when absent: they pair a request with its reply. */
+  tcpTsval: number;
+  tcpTsecr: number;
   verdict: Verdict;
   /** Kernel drop-reason name (Linux) or PktMon's (Windows); '' unless DROPPED. */
   dropReason: string;
@@ -79,6 +82,8 @@ export function createFlow(init: Partial<Flow> & Pick<Flow, 'srcIp' | 'dstIp' | 
     srcPort: init.srcPort ?? 0,
     dstPort: init.dstPort ?? 0,
     tcpFlags: init.tcpFlags ?? 0,
+    tcpTsval: init.tcpTsval ?? 0,
+    tcpTsecr: init.tcpTsecr ?? 0,
     verdict: init.verdict,
     dropReason: init.dropReason ?? '',
     direction: init.direction ?? 'UNKNOWN',

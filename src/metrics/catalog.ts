@@ -52,6 +52,12 @@ export const advTcpRetransCount = def(`${DATA}adv_tcpretrans_count`, 'gauge', 'T
 export const advDnsRequestCount = def(`${DATA}adv_dns_request_count`, 'counter', 'DNS requests', ['query_type', 'query']);
 export const advDnsResponseCount = def(`${DATA}adv_dns_response_count`, 'counter', 'DNS responses', ['return_code', 'query_type', 'query', 'response', 'num_response']);
 
+/** Retina's buckets: 0.5 ms to 63.5 ms, 1 ms wide. */
+const API_LATENCY_BUCKETS_MS = Array.from({ length: 64 }, (_, i) => 0.5 + i);
+export const advNodeApiserverLatency = def(`${DATA}adv_node_apiserver_latency`, 'histogram', 'Round-trip time of requests from the node to the API server, in ms', [], API_LATENCY_BUCKETS_MS);
+export const advNodeApiserverTcpHandshakeLatency = def(`${DATA}adv_node_apiserver_tcp_handshake_latency`, 'histogram', 'TCP handshake (SYN to SYN-ACK) time from the node to the API server, in ms', [], API_LATENCY_BUCKETS_MS);
+export const advNodeApiserverNoResponse = def(`${DATA}adv_node_apiserver_no_response`, 'counter', 'Requests to the API server that saw no reply in time', ['no_response']);
+
 // --- the agent's own health -------------------------------------------------------------------
 export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);
@@ -66,7 +72,7 @@ export const allMetrics: readonly MetricDef[] = [
   ipConnectionStats, udpConnectionStats, interfaceStats, dnsRequestCount, dnsResponseCount,
   tcpRetransmissionCount, windowsHnsStats, tcpFlagGauges, infinibandCounterStats, infinibandStatusParams,
   advForwardCount, advForwardBytes, advDropCount, advDropBytes, advTcpFlagsCount, advTcpRetransCount,
-  advDnsRequestCount, advDnsResponseCount,
+  advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, pluginUp,
 ];

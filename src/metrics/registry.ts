@@ -15,6 +15,8 @@ export interface MetricWriters {
   histogram<L extends string>(def: MetricDef<L>): Histogram<L>;
   /** Removes every series of these families (a stopped plugin leaves no stale values). */
   reset(defs: readonly MetricDef[]): void;
+  /** Unregisters these families altogether (a writer asked for later starts afresh). */
+  remove(defs: readonly MetricDef[]): void;
 }
 
 /** A family that builds its own values at scrape time (see series.ts). */
@@ -60,6 +62,12 @@ export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): 
       get(d, () => new Histogram<L>({ ...common(d), ...(d.buckets ? { buckets: [...d.buckets] } : {}) } as never)),
     reset(defs) {
       for (const d of defs) families.get(d.name)?.metric.reset();
+    },
+    remove(defs) {
+      for (const d of defs) {
+        families.delete(d.name);
+        registry.removeSingleMetric(d.name);
+      }
     },
     attach(family) {
       registry.removeSingleMetric(family.name);

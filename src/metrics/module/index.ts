@@ -5,7 +5,10 @@
  * a series budget beyond which flows fold into one `overflow` series.
  */
 import type { Endpoint, Flow, FlowBatch, FlowConsumer } from '../../flow/index.js';
-import { expiredMetricsCounter, metricsModuleSeriesOverflow } from '../catalog.js';
+import {
+  advNodeApiserverLatency, advNodeApiserverNoResponse, advNodeApiserverTcpHandshakeLatency, expiredMetricsCounter, metricsModuleSeriesOverflow,
+} from '../catalog.js';
+import { createApiServerLatency, type ApiServerLatency } from './apiserver.js';
 import type { MetricsRegistry } from '../registry.js';
 import { SEP, SeriesFamily } from '../series.js';
 import { compileSide, contextLabelNames, sideSignature } from './context.js';
@@ -21,6 +24,8 @@ export interface MetricsModuleOptions {
   readonly remoteContext: boolean;
   readonly maxSeriesPerMetric?: number;
   readonly now?: () => number;
+  /** The API server's addresses, for the node_apiserver_* metrics (without it they stay off). */
+  readonly isApiServer?: (ip: string) => boolean;
 }
 
 export interface MetricsModule extends FlowConsumer, Disposable {
@@ -33,6 +38,8 @@ export interface MetricsModule extends FlowConsumer, Disposable {
   /** Expires series older than their TTL now (the module also does it on a timer). */
   sweep(): void;
 }
+
+const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
 
 interface Emitter {
   readonly family: SeriesFamily;
@@ -65,6 +72,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   let tails = new Tails();
   let vals: string[] = [];
   let timer: NodeJS.Timeout | undefined;
+  let apiServer: ApiServerLatency | undefined;
 
   function sweep(): void {
     const t = now();
@@ -81,10 +89,13 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
     tails = new Tails();
     if (timer) clearInterval(timer);
     timer = undefined;
+    if (apiServer) opts.metrics.remove(API_SERVER_FAMILIES);
+    apiServer = undefined;
   }
 
   return {
     consume(batch: FlowBatch): void {
+      apiServer?.consume(batch);
       const n = emitters.length;
       if (n === 0) return;
       const t = now();
@@ -111,6 +122,9 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
         emitters.push(e);
       }
       vals = new Array<string>(tails.fns.length).fill('');
+      if (opts.isApiServer && next.contextOptions.some((o) => o.metricName.startsWith('node_apiserver_'))) {
+        apiServer = createApiServerLatency({ metrics: opts.metrics, isApiServer: opts.isApiServer, now });
+      }
       const ttls = emitters.map((e) => e.ttlMs).filter((x) => x > 0);
       if (ttls.length) {
         timer = setInterval(sweep, Math.min(60_000, Math.max(1000, Math.min(...ttls) / 4)));

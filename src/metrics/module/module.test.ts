@@ -145,3 +145,15 @@ describe('MetricsConfiguration spec validation', () => {
     assert.equal(annotationSpec(['a']).contextOptions.length, 8);
   });
 });
+
+describe('metrics module: API-server latency', () => {
+  it('turns on with the node_apiserver_* metrics and off with them', async () => {
+    const metrics = createMetricsRegistry({ processMetrics: false });
+    const mod = createMetricsModule({ metrics, remoteContext: true, isApiServer: (ip) => ip === '10.0.0.2' });
+    mod.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'node_apiserver_latency' }] }));
+    mod.consume({ source: 't', flows: [fwd({ tcpFlags: 0x18, tcpTsval: 5, timeMs: 100 }), fwd({ srcIp: '10.0.0.2', dstIp: '10.0.0.1', srcPort: 5432, dstPort: 40000, tcpFlags: 0x10, tcpTsecr: 5, timeMs: 104 })] });
+    assert.match((await metrics.expose()).body, /adv_node_apiserver_latency_sum 4/);
+    mod.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count' }] }));
+    assert.doesNotMatch((await metrics.expose()).body, /apiserver/);
+  });
+});
