@@ -77,5 +77,5 @@ run: build
 bench: build
 	@for f in $$(find dist/bench -name '*.bench.js' | sort); do node --expose-gc $$f || exit 1; done
 
-clean:
+clean: native-clean
 	rm -rf dist node_modules/.stamp

@@ -30,6 +30,12 @@ export interface Libc {
   /** Returns 0, or -errno. */
   close(fd: number): number;
   alloc(size: number): NativeBuffer;
+  /**
+   * Gives free C-heap memory back to the system (glibc `malloc_trim(0)`). libbpf parses the kernel's
+   * BTF (megabytes) to load and relocate an object and frees it again; without a trim those pages
+   * stay in the agent's RSS.
+   */
+  trimHeap(): void;
   /** sizeof(void *) on this machine. */
   readonly pointerSize: number;
 }
@@ -48,12 +54,14 @@ export function loadLibc(): Libc {
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const ioctl = lib.func('int ioctl(int fd, unsigned long request, ...)');
   const close = lib.func('int close(int fd)');
+  const mallocTrim = lib.func('int malloc_trim(size_t pad)');
   const checked = (rc: number): number => (rc < 0 ? -koffi.errno() : rc);
   cached = {
     pointerSize: koffi.sizeof('void *'),
     socket: (domain, type, protocol) => checked(socket(domain, type, protocol) as number),
     ioctlPtr: (fd, request, arg) => checked(ioctl(fd, request, 'void *', arg.ptr) as number),
     close: (fd) => checked(close(fd) as number),
+    trimHeap: () => void mallocTrim(0),
     alloc(size) {
       const ptr: unknown = koffi.alloc('uint8_t', size);
       const view = new DataView(koffi.view(ptr, size));

@@ -2,5 +2,9 @@
 import type { AnyPluginDefinition } from '../../plugin/index.js';
 import { linuxutil } from './linuxutil/index.js';
 import { infiniband } from './infiniband/index.js';
+import { dropreason } from './dropreason/index.js';
+import { packetforward } from './packetforward/index.js';
+import { tcpretrans } from './tcpretrans/index.js';
+import { dns } from './dns/index.js';
 
-export const plugins: readonly AnyPluginDefinition[] = [linuxutil, infiniband];
+export const plugins: readonly AnyPluginDefinition[] = [packetforward, dropreason, linuxutil, dns, infiniband, tcpretrans];

@@ -1,0 +1,51 @@
+/* Shared by every retina-ts BPF program: kernel types (CO-RE, from the build host's BTF), libbpf's
+ * helpers and the small conventions all objects follow. */
+#ifndef RETINA_H
+#define RETINA_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+#define RETINA_DIR_INGRESS 1
+#define RETINA_DIR_EGRESS 2
+
+#define ETH_P_IP_ 0x0800
+#define ETH_P_IPV6_ 0x86DD
+#define ETH_P_8021Q_ 0x8100
+#define IPPROTO_TCP_ 6
+#define IPPROTO_UDP_ 17
+#define AF_INET_ 2
+#define AF_INET6_ 10
+
+/* One u64 per CPU: events the ring buffer had no room for (the agent reports them as
+ * lost_events_counter{type="kernel"}). */
+#define RETINA_LOST_MAP(name)                                                                  \
+	struct {                                                                               \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                       \
+		__uint(max_entries, 1);                                                        \
+		__type(key, __u32);                                                            \
+		__type(value, __u64);                                                          \
+	} name SEC(".maps")
+
+static __always_inline void retina_count_lost(void *map)
+{
+	__u32 zero = 0;
+	__u64 *lost = bpf_map_lookup_elem(map, &zero);
+	if (lost)
+		*lost += 1;
+}
+
+/* Batched wake-ups: with wakeup_bytes > 0 a record wakes the agent only when that much data waits
+ * in the ring (the agent also drains on a short timer); 0 keeps the kernel's adaptive wake-up, one
+ * per drain. Fewer wake-ups mean fewer drains, each with more records. */
+static __always_inline __u64 retina_submit_flags(void *ring, __u32 wakeup_bytes)
+{
+	if (!wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+#endif

@@ -1,0 +1,104 @@
+/**
+ * Reads what we need from BTF through libbpf: enum names (the kernel's skb_drop_reason), a
+ * tracepoint's argument count (to pick a program variant), and where a BPF object's read-only
+ * variables sit (to set them before load).
+ */
+import { loadLibc } from './libc.js';
+import { koffi, loadLibbpf, type Libbpf } from './libbpf.js';
+
+const KIND_ENUM = 6;
+const KIND_TYPEDEF = 8;
+const KIND_FUNC_PROTO = 13;
+const KIND_DATASEC = 15;
+const KIND_ENUM64 = 19;
+const KIND_PTR = 2;
+
+interface BtfType {
+  readonly nameOff: number;
+  readonly kind: number;
+  readonly vlen: number;
+  /** size or referenced type id */
+  readonly sizeOrType: number;
+  /** the `vlen` trailing records, each `words` u32 long */
+  members(words: number): number[][];
+}
+
+function typeById(l: Libbpf, btf: unknown, id: number): BtfType | undefined {
+  const ptr: unknown = l.btfType(btf, id);
+  if (!ptr) return undefined;
+  const [nameOff, info, sizeOrType] = koffi.decode(ptr, 'uint32_t', 3) as number[];
+  const vlen = (info as number) & 0xffff;
+  return {
+    nameOff: nameOff as number, kind: ((info as number) >>> 24) & 0x1f, vlen, sizeOrType: sizeOrType as number,
+    members(words) {
+      if (vlen === 0) return [];
+      const all = koffi.decode(ptr, 'uint32_t', 3 + vlen * words) as number[];
+      const out: number[][] = [];
+      for (let i = 0; i < vlen; i++) out.push(all.slice(3 + i * words, 3 + (i + 1) * words));
+      return out;
+    },
+  };
+}
+
+/** Runs `fn` with the kernel's BTF (from /sys/kernel/btf/vmlinux), freed afterwards. */
+export function withVmlinuxBtf<T>(fn: (l: Libbpf, btf: unknown) => T): T {
+  const l = loadLibbpf();
+  const btf: unknown = l.btfVmlinux();
+  if (!btf) throw new Error('cannot load the kernel BTF (/sys/kernel/btf/vmlinux)');
+  try {
+    return fn(l, btf);
+  } finally {
+    l.btfFree(btf);
+    loadLibc().trimHeap();
+  }
+}
+
+/** The values and names of a kernel enum (ENUM or ENUM64), or undefined when the kernel lacks it. */
+export function kernelEnum(name: string): Map<number, string> | undefined {
+  return withVmlinuxBtf((l, btf) => {
+    for (const kind of [KIND_ENUM, KIND_ENUM64]) {
+      const id = l.btfFind(btf, name, kind) as number;
+      if (id <= 0) continue;
+      const t = typeById(l, btf, id);
+      if (!t) continue;
+      const out = new Map<number, string>();
+      for (const m of t.members(kind === KIND_ENUM ? 2 : 3)) {
+        const label = l.btfName(btf, m[0] as number) as string;
+        out.set((m[1] as number) | 0, label);
+      }
+      return out;
+    }
+    return undefined;
+  });
+}
+
+/**
+ * How many arguments the raw tracepoint `event` passes (without the leading context pointer), read
+ * from the kernel's `btf_trace_<event>` typedef; undefined when the kernel has no such tracepoint.
+ */
+export function tracepointArgCount(event: string): number | undefined {
+  return withVmlinuxBtf((l, btf) => {
+    const id = l.btfFind(btf, `btf_trace_${event}`, KIND_TYPEDEF) as number;
+    if (id <= 0) return undefined;
+    let t = typeById(l, btf, id);
+    for (let hops = 0; t && t.kind !== KIND_FUNC_PROTO && hops < 4; hops++) {
+      if (t.kind !== KIND_TYPEDEF && t.kind !== KIND_PTR) return undefined;
+      t = typeById(l, btf, t.sizeOrType);
+    }
+    return t?.kind === KIND_FUNC_PROTO ? t.vlen - 1 : undefined;
+  });
+}
+
+/** Offsets and sizes of the variables in a BPF object's `.rodata` section, by name. */
+export function rodataLayout(l: Libbpf, objBtf: unknown): Map<string, { offset: number; size: number }> {
+  const out = new Map<string, { offset: number; size: number }>();
+  if (!objBtf) return out;
+  const id = l.btfFind(objBtf, '.rodata', KIND_DATASEC) as number;
+  if (id <= 0) return out;
+  const sec = typeById(l, objBtf, id);
+  for (const [varType, offset, size] of sec?.members(3) ?? []) {
+    const v = typeById(l, objBtf, varType as number);
+    if (v) out.set(l.btfName(objBtf, v.nameOff) as string, { offset: offset as number, size: size as number });
+  }
+  return out;
+}

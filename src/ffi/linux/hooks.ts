@@ -1,0 +1,42 @@
+/**
+ * Which kernel hook each eBPF plugin uses, decided in one place. These machines have no kprobes
+ * and no fentry, so everything is a BTF raw tracepoint (tp_btf), tc or a socket filter; a kernel
+ * that offers other hooks gets other choices here, and the plugins follow.
+ */
+import { tracepointArgCount } from './btf.js';
+
+export type HookKind = 'tp_btf' | 'tc' | 'socket_filter';
+
+export interface HookChoice {
+  /** The program to load from the plugin's object. */
+  readonly program: string;
+  readonly kind: HookKind;
+  /** tp_btf: the tracepoint; tc: ingress | egress; socket_filter: what it is bound to. */
+  readonly target: string;
+  /** For log lines and errors: "tp_btf/kfree_skb". */
+  readonly label: string;
+}
+
+const hook = (program: string, kind: HookKind, target: string): HookChoice => ({ program, kind, target, label: `${kind}/${target}` });
+
+export const packetforwardHooks = (): readonly HookChoice[] => [
+  hook('packetforward_ingress', 'tc', 'ingress'),
+  hook('packetforward_egress', 'tc', 'egress'),
+];
+
+/** kfree_skb carries `enum skb_drop_reason` since Linux 5.17 (three arguments or more). */
+export function dropreasonHooks(): readonly HookChoice[] {
+  const args = tracepointArgCount('kfree_skb');
+  if (args === undefined) throw new Error('the kernel has no kfree_skb tracepoint in its BTF (tp_btf/kfree_skb)');
+  if (args < 3) throw new Error(`tp_btf/kfree_skb has ${args} arguments here: no skb_drop_reason before Linux 5.17`);
+  return [hook('dropreason_kfree_skb', 'tp_btf', 'kfree_skb')];
+}
+
+/** 6.12+ passes `err` and fires for failed attempts too: use the variant that skips those. */
+export function tcpretransHooks(): readonly HookChoice[] {
+  const args = tracepointArgCount('tcp_retransmit_skb');
+  if (args === undefined) throw new Error('the kernel has no tcp_retransmit_skb tracepoint in its BTF (tp_btf/tcp_retransmit_skb)');
+  return [hook(args >= 3 ? 'tcpretrans_tp_err' : 'tcpretrans_tp', 'tp_btf', 'tcp_retransmit_skb')];
+}
+
+export const dnsHooks = (): readonly HookChoice[] => [hook('dns_socket_filter', 'socket_filter', 'AF_PACKET ETH_P_ALL, every interface')];

@@ -1,0 +1,29 @@
+/** Benchmark helpers: BPF_PROG_TEST_RUN (synthetic producers) and BPF run-time statistics. */
+import { errnoText, loadLibbpf } from './libbpf.js';
+import { loadSys } from './sys.js';
+import type { BpfProgram } from './object.js';
+
+const TEST_RUN_OPTS_SIZE = 80;
+
+/** Runs `prog` `repeat` times over `packet`; returns the program's last return value. */
+export function testRunProgram(prog: BpfProgram | number, packet: Uint8Array, repeat: number): number {
+  const l = loadLibbpf();
+  const fd = typeof prog === 'number' ? prog : prog.fd;
+  const opts = {
+    sz: TEST_RUN_OPTS_SIZE, data_in: packet, data_out: null, data_size_in: packet.length, data_size_out: 0,
+    ctx_in: null, ctx_out: null, ctx_size_in: 0, ctx_size_out: 0, retval: 0, repeat, duration: 0, flags: 0, cpu: 0, batch_size: 0,
+  };
+  const rc = l.testRun(fd, opts) as number;
+  if (rc < 0) throw new Error(`BPF_PROG_TEST_RUN failed: ${errnoText(-rc)}`);
+  return opts.retval;
+}
+
+/**
+ * Turns on the kernel's per-program run-time statistics (run_cnt, run_time_ns) until disposed
+ * (BPF_ENABLE_STATS: held by an fd, so nothing stays on if the process dies).
+ */
+export function enableBpfRunStats(): Disposable {
+  const fd = loadLibbpf().enableStats(0) as number; // BPF_STATS_RUN_TIME
+  if (fd < 0) throw new Error(`BPF_ENABLE_STATS failed: ${errnoText(-fd)}`);
+  return { [Symbol.dispose]: () => loadSys().close(fd) };
+}

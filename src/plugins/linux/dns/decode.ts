@@ -1,0 +1,124 @@
+/**
+ * dns records, pure. struct dns_event (dns.bpf.c): u64 ts_ns | u32 len | u32 cap_len | u32 ifindex |
+ * u16 l3_off | u8 pkt_type | u8 pad | u8 data[1024] (the packet from its link header). The packet is
+ * parsed here: IPv4/IPv6 (with extension headers), UDP or TCP (2-byte length prefix), then DNS.
+ */
+import { createFlow, type Flow } from '../../../flow/index.js';
+import { ipAt } from '../ebpf-shared/addr.js';
+import { DnsParseError, dnsRcodeName, dnsTypeName, tryParseDns, type DnsMessage } from './parser.js';
+
+export const DNS_EVENT_HEADER = 24;
+export const PACKET_OUTGOING = 4;
+
+export interface DnsRecord {
+  readonly tsNs: number;
+  readonly ifindex: number;
+  readonly outgoing: boolean;
+  readonly family: 4 | 6;
+  readonly proto: 6 | 17;
+  readonly srcIp: string;
+  readonly dstIp: string;
+  readonly srcPort: number;
+  readonly dstPort: number;
+  readonly message: DnsMessage;
+}
+
+/** Decodes one ring record; throws (DnsParseError or RangeError) when it is not a DNS message. */
+export function decodeDnsEvent(v: DataView, off: number, size: number): DnsRecord {
+  const r = decodeOrWhy(v, off, size);
+  if (typeof r === 'string') throw new DnsParseError(r);
+  return r;
+}
+
+/**
+ * Like decodeDnsEvent, but undefined for a packet that is not a DNS message (a TCP continuation,
+ * garbage on port 53), without throwing on the way: that is the common case under load.
+ */
+export function tryDecodeDnsEvent(v: DataView, off: number, size: number): DnsRecord | undefined {
+  try {
+    const r = decodeOrWhy(v, off, size);
+    return typeof r === 'string' ? undefined : r;
+  } catch (e) {
+    if (e instanceof RangeError) return undefined; // a header claims more bytes than were captured
+    throw e;
+  }
+}
+
+function decodeOrWhy(v: DataView, off: number, size: number): DnsRecord | string {
+  if (size < DNS_EVENT_HEADER) return 'record shorter than its header';
+  const cap = Math.min(v.getUint32(off + 12, true), size - DNS_EVENT_HEADER);
+  const pkt = off + DNS_EVENT_HEADER;
+  const end = pkt + cap;
+  const l3 = pkt + v.getUint16(off + 20, true);
+  const ver = v.getUint8(l3) >> 4;
+  let l4: number;
+  let proto: number;
+  let l3end: number;
+  if (ver === 4) {
+    proto = v.getUint8(l3 + 9);
+    l4 = l3 + (v.getUint8(l3) & 0xf) * 4;
+    l3end = l3 + v.getUint16(l3 + 2);
+  } else if (ver === 6) {
+    let nh = v.getUint8(l3 + 6);
+    l3end = l3 + 40 + v.getUint16(l3 + 4);
+    l4 = l3 + 40;
+    for (let i = 0; i < 4 && (nh === 0 || nh === 43 || nh === 60); i++) {
+      nh = v.getUint8(l4);
+      l4 += (v.getUint8(l4 + 1) + 1) * 8;
+    }
+    proto = nh;
+  } else {
+    return 'not IP';
+  }
+  const msgEnd = Math.min(end, l3end);
+  let dns: number;
+  if (proto === 17) dns = l4 + 8;
+  else if (proto === 6) dns = l4 + (v.getUint8(l4 + 12) >> 4) * 4 + 2; // TCP: a 2-byte length first
+  else return 'not UDP or TCP';
+  if (dns >= msgEnd) return 'no DNS payload';
+  const message = tryParseDns(v, dns, msgEnd - dns);
+  if (typeof message === 'string') return message;
+  const family = ver === 6 ? 6 : 4;
+  const addrAt = family === 6 ? l3 + 8 : l3 + 12;
+  return {
+    tsNs: v.getUint32(off, true) + v.getUint32(off + 4, true) * 4294967296,
+    ifindex: v.getUint32(off + 16, true),
+    outgoing: v.getUint8(off + 22) === PACKET_OUTGOING,
+    family,
+    proto: proto === 6 ? 6 : 17,
+    srcIp: ipAt(v, addrAt, family),
+    dstIp: ipAt(v, addrAt + (family === 6 ? 16 : 4), family),
+    srcPort: v.getUint16(l4),
+    dstPort: v.getUint16(l4 + 2),
+    message,
+  };
+}
+
+/** Requests and responses in a batch. */
+export function countMessages(records: readonly DnsRecord[]): { requests: number; responses: number } {
+  let responses = 0;
+  for (const r of records) if (r.message.isResponse) responses++;
+  return { requests: records.length - responses, responses };
+}
+
+/** The pod-level flow: queries leave (TO_NETWORK, EGRESS), responses arrive (FROM_NETWORK, INGRESS), as in Retina. */
+export function dnsFlow(r: DnsRecord): Flow {
+  const m = r.message;
+  const q = m.questions[0];
+  const answers = m.answers.filter((a) => a.type === 1 || a.type === 28).map((a) => a.data);
+  return createFlow({
+    srcIp: r.srcIp, dstIp: r.dstIp, ipVersion: r.family, proto: r.proto, srcPort: r.srcPort, dstPort: r.dstPort,
+    verdict: 'DNS',
+    direction: m.isResponse ? 'INGRESS' : 'EGRESS',
+    observationPoint: m.isResponse ? 'FROM_NETWORK' : 'TO_NETWORK',
+    dns: {
+      query: q ? `${q.name}.` : '',
+      qtype: q ? dnsTypeName(q.type) : '',
+      rcode: dnsRcodeName(m.rcode),
+      answers,
+      isResponse: m.isResponse,
+      numAnswers: m.answerCount,
+    },
+  });
+}
+

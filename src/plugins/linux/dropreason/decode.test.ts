@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DROP_EVENT_SIZE, decodeDropEvent, decodeDropKey, dropFlow, reasonNames } from './decode.js';
+
+const kernel = new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [3, 'SKB_DROP_REASON_NO_SOCKET'], [12, 'SKB_DROP_REASON_NETFILTER_DROP'], [1, 'SKB_CONSUMED']]);
+
+test("reason names are the kernel's, without its prefix", () => {
+  const name = reasonNames(kernel);
+  assert.equal(name(12), 'NETFILTER_DROP');
+  assert.equal(name(3), 'NO_SOCKET');
+  assert.equal(name(1), 'CONSUMED');
+  assert.equal(name(999), 'REASON_999');
+});
+
+test('the map key: reason, direction', () => {
+  const b = Buffer.alloc(8);
+  b.writeUInt32LE(12, 0);
+  b.writeUInt32LE(2, 4);
+  assert.deepEqual(decodeDropKey(b), { reason: 12, direction: 2 });
+});
+
+test('a drop event becomes a DROPPED flow with the reason name', () => {
+  const e = Buffer.alloc(DROP_EVENT_SIZE + 8);
+  const o = 8; // inside a larger buffer
+  e.writeBigUInt64LE(5n, o);
+  e.writeUInt32LE(3, o + 8);
+  e.writeUInt32LE(1, o + 12);
+  e.writeUInt32LE(84, o + 16);
+  e.writeUInt32LE(7, o + 20);
+  Buffer.from([10, 1, 2, 3]).copy(e, o + 24);
+  Buffer.from([10, 4, 5, 6]).copy(e, o + 40);
+  e.writeUInt16LE(5353, o + 56);
+  e.writeUInt16LE(9999, o + 58);
+  e[o + 60] = 4;
+  e[o + 61] = 17;
+  const r = decodeDropEvent(new DataView(e.buffer, e.byteOffset, e.length), o, DROP_EVENT_SIZE);
+  assert.deepEqual([r.srcIp, r.dstIp, r.srcPort, r.dstPort, r.proto, r.len, r.ifindex], ['10.1.2.3', '10.4.5.6', 5353, 9999, 17, 84, 7]);
+  const f = dropFlow(r, reasonNames(kernel));
+  assert.equal(f.verdict, 'DROPPED');
+  assert.equal(f.dropReason, 'NO_SOCKET');
+  assert.equal(f.direction, 'INGRESS');
+  assert.equal(f.bytes, 84);
+  assert.throws(() => decodeDropEvent(new DataView(e.buffer), 0, 10));
+});

@@ -1,0 +1,74 @@
+/**
+ * dropreason: packets the kernel drops, by the kernel's drop reason and direction, from
+ * tp_btf/kfree_skb, aggregated in the kernel per CPU. See README.md.
+ */
+import { attachBySection, dropreasonHooks, type HookChoice, kernelEnum, openBpfObject, perCpuReader } from '../../../ffi/linux/index.js';
+import { catalog, replaceSeries } from '../../../metrics/index.js';
+import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
+import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
+import { eventRingSize, onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
+import { dropreasonConfig, type DropreasonConfig } from './config.js';
+import { decodeDropEvent, dropFlow, reasonNames } from './decode.js';
+import { EVENTS_MAP, LOST_MAP, METRICS_MAP, readDropTotals } from './maps.js';
+
+const hooks: HookSpec[] = [
+  { kind: 'library', name: 'libbpf.so.1' },
+  { kind: 'btf' },
+  { kind: 'tracepoint', target: 'skb/kfree_skb' },
+];
+
+const EMITS = [catalog.dropCount, catalog.dropBytes, catalog.lostEventsCounter, catalog.parsedPacketsCounter];
+
+export const dropreason = definePlugin<DropreasonConfig>({
+  name: 'dropreason',
+  os: 'linux',
+  description: "Dropped packets and bytes by the kernel's drop reason (tp_btf/kfree_skb)",
+  defaultEnabled: true,
+  config: dropreasonConfig,
+  hooks,
+  emits: EMITS,
+  start: (ctx) => runDropreason(ctx),
+});
+
+/** Starts the plugin with the hooks `chooseHooks` picks (hooks.ts by default; tests pass others). */
+export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks: () => readonly HookChoice[] = dropreasonHooks): Promise<ResourceStack> {
+  return ResourceStack.build((s) => {
+    const [hook] = onHook(ctx.log, 'tp_btf/kfree_skb', chooseHooks);
+    if (!hook) throw new Error('no dropreason hook chosen');
+    const podLevel = ctx.agent.enablePodLevel;
+    const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
+    const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()));
+    const obj = s.use(
+      onHook(ctx.log, hook.label, () =>
+        openBpfObject('dropreason', {
+          programs: [hook.program],
+          attachTargets: { [hook.program]: hook.target },
+          rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
+          maxEntries: { [EVENTS_MAP]: ringSize },
+        }),
+      ),
+    );
+    s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
+    s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
+    const totals = perCpuReader(obj.map(METRICS_MAP));
+    const publish = (): void => {
+      try {
+        const rows = readDropTotals(totals, reasonName);
+        replaceSeries(ctx.metrics.gauge(catalog.dropCount), rows.count);
+        replaceSeries(ctx.metrics.gauge(catalog.dropBytes), rows.bytes);
+        ctx.status.ok();
+      } catch (e) {
+        ctx.status.degraded(`reading ${METRICS_MAP}: ${errMessage(e)}`);
+      }
+    };
+    publish();
+    every(s, ctx.agent.metricsIntervalMs, publish);
+    if (podLevel) {
+      wireEvents(s, ctx, obj, {
+        source: 'dropreason', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: decodeDropEvent,
+        onRecords: (records) => emitFlows(ctx, 'dropreason', records.map((r) => dropFlow(r, reasonName))),
+      });
+    }
+    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel });
+  });
+}

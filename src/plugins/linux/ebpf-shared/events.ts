@@ -1,0 +1,58 @@
+/** The event side shared by the eBPF plugins: drain a ring buffer into flow batches, count losses. */
+import { openRingBuffer, type BpfObject, type RecordDecoder, type RingBufferReader } from '../../../ffi/linux/index.js';
+import type { Flow } from '../../../flow/index.js';
+import { errMessage, every, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
+import { WAKEUP_TIMER_MS } from './hooks.js';
+
+export interface EventWiring<T> {
+  readonly source: string;
+  readonly eventsMap: string;
+  readonly lostMap: string;
+  readonly decode: RecordDecoder<T>;
+  /** Handles one drain's records (counters, flows). */
+  readonly onRecords: (records: T[]) => void;
+}
+
+/**
+ * Opens the object's ring buffer, drained from the event loop, and reports kernel-side losses
+ * (ring full) every metrics interval as lost_events_counter{type="kernel"}. Errors in decoding are
+ * counted and logged at most once per interval.
+ */
+export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj: BpfObject, w: EventWiring<T>): RingBufferReader {
+  let errors = 0;
+  let lastError = '';
+  const ring = s.use(
+    openRingBuffer(obj.map(w.eventsMap), {
+      decode: w.decode,
+      lostMap: obj.map(w.lostMap),
+      timerMs: WAKEUP_TIMER_MS,
+      onBatch: (records) => {
+        ctx.self.parsedPackets(records.length);
+        w.onRecords(records);
+      },
+      onError: (e) => {
+        errors++;
+        lastError = errMessage(e);
+      },
+    }),
+  );
+  every(s, ctx.agent.metricsIntervalMs, () => {
+    try {
+      const lost = ring.takeLost();
+      if (lost > 0) ctx.self.lostEvents('kernel', lost);
+    } catch (e) {
+      lastError = errMessage(e);
+      errors++;
+    }
+    if (errors) {
+      ctx.log.warn('event records failed to decode', { count: errors, error: lastError, source: w.source });
+      errors = 0;
+    }
+  });
+  return ring;
+}
+
+/** Hands flows on as one batch (nothing when empty). */
+export function emitFlows(ctx: PluginContext<unknown>, source: string, flows: Flow[]): void {
+  if (flows.length) ctx.flows.consume({ source, flows });
+}

@@ -1,0 +1,28 @@
+/** What every eBPF plugin does when a hook is missing: one log line naming the hook, then a PermanentError. */
+import type { Logger } from '../../../log/index.js';
+import { PermanentError, errMessage } from '../../../plugin/index.js';
+
+/** Runs `fn` (choose, load or attach for `hook`); a failure fails this plugin alone, permanently. */
+export function onHook<T>(log: Logger, hook: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    log.error('eBPF hook unavailable', { hook, error: errMessage(e) });
+    throw new PermanentError(`hook ${hook}: ${errMessage(e)}`, { cause: e });
+  }
+}
+
+/** Ring-buffer size for event records: the configured size when pod-level flows are on, else one page. */
+export function eventRingSize(podLevel: boolean, configured: number): number {
+  return podLevel ? configured : 4096;
+}
+
+/**
+ * Batched wake-ups for event rings: the programs wake the agent only once this many bytes wait
+ * (rodata `wakeup_bytes`), and the agent also drains every WAKEUP_TIMER_MS, so a record waits at most
+ * that long. Fewer wake-ups, more records per drain (the per-packet cost under load is the wake-up).
+ */
+export const WAKEUP_TIMER_MS = 100;
+export function wakeupBytes(ringSize: number): number {
+  return Math.max(0, Math.min(65536, Math.floor(ringSize / 8)));
+}

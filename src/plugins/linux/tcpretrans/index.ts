@@ -1,0 +1,73 @@
+/**
+ * tcpretrans: TCP retransmissions on the node (tp_btf/tcp_retransmit_skb): a node counter of
+ * ours, tcp_retransmission_count, and per-connection records for the pod-level pipeline. See README.md.
+ */
+import { attachBySection, openBpfObject, perCpuReader, tcpretransHooks, type HookChoice } from '../../../ffi/linux/index.js';
+import { catalog } from '../../../metrics/index.js';
+import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
+import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
+import { eventRingSize, onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
+import { tcpretransConfig, type TcpretransConfig } from './config.js';
+import { decodeRetrans, retransFlow } from './decode.js';
+import { EVENTS_MAP, LOST_MAP, METRICS_MAP, deltaTracker, readRetransTotals } from './maps.js';
+
+const hooks: HookSpec[] = [
+  { kind: 'library', name: 'libbpf.so.1' },
+  { kind: 'btf' },
+  { kind: 'tracepoint', target: 'tcp/tcp_retransmit_skb' },
+];
+
+const EMITS = [catalog.tcpRetransmissionCount, catalog.lostEventsCounter, catalog.parsedPacketsCounter];
+
+export const tcpretrans = definePlugin<TcpretransConfig>({
+  name: 'tcpretrans',
+  os: 'linux',
+  description: 'TCP retransmissions (tp_btf/tcp_retransmit_skb): a node counter and per-connection records',
+  defaultEnabled: false,
+  config: tcpretransConfig,
+  hooks,
+  emits: EMITS,
+  start: (ctx) => runTcpretrans(ctx),
+});
+
+/** Starts the plugin with the hooks `chooseHooks` picks (hooks.ts by default; tests pass others). */
+export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks: () => readonly HookChoice[] = tcpretransHooks): Promise<ResourceStack> {
+  return ResourceStack.build((s) => {
+    const [hook] = onHook(ctx.log, 'tp_btf/tcp_retransmit_skb', chooseHooks);
+    if (!hook) throw new Error('no tcpretrans hook chosen');
+    const podLevel = ctx.agent.enablePodLevel;
+    const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
+    const obj = s.use(
+      onHook(ctx.log, hook.label, () =>
+        openBpfObject('tcpretrans', {
+          programs: [hook.program],
+          attachTargets: { [hook.program]: hook.target },
+          rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
+          maxEntries: { [EVENTS_MAP]: ringSize },
+        }),
+      ),
+    );
+    s.defer(() => ctx.metrics.reset([catalog.tcpRetransmissionCount]));
+    s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
+    const reader = perCpuReader(obj.map(METRICS_MAP));
+    const counter = ctx.metrics.counter(catalog.tcpRetransmissionCount);
+    const delta = deltaTracker();
+    const publish = (): void => {
+      try {
+        counter.inc(delta(readRetransTotals(reader).segs));
+        ctx.status.ok();
+      } catch (e) {
+        ctx.status.degraded(`reading ${METRICS_MAP}: ${errMessage(e)}`);
+      }
+    };
+    counter.inc(0);
+    every(s, ctx.agent.metricsIntervalMs, publish);
+    if (podLevel) {
+      wireEvents(s, ctx, obj, {
+        source: 'tcpretrans', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: decodeRetrans,
+        onRecords: (records) => emitFlows(ctx, 'tcpretrans', records.map(retransFlow)),
+      });
+    }
+    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel });
+  });
+}

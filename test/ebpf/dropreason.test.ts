@@ -1,0 +1,64 @@
+/**
+ * dropreason on a real kernel: an nftables drop rule and UDP to a closed port, in namespaces the
+ * test creates; drop_count rises by exactly N with the kernel's reason names; after SIGTERM
+ * nothing of ours is left.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, vethPair } from './netns.js';
+import { UDP_SEND } from './traffic.js';
+
+const N = 40;
+let a: Netns | undefined;
+let b: Netns | undefined;
+let agent: NsAgent | undefined;
+
+before(async () => {
+  requireKernel();
+  a = new Netns('drop-a');
+  b = new Netns('drop-b');
+  vethPair(a, 'rtbpf0', '10.231.1.1', b, 'rtbpf1', '10.231.1.2');
+  a.run('nft', ['-f', '-'], 'table inet rtbpf {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+  agent = new NsAgent(a, 'enabledPlugin: [dropreason]\nmetricsIntervalDuration: 200ms\n');
+  await agent.started(['dropreason']);
+});
+
+after(async () => {
+  try {
+    await agent?.[Symbol.asyncDispose]();
+  } finally {
+    a?.destroy();
+    b?.destroy();
+  }
+});
+
+const drops = (reason: string): number => metric((agent as NsAgent).metrics(), 'networkobservability_drop_count', { reason, direction: 'ingress' });
+
+test('an nftables DROP rule: drop_count{reason="NETFILTER_DROP"} rises by N', async () => {
+  const before = await settled(() => drops('NETFILTER_DROP'));
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9999', '64']);
+  const now = await settled(() => drops('NETFILTER_DROP'));
+  assert.equal(now - before, N);
+  const bytes = metric((agent as NsAgent).metrics(), 'networkobservability_drop_bytes', { reason: 'NETFILTER_DROP', direction: 'ingress' });
+  assert.ok(bytes >= N * 64, `drop_bytes ${bytes} covers ${N} datagrams`);
+});
+
+test('UDP to a closed port: drop_count{reason="NO_SOCKET"} rises by N', async () => {
+  const before = await settled(() => drops('NO_SOCKET'));
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+  const now = await settled(() => drops('NO_SOCKET'));
+  assert.equal(now - before, N);
+});
+
+test('normal traffic is not a drop: no NOT_DROPPED_YET or CONSUMED series', () => {
+  const text = (agent as NsAgent).metrics();
+  assert.doesNotMatch(text, /reason="(NOT_DROPPED_YET|CONSUMED)"/);
+});
+
+test('after SIGTERM no program or link of ours is left', async () => {
+  const ag = agent as NsAgent;
+  const { code, owned } = await ag.terminate();
+  assert.equal(code, 0, ag.proc.stderr.slice(-2000));
+  assert.ok(owned.progs.length > 0 && owned.links.length > 0, 'the agent held its program and link');
+  assert.deepEqual(await leftoversAfterStop(undefined, [], owned), []);
+});

@@ -1,0 +1,38 @@
+/** A PluginContext for driving a plugin directly in a test: collecting logger, flows and status. */
+import type { AgentConfig } from '../../src/config/index.js';
+import type { FlowBatch } from '../../src/flow/index.js';
+import type { LogFields, Logger } from '../../src/log/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import type { PluginContext } from '../../src/plugin/index.js';
+
+export interface Collected {
+  readonly logs: { level: string; msg: string; fields: LogFields }[];
+  readonly batches: FlowBatch[];
+  readonly status: string[];
+  readonly lost: { type: string; n: number }[];
+  readonly metrics: MetricsRegistry;
+}
+
+export const testAgentConfig = (over: Partial<AgentConfig> = {}): AgentConfig => ({
+  apiServerHost: '127.0.0.1', apiServerPort: 0, logLevel: 'info', enabledPlugin: [], metricsIntervalMs: 100,
+  enablePodLevel: false, remoteContext: false, enableAnnotations: false, bypassLookupIPOfInterest: false,
+  dataAggregationLevel: 'low', dataSamplingRate: 1, conntrackReportIntervalMs: 30_000, enableConntrackMetrics: false,
+  packetParserRingBufferSize: 1 << 20, filterMapMaxEntries: 255, pluginStartTimeoutMs: 10_000, shutdownTimeoutMs: 8000,
+  ...over,
+});
+
+export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { ctx: PluginContext<C>; got: Collected } {
+  const got: Collected = { logs: [], batches: [], status: [], lost: [], metrics: createMetricsRegistry({ processMetrics: false }) };
+  const logger = (base: LogFields): Logger => {
+    const at = (level: string) => (msg: string, fields: LogFields = {}) => void got.logs.push({ level, msg, fields: { ...base, ...fields } });
+    return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (f) => logger({ ...base, ...f }) };
+  };
+  const ctx: PluginContext<C> = {
+    config, agent: testAgentConfig(agent), log: logger({}), metrics: got.metrics,
+    self: { lostEvents: (type, n) => void got.lost.push({ type, n }), parsedPackets: () => undefined },
+    flows: { consume: (b) => void got.batches.push(b) },
+    signal: new AbortController().signal,
+    status: { ok: () => void got.status.push('ok'), degraded: (r) => void got.status.push(`degraded: ${r}`), failed: (e) => void got.status.push(`failed: ${String(e)}`) },
+  };
+  return { ctx, got };
+}

@@ -1,0 +1,48 @@
+/**
+ * Pod-level records on a real kernel (enablePodLevel): one DNS query over loopback to a port where
+ * nothing listens gives a DNS flow (query, type) from dns and a DROPPED flow with reason NO_SOCKET
+ * from dropreason, each handed on as a batch.
+ */
+import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { test } from 'node:test';
+import type { Flow } from '../../src/flow/index.js';
+import { dns } from '../../src/plugins/linux/dns/index.js';
+import { dnsQuery } from '../../src/plugins/linux/dns/fixtures.js';
+import { dropreason } from '../../src/plugins/linux/dropreason/index.js';
+import { fakeContext } from './fake-context.js';
+import { requireKernel, sleep } from './netns.js';
+
+async function sendQuery(name: string): Promise<void> {
+  const s = createSocket('udp4');
+  s.on('error', () => undefined);
+  await new Promise<void>((r) => s.send(dnsQuery(0x4242, name), 53, '127.0.0.1', () => r()));
+  await sleep(50);
+  s.close();
+}
+
+async function until(pred: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pred() && Date.now() < deadline) await sleep(50);
+}
+
+test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flow', async () => {
+  requireKernel();
+  const d = fakeContext({ dnsRingBufferSize: 1 << 16 }, { enablePodLevel: true });
+  const r = fakeContext({}, { enablePodLevel: true });
+  await using _dns = await dns.start(d.ctx);
+  await using _drop = await dropreason.start(r.ctx);
+  const name = `rtbpf-${process.pid}.flows.test`;
+  await sendQuery(name);
+  const dnsFlows = (): Flow[] => d.got.batches.flatMap((b) => b.flows).filter((f) => f.dns?.query === `${name}.`);
+  const drops = (): Flow[] => r.got.batches.flatMap((b) => b.flows).filter((f) => f.dropReason === 'NO_SOCKET' && f.dstPort === 53 && f.dstIp === '127.0.0.1');
+  await until(() => dnsFlows().length > 0 && drops().length > 0);
+  const [q] = dnsFlows();
+  assert.equal(dnsFlows().length, 1, 'loopback: counted once');
+  assert.deepEqual([q?.verdict, q?.dns?.qtype, q?.dns?.isResponse, q?.direction, q?.dstPort, q?.proto], ['DNS', 'A', false, 'EGRESS', 53, 17]);
+  assert.ok(d.got.batches.every((b) => b.source === 'dns' && b.flows.length > 0));
+  const [x] = drops();
+  assert.deepEqual([x?.verdict, x?.direction, x?.proto, x?.srcIp], ['DROPPED', 'INGRESS', 17, '127.0.0.1']);
+  const req = await d.got.metrics.registry.getSingleMetricAsString('networkobservability_dns_request_count');
+  assert.match(req, /networkobservability_dns_request_count [1-9]/);
+});

@@ -1,0 +1,220 @@
+/**
+ * Network namespaces and veth pairs for the eBPF tests (names prefixed rtbpf-), commands run inside
+ * them, the agent run inside one, and its /metrics scraped from inside it. Nothing here skips:
+ * without root or kernel BTF, `requireKernel()` throws.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AGENT_BIN, AgentProcess, agentEnv, nodeBinary } from '../e2e/agent-process.js';
+
+/** Fails loudly when the eBPF tests cannot run here. */
+export function requireKernel(): void {
+  if (process.getuid?.() !== 0) throw new Error('the eBPF tests need root (run them as root: they create namespaces and load BPF)');
+  if (!existsSync('/sys/kernel/btf/vmlinux')) throw new Error('the eBPF tests need kernel BTF at /sys/kernel/btf/vmlinux');
+  for (const o of ['packetforward', 'dropreason', 'dns', 'tcpretrans']) {
+    if (!existsSync(new URL(`../../../native-linux/${o}/${o}.bpf.o`, import.meta.url))) throw new Error(`native-linux/${o}/${o}.bpf.o is missing: run make native`);
+  }
+}
+
+export function sh(cmd: string, args: readonly string[], input?: string): string {
+  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'], ...(input !== undefined ? { input } : {}) });
+}
+
+export class Netns {
+  static #seq = 0;
+  readonly name: string;
+  constructor(tag: string) {
+    this.name = `rtbpf-${tag}-${process.pid % 10000}-${Netns.#seq++}`;
+    sh('ip', ['netns', 'add', this.name]);
+    this.run('ip', ['link', 'set', 'lo', 'up']);
+  }
+  run(cmd: string, args: readonly string[], input?: string): string {
+    return sh('ip', ['netns', 'exec', this.name, cmd, ...args], input);
+  }
+  /** Runs a Node.js script in this namespace; resolves with its stdout. */
+  node(script: string, args: readonly string[] = [], timeoutMs = 60_000): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve(out);
+        else reject(new Error(`node in ${this.name} exited ${code}: ${err}`));
+      });
+    });
+  }
+  /** Starts a long-running Node.js script in this namespace (killed by the caller). */
+  spawnNode(script: string, args: readonly string[] = []): ChildProcess {
+    return spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  /** One counter of an interface in this namespace (/sys/class/net/<if>/statistics/<stat>). */
+  ifStat(ifname: string, stat: string): number {
+    return Number(this.run('cat', [`/sys/class/net/${ifname}/statistics/${stat}`]).trim());
+  }
+  destroy(): void {
+    try {
+      sh('ip', ['netns', 'del', this.name]);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+/** A veth pair a (in `na`, address `ipA`/24) <-> b (in `nb`, `ipB`/24), both up; IPv6 only when `v6` gives addresses (/64). */
+export function vethPair(na: Netns, a: string, ipA: string, nb: Netns, b: string, ipB: string, v6?: readonly [string, string]): void {
+  sh('ip', ['link', 'add', a, 'netns', na.name, 'type', 'veth', 'peer', 'name', b, 'netns', nb.name]);
+  na.run('ip', ['addr', 'add', `${ipA}/24`, 'dev', a]);
+  nb.run('ip', ['addr', 'add', `${ipB}/24`, 'dev', b]);
+  for (const [n, i, six] of [[na, a, v6?.[0]], [nb, b, v6?.[1]]] as const) {
+    // No IPv6 autoconfiguration chatter on links that do not need IPv6.
+    if (six === undefined) n.run('sysctl', ['-qw', `net.ipv6.conf.${i}.disable_ipv6=1`]);
+    else n.run('ip', ['-6', 'addr', 'add', `${six}/64`, 'dev', i, 'nodad']);
+    n.run('ip', ['link', 'set', i, 'up']);
+  }
+}
+
+/** The agent, run in `ns` with `config` (YAML), listening on a free port on loopback. */
+export class NsAgent implements AsyncDisposable {
+  readonly proc: AgentProcess;
+  readonly #dir: string;
+  port = 0;
+  constructor(readonly ns: Netns, config: string) {
+    this.#dir = mkdtempSync(join(tmpdir(), 'rtbpf-'));
+    const file = join(this.#dir, 'config.yaml');
+    writeFileSync(file, `apiServer:\n  host: 127.0.0.1\n  port: 0\n${config}`);
+    this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, AGENT_BIN], args: ['--config', file], env: agentEnv() });
+  }
+  async started(plugins: readonly string[]): Promise<void> {
+    this.port = await this.proc.listening(30_000);
+    for (const p of plugins) {
+      await this.proc.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 30_000);
+    }
+  }
+  metrics(): string {
+    return this.ns.run('curl', ['-sf', `http://127.0.0.1:${this.port}/metrics`]);
+  }
+  /** SIGTERM; resolves with the exit and the BPF programs and links the agent held just before. */
+  async terminate(): Promise<{ code: number | null; owned: BpfIds }> {
+    const owned = bpfIdsOf(this.proc.pid);
+    this.proc.child.kill('SIGTERM');
+    const exit = await this.proc.waitExit(15_000);
+    return { code: exit.code, owned };
+  }
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.proc[Symbol.asyncDispose]();
+    } finally {
+      rmSync(this.#dir, { recursive: true, force: true });
+    }
+  }
+}
+
+/** The value of one series in Prometheus text, 0 when absent. */
+export function metric(text: string, name: string, labels: Record<string, string> = {}): number {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-z_:]+)(\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[3] ?? '').matchAll(/([a-z_]+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
+  }
+  return 0;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `read()` stops changing for `quietMs` (metrics refreshed after the traffic). */
+export async function settled(read: () => number, quietMs = 600, timeoutMs = 15_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = read();
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    await sleep(150);
+    const v = read();
+    if (v !== last) {
+      last = v;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) return v;
+  }
+  return last;
+}
+
+/** The BPF programs and links process `pid` holds (from its fds' /proc fdinfo). */
+export interface BpfIds {
+  readonly progs: readonly number[];
+  readonly links: readonly number[];
+}
+
+export function bpfIdsOf(pid: number): BpfIds {
+  const progs = new Set<number>();
+  const links = new Set<number>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target = '';
+    let info = '';
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (!target.startsWith('anon_inode:bpf')) continue;
+      info = readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
+    } catch {
+      continue;
+    }
+    const link = /^link_id:\s+(\d+)/m.exec(info);
+    const prog = /^prog_id:\s+(\d+)/m.exec(info);
+    if (link) links.add(Number(link[1]));
+    else if (prog) progs.add(Number(prog[1]));
+  }
+  return { progs: [...progs], links: [...links] };
+}
+
+/**
+ * What is left of ours after a stop: tc filters on `ifnames` (in `ns`), and the programs and links the
+ * agent held (`owned`, taken while it ran: other processes on this host may run the same programs).
+ */
+export function leftovers(ns: Netns | undefined, ifnames: readonly string[], owned: BpfIds): string[] {
+  const left: string[] = [];
+  for (const i of ifnames) {
+    for (const dir of ['ingress', 'egress']) {
+      const out = ns ? ns.run('tc', ['filter', 'show', 'dev', i, dir]) : sh('tc', ['filter', 'show', 'dev', i, dir]);
+      if (out.trim()) left.push(`tc ${dir} filter on ${i}: ${out.trim()}`);
+    }
+  }
+  const progs = new Map((JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { name?: string; id: number }[]).map((p) => [p.id, p.name]));
+  const links = new Set((JSON.parse(sh('bpftool', ['-j', 'link', 'show'])) as { id: number }[]).map((l) => l.id));
+  for (const id of owned.progs) if (progs.has(id)) left.push(`BPF program ${progs.get(id) ?? '?'} (id ${id})`);
+  for (const id of owned.links) if (links.has(id)) left.push(`BPF link ${id}`);
+  return left;
+}
+
+/** `leftovers`, given up to `graceMs` for the kernel's deferred release of closed programs. */
+export async function leftoversAfterStop(ns: Netns | undefined, ifnames: readonly string[], owned: BpfIds, graceMs = 5000): Promise<string[]> {
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const left = leftovers(ns, ifnames, owned);
+    if (!left.length || Date.now() > deadline) return left;
+    await sleep(200);
+  }
+}
+
+/** Stops helper processes: SIGTERM, then SIGKILL after a second; resolves when all have exited. */
+export async function stopAll(children: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const t = setTimeout(() => c.kill('SIGKILL'), 1000);
+          c.once('close', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+}

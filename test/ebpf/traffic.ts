@@ -1,0 +1,130 @@
+/** Node.js scripts the eBPF tests run inside their namespaces (senders, servers). */
+
+/** Sends argv[2] UDP datagrams of argv[5] bytes to argv[3]:argv[4], one at a time; prints "sent N". */
+export const UDP_SEND = `
+import dgram from 'node:dgram';
+const [n, host, port, size] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+s.on('error', () => {});
+const buf = Buffer.alloc(size || 32, 0x61);
+for (let i = 0; i < n; i++) await new Promise((r) => s.send(buf, port, host, r));
+s.close();
+console.log('sent', n);
+`;
+
+/** Counts UDP datagrams on argv[2]:argv[3] until SIGTERM; prints "got N" on stdout when it stops. */
+export const UDP_SINK = `
+import dgram from 'node:dgram';
+const [host, port] = process.argv.slice(1);
+const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+let got = 0;
+s.on('message', () => got++);
+s.bind(Number(port), host, () => console.log('ready'));
+process.on('SIGTERM', () => { console.log('got', got); process.exit(0); });
+`;
+
+/** A TCP sink on argv[2]:argv[3] that reads and discards; prints "ready", then "got N" per connection end. */
+export const TCP_SINK = `
+import net from 'node:net';
+const [host, port] = process.argv.slice(1);
+const srv = net.createServer((c) => { let n = 0; c.on('data', (d) => (n += d.length)); c.on('end', () => { console.log('got', n); c.end(); }); c.on('error', () => {}); });
+srv.listen(Number(port), host, () => console.log('ready'));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+/** Sends argv[2] bytes over TCP to argv[3]:argv[4] and closes; prints "sent N" after the peer closed. */
+export const TCP_SEND = `
+import net from 'node:net';
+const [n, host, port] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+const c = net.connect(port, host);
+const chunk = Buffer.alloc(65536, 0x62);
+let left = n;
+c.on('connect', function pump() {
+  while (left > 0) { const k = Math.min(left, chunk.length); left -= k; if (!c.write(chunk.subarray(0, k))) return c.once('drain', pump); }
+  c.end();
+});
+c.on('data', () => {});
+c.on('close', () => console.log('sent', n));
+`;
+
+/** A DNS server on port 53 (UDP and TCP, IPv4 and IPv6, argv[2] and argv[3]): answers every A query with 192.0.2.1. */
+export const DNS_SERVER = `
+import dgram from 'node:dgram';
+import net from 'node:net';
+const [v4, v6] = process.argv.slice(1);
+function answer(q) {
+  let p = 12;
+  while (q[p] !== 0) p += q[p] + 1;
+  const question = q.subarray(12, p + 5);
+  const h = Buffer.alloc(12);
+  q.copy(h, 0, 0, 2);
+  h.writeUInt16BE(0x8180, 2); h.writeUInt16BE(1, 4); h.writeUInt16BE(1, 6);
+  const rr = Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+  return Buffer.concat([h, question, rr]);
+}
+let ready = 0;
+const up = () => { if (++ready === 4) console.log('ready'); };
+for (const [type, host] of [['udp4', v4], ['udp6', v6]]) {
+  const s = dgram.createSocket(type);
+  s.on('message', (m, r) => s.send(answer(m), r.port, r.address));
+  s.bind(53, host, up);
+}
+for (const host of [v4, v6]) {
+  net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+        const a = answer(buf.subarray(2, 2 + buf.readUInt16BE(0)));
+        buf = buf.subarray(2 + buf.readUInt16BE(0));
+        const l = Buffer.alloc(2); l.writeUInt16BE(a.length);
+        c.write(Buffer.concat([l, a]));
+      }
+    });
+    c.on('error', () => {});
+  }).listen(53, host, up);
+}
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+/** argv[2] queries over each of UDP/IPv4, UDP/IPv6 and TCP/IPv4 (one connection) to argv[3] / argv[4]; prints JSON counts. */
+export const DNS_CLIENT = `
+import dgram from 'node:dgram';
+import net from 'node:net';
+const [n, v4, v6] = process.argv.slice(1).map((x, i) => (i === 0 ? Number(x) : x));
+function query(id, name) {
+  const h = Buffer.alloc(12); h.writeUInt16BE(id, 0); h.writeUInt16BE(0x0100, 2); h.writeUInt16BE(1, 4);
+  const labels = name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
+  return Buffer.concat([h, ...labels, Buffer.from([0, 0, 1, 0, 1])]);
+}
+const got = { udp4: 0, udp6: 0, tcp: 0 };
+for (const [type, host] of [['udp4', v4], ['udp6', v6]]) {
+  const s = dgram.createSocket(type);
+  for (let i = 0; i < n; i++) {
+    await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no answer')), 5000);
+      s.once('message', () => { clearTimeout(t); got[type]++; resolve(); });
+      s.send(query(i, 'svc' + i + '.rtbpf.test'), 53, host);
+    });
+  }
+  s.close();
+}
+await new Promise((resolve, reject) => {
+  const c = net.connect(53, v4);
+  let buf = Buffer.alloc(0);
+  let i = 0;
+  const next = () => { const q = query(i, 'tcp' + i + '.rtbpf.test'); const l = Buffer.alloc(2); l.writeUInt16BE(q.length); c.write(Buffer.concat([l, q])); };
+  c.on('connect', next);
+  c.on('data', (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+      buf = buf.subarray(2 + buf.readUInt16BE(0));
+      got.tcp++;
+      if (++i < n) next(); else c.end();
+    }
+  });
+  c.on('close', resolve);
+  c.on('error', reject);
+});
+console.log(JSON.stringify(got));
+`;
