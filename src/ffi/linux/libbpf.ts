@@ -5,6 +5,7 @@
  */
 import { isMainThread } from 'node:worker_threads';
 import koffi from 'koffi';
+import { libcLibrary } from './libc.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */
 type Fn = (...args: any[]) => any;
@@ -110,7 +111,7 @@ export function loadLibbpf(): Libbpf {
 function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
   // libbpf's print hook is process-wide: only the main thread's isolate may own it.
   if (process.arch !== 'x64' || !isMainThread) return;
-  const libc = koffi.load('libc.so.6');
+  const libc = libcLibrary();
   const vsnprintf = libc.func('int vsnprintf(_Out_ uint8_t *buf, size_t n, const char *fmt, void *ap)') as Fn;
   const printProto = koffi.proto('int retina_libbpf_print(int level, const char *fmt, void *ap)');
   const setPrint = lib.func('void *libbpf_set_print(retina_libbpf_print *fn)') as Fn;

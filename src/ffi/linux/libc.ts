@@ -41,16 +41,23 @@ export interface Libc {
 }
 
 let cached: Libc | undefined;
+let library: koffi.IKoffiLib | undefined;
+
+/** The one koffi handle on libc.so.6 that every binding in this folder declares its calls on. */
+export function libcLibrary(): koffi.IKoffiLib {
+  if (library) return library;
+  try {
+    library = koffi.load('libc.so.6');
+  } catch (e) {
+    throw new Error('cannot load libc.so.6', { cause: e });
+  }
+  return library;
+}
 
 /** Loads libc once per process; throws (with the cause) when it cannot be loaded. */
 export function loadLibc(): Libc {
   if (cached) return cached;
-  let lib: koffi.IKoffiLib;
-  try {
-    lib = koffi.load('libc.so.6');
-  } catch (e) {
-    throw new Error('cannot load libc.so.6', { cause: e });
-  }
+  const lib = libcLibrary();
   const socket = lib.func('int socket(int domain, int type, int protocol)');
   const ioctl = lib.func('int ioctl(int fd, unsigned long request, ...)');
   const close = lib.func('int close(int fd)');

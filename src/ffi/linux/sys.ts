@@ -1,8 +1,10 @@
 /**
  * The libc calls the eBPF data plane needs beyond libc.ts's (mmap for ring buffers, packet sockets
- * for socket filters, interface names). Loaded on first use, never at import time.
+ * for socket filters, interface names), declared on libc.ts's one handle. Loaded on first use, never
+ * at import time.
  */
 import koffi from 'koffi';
+import { errnoName, libcLibrary } from './libc.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */
 type Fn = (...args: any[]) => any;
@@ -37,7 +39,7 @@ let cached: Sys | undefined;
 
 export function loadSys(): Sys {
   if (cached) return cached;
-  const lib = koffi.load('libc.so.6');
+  const lib = libcLibrary();
   const f = (sig: string): Fn => lib.func(sig) as Fn;
   const mmap = f('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)');
   const munmap = f('int munmap(void *addr, size_t length)');
@@ -48,9 +50,7 @@ export function loadSys(): Sys {
   const ifNameToIndex = f('unsigned int if_nametoindex(const char *name)');
   const sysconf = f('long sysconf(int name)');
   const fail = (what: string): never => {
-    const errno = koffi.errno();
-    const name = Object.entries(koffi.os.errno).find(([, v]) => v === errno)?.[0] ?? `errno ${errno}`;
-    throw new Error(`${what} failed: ${name}`);
+    throw new Error(`${what} failed: ${errnoName(koffi.errno())}`);
   };
   cached = {
     pageSize: Number(sysconf(SC_PAGESIZE)),
