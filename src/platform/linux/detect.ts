@@ -26,7 +26,7 @@ export function detectLinux(): PlatformInfo {
   const kernelRelease = release();
   const kernelVersion = parseKernelVersion(kernelRelease);
   const btf = existsSync(BTF_PATH);
-  let btfBytes: Buffer | undefined;
+  let btfTracepoints: Set<string> | undefined;
   const tpCache = new Map<string, boolean>();
   let caps: string[] = [];
   try {
@@ -51,9 +51,8 @@ export function detectLinux(): PlatformInfo {
       if (hit !== undefined) return hit;
       let found = TRACEFS.some((d) => existsSync(`${d}/events/${target}`));
       if (!found && btf) {
-        btfBytes ??= readFileSync(BTF_PATH);
-        const event = target.split('/').pop() ?? target;
-        found = btfBytes.includes(Buffer.from(`\0btf_trace_${event}\0`));
+        btfTracepoints ??= tracepointsInBtf(readFileSync(BTF_PATH));
+        found = btfTracepoints.has(target.split('/').pop() ?? target);
       }
       tpCache.set(target, found);
       return found;
@@ -61,6 +60,23 @@ export function detectLinux(): PlatformInfo {
     hasFile: (p) => existsSync(p),
     hasLibrary: (name) => LIB_DIRS.some((d) => existsSync(`${d}/${name}`)),
   };
+}
+
+/**
+ * The event names of every `btf_trace_<event>` type in the kernel's BTF string section. Kept as a
+ * small set so the 5 MB file is not held for the life of the process.
+ */
+export function tracepointsInBtf(bytes: Buffer): Set<string> {
+  const out = new Set<string>();
+  const marker = Buffer.from('\0btf_trace_');
+  for (let i = bytes.indexOf(marker); i >= 0; i = bytes.indexOf(marker, i + 1)) {
+    const start = i + marker.length;
+    const end = bytes.indexOf(0, start);
+    if (end < 0) break;
+    out.add(bytes.toString('latin1', start, end));
+    i = end - 1;
+  }
+  return out;
 }
 
 /** clsact lives in sch_ingress: built in, or a loadable module for this kernel. */
