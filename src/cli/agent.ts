@@ -75,10 +75,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
   });
   if (values.unknownKeys.length) log.warn('configuration keys not used by this agent', { keys: values.unknownKeys });
-  if (flags.values['kubeconfig']) log.warn('--kubeconfig given, but Kubernetes watchers are not part of this build yet; running standalone');
+  const metrics = createMetricsRegistry();
+  // The Kubernetes side (and its modules) loads only when there is an API to talk to.
+  const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
+  const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']
+    ? await (await import('./agent-k8s.js')).startAgentKubernetes({ kubeconfig, env, agent, log, metrics })
+    : undefined;
+  if (!k8s) log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
   if (agent.enablePodLevel) log.warn('enablePodLevel is set, but the pod-level pipeline is not part of this build yet; node metrics only');
 
-  const metrics = createMetricsRegistry();
   installSafetyNets(log, () => metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: 'uncaught' }));
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({ plugins: enabled, values, agent, info: platform.info, log, metrics, flows: discardFlows });
@@ -116,6 +121,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
           log.error('plugins stopped with errors', { error: errorFields(e as Error) });
           code = 1;
         }
+        await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
         await http[Symbol.asyncDispose]();
         log.info('stopped', { exitCode: code });
         resolve(code);

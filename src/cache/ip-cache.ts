@@ -1,0 +1,182 @@
+/**
+ * The agent's IP cache: pods (from RetinaEndpoints or local Pods), services and nodes, each indexed by
+ * every IP it owns (IPv4 and IPv6). An IP that moves to a new owner is taken from the old one (IP
+ * reuse); deleting an object removes only the IPs that still point at it. Lookups go pod, then
+ * service, then node (Retina's order). Imports nothing: the k8s layer fills it, the enricher reads it.
+ */
+
+export interface Workload {
+  readonly kind: string;
+  readonly name: string;
+}
+
+export interface PodEndpoint {
+  readonly kind: 'pod';
+  readonly namespace: string;
+  readonly name: string;
+  readonly ips: readonly string[];
+  readonly nodeIP: string | undefined;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+  /** Direct owners (e.g. ReplicaSet web-5d4f8c9b7). */
+  readonly owners: readonly Workload[];
+  /** Owners resolved to what the user deployed (e.g. Deployment web). */
+  readonly workloads: readonly Workload[];
+}
+
+export interface ServiceEndpoint {
+  readonly kind: 'service';
+  readonly namespace: string;
+  readonly name: string;
+  /** ClusterIPs and load-balancer ingress IPs. */
+  readonly ips: readonly string[];
+  readonly selector: Readonly<Record<string, string>>;
+}
+
+export interface NodeEndpoint {
+  readonly kind: 'node';
+  readonly name: string;
+  readonly ips: readonly string[];
+  readonly zone: string | undefined;
+}
+
+export type Endpoint = PodEndpoint | ServiceEndpoint | NodeEndpoint;
+
+/** The narrow read side the enricher uses. */
+export interface EndpointLookup {
+  lookup(ip: string): Endpoint | undefined;
+  node(name: string): NodeEndpoint | undefined;
+}
+
+export interface IpCacheStats {
+  readonly pods: number;
+  readonly services: number;
+  readonly nodes: number;
+  readonly podIps: number;
+  readonly serviceIps: number;
+  readonly nodeIps: number;
+}
+
+class Index<E extends Endpoint> {
+  readonly byKey = new Map<string, E>();
+  readonly byIp = new Map<string, E>();
+
+  upsert(key: string, e: E): void {
+    const old = this.byKey.get(key);
+    this.byKey.set(key, e);
+    if (old) for (const ip of old.ips) if (this.byIp.get(ip) === old && !e.ips.includes(ip)) this.byIp.delete(ip);
+    for (const ip of e.ips) this.byIp.set(ip, e);
+  }
+
+  delete(key: string): boolean {
+    const old = this.byKey.get(key);
+    if (!old) return false;
+    this.byKey.delete(key);
+    for (const ip of old.ips) if (this.byIp.get(ip) === old) this.byIp.delete(ip);
+    return true;
+  }
+
+  clear(): void {
+    this.byKey.clear();
+    this.byIp.clear();
+  }
+}
+
+export class IpCache implements EndpointLookup {
+  readonly #pods = new Index<PodEndpoint>();
+  readonly #services = new Index<ServiceEndpoint>();
+  readonly #nodes = new Index<NodeEndpoint>();
+
+  upsertPod(e: PodEndpoint): void {
+    this.#pods.upsert(`${e.namespace}/${e.name}`, e);
+  }
+  deletePod(namespace: string, name: string): boolean {
+    return this.#pods.delete(`${namespace}/${name}`);
+  }
+  upsertService(e: ServiceEndpoint): void {
+    this.#services.upsert(`${e.namespace}/${e.name}`, e);
+  }
+  deleteService(namespace: string, name: string): boolean {
+    return this.#services.delete(`${namespace}/${name}`);
+  }
+  upsertNode(e: NodeEndpoint): void {
+    this.#nodes.upsert(e.name, e);
+  }
+  deleteNode(name: string): boolean {
+    return this.#nodes.delete(name);
+  }
+
+  lookup(ip: string): Endpoint | undefined {
+    const k = normalizeIp(ip);
+    return this.#pods.byIp.get(k) ?? this.#services.byIp.get(k) ?? this.#nodes.byIp.get(k);
+  }
+  pod(namespace: string, name: string): PodEndpoint | undefined {
+    return this.#pods.byKey.get(`${namespace}/${name}`);
+  }
+  service(namespace: string, name: string): ServiceEndpoint | undefined {
+    return this.#services.byKey.get(`${namespace}/${name}`);
+  }
+  node(name: string): NodeEndpoint | undefined {
+    return this.#nodes.byKey.get(name);
+  }
+  pods(): IterableIterator<PodEndpoint> {
+    return this.#pods.byKey.values();
+  }
+  services(): IterableIterator<ServiceEndpoint> {
+    return this.#services.byKey.values();
+  }
+  nodes(): IterableIterator<NodeEndpoint> {
+    return this.#nodes.byKey.values();
+  }
+  /** Every indexed IP and what it resolves to, for comparisons in tests. */
+  ipEntries(): [string, Endpoint][] {
+    return [...this.#pods.byIp, ...this.#services.byIp, ...this.#nodes.byIp];
+  }
+
+  stats(): IpCacheStats {
+    return {
+      pods: this.#pods.byKey.size, services: this.#services.byKey.size, nodes: this.#nodes.byKey.size,
+      podIps: this.#pods.byIp.size, serviceIps: this.#services.byIp.size, nodeIps: this.#nodes.byIp.size,
+    };
+  }
+
+  clear(): void {
+    this.#pods.clear();
+    this.#services.clear();
+    this.#nodes.clear();
+  }
+}
+
+/**
+ * One spelling per address, so "FD00::1" and "fd00:0:0::1" find the same entry. IPv4 passes through;
+ * IPv6 is lower-cased and zero-compressed as RFC 5952 says (the API server writes it that way too).
+ */
+export function normalizeIp(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  const s = ip.toLowerCase();
+  if (s.includes('.')) return s; // IPv4-mapped forms: leave as written
+  const halves = s.split('::');
+  if (halves.length > 2) return s;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
+  const groups = [...head, ...Array<string>(Math.max(0, fill)).fill('0'), ...tail].map((g) => g.replace(/^0+(?=.)/, ''));
+  if (groups.length !== 8) return s;
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== '0') {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === '0') j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  if (best < 0) return groups.join(':');
+  return `${groups.slice(0, best).join(':')}::${groups.slice(best + bestLen).join(':')}`;
+}

@@ -1,0 +1,101 @@
+/**
+ * Composition root of `retina-operator`: flags, config, credentials (through client-node's KubeConfig
+ * with a kubeconfig, else in-cluster), then runOperator(); SIGTERM stops workers, releases the
+ * leader Lease and exits.
+ */
+import { fileURLToPath } from 'node:url';
+import { ConfigErrors, collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../config/index.js';
+import { createRestClient, loadRestConfig } from '../k8s/index.js';
+import { createLogger, errorFields } from '../log/index.js';
+import { operatorConfig, operatorKeys } from '../operator/index.js';
+import { parseFlags } from './args.js';
+import { version } from './agent.js';
+import { runOperator } from './operator-run.js';
+
+const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
+
+Runs the retina-ts operator: RetinaEndpoints from Pods (remote context), MetricsConfiguration validation,
+CRD installation. Every config key can be overridden with RETINA_<KEY> (see README).`;
+
+const HARD_EXIT_MS = 10_000;
+export const CRD_DIR = fileURLToPath(new URL('../../../charts/retina/crds', import.meta.url));
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let flags;
+  try {
+    flags = parseFlags(argv, ['config', 'kubeconfig', 'metrics-addr', 'probe-addr', 'enable-leader-election']);
+  } catch (e) {
+    process.stderr.write(`retina-operator: ${(e as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags.values['help']) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  if (flags.values['version']) {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+  const keys = operatorKeys();
+  const configPath = flags.values['config'] as string | undefined;
+  let cfg;
+  try {
+    const fileText = configPath ? await readConfigFile(configPath) : undefined;
+    // Retina's flags win over the file and env, as in Retina.
+    const flagEnv: Record<string, string | undefined> = { ...env };
+    if (flags.values['metrics-addr']) flagEnv['RETINA_METRICSADDR'] = flags.values['metrics-addr'] as string;
+    if (flags.values['probe-addr']) flagEnv['RETINA_PROBEADDR'] = flags.values['probe-addr'] as string;
+    if (flags.values['enable-leader-election'] !== undefined) flagEnv['RETINA_ENABLELEADERELECTION'] = String(flags.values['enable-leader-election']);
+    cfg = operatorConfig(keys, loadValues({ fileText, filePath: configPath, env: flagEnv, specs: collectSpecs(keys as ConfigSpec<object>) }));
+  } catch (e) {
+    if (e instanceof ConfigErrors) {
+      process.stderr.write(`retina-operator: configuration error${e.errors.length > 1 ? 's' : ''}:\n${e.errors.map((x) => `  - ${x.message}`).join('\n')}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const log = createLogger({ level: cfg.logLevel, component: 'operator' });
+  let client;
+  try {
+    const rc = await loadRestConfig({ kubeconfig: flags.values['kubeconfig'] as string | undefined, env, prefer: 'client-node' });
+    client = createRestClient(rc, { userAgent: `retina-operator/${version()}` });
+    log.info('starting retina-operator', { version: version(), node: process.version, api: rc.source, remoteContext: cfg.remoteContext, leaderElection: cfg.enableLeaderElection });
+  } catch (e) {
+    log.error('no Kubernetes API to talk to', { error: errorFields(e as Error) });
+    return 1;
+  }
+  process.on('unhandledRejection', (e) => log.error('unhandled rejection', { error: e instanceof Error ? errorFields(e) : String(e) }));
+  let op;
+  try {
+    op = await runOperator({ config: cfg, client, log, crdDir: CRD_DIR });
+  } catch (e) {
+    log.error('cannot start', { error: errorFields(e as Error) });
+    client.close();
+    return 1;
+  }
+  const running = op;
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutting down', { signal });
+      setTimeout(() => process.exit(1), HARD_EXIT_MS).unref();
+      void (async () => {
+        let code = 0;
+        const budget = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), cfg.shutdownTimeoutMs).unref());
+        try {
+          if ((await Promise.race([running[Symbol.asyncDispose]().then(() => 'ok' as const), budget])) === 'timeout') code = 1;
+        } catch (e) {
+          log.error('stopped with errors', { error: errorFields(e as Error) });
+          code = 1;
+        }
+        client.close();
+        log.info('stopped', { exitCode: code });
+        resolve(code);
+      })();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * What an agent watches to fill its IP cache. Remote context: RetinaEndpoints (the operator's slim
+ * pods), Services and Nodes. Local context: only this node's Pods, filtered on the server by
+ * `spec.nodeName`. One informer per kind; the cache sees adds, updates and deletes.
+ */
+import type { IpCache, NodeEndpoint, PodEndpoint, ServiceEndpoint } from '../cache/index.js';
+import type { Logger } from '../log/index.js';
+import type { Clock } from './clock.js';
+import { createInformerFactory, type Informer, type InformerFactory } from './informers.js';
+import type { ReflectorEvent, ReflectorStats } from './reflector.js';
+import type { RestClient } from './rest.js';
+import { resources } from './resources.js';
+import { Interner, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, podTransform, serviceTransform } from './slim.js';
+import type { RetinaEndpoint } from './crd/retina-endpoint.js';
+
+export interface AgentWatchOptions {
+  readonly client: RestClient;
+  readonly cache: IpCache;
+  readonly remoteContext: boolean;
+  /** This node's name (local context). */
+  readonly nodeName?: string | undefined;
+  /** Label keys kept from local Pods (remote context: the operator already chose). */
+  readonly labelAllowlist?: readonly string[];
+  readonly log?: Logger;
+  readonly clock?: Clock;
+  readonly inactivityTimeoutMs?: number;
+  /** Default 'stream' (WatchList): the initial 20 000 objects never sit in memory as whole pages. */
+  readonly initialState?: 'list' | 'stream';
+  readonly onEvent?: (event: ReflectorEvent, resource: string) => void;
+}
+
+export interface AgentWatch extends AsyncDisposable {
+  /** Resolves when every informer has listed once. */
+  waitForSync(signal?: AbortSignal): Promise<void>;
+  synced(): boolean;
+  stats(): ReflectorStats[];
+}
+
+
+export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
+  const factory: InformerFactory = createInformerFactory({ client: o.client, log: o.log, clock: o.clock, inactivityTimeoutMs: o.inactivityTimeoutMs, onEvent: o.onEvent, initialState: o.initialState ?? 'stream' });
+  const subs: Disposable[] = [];
+  const informers: Informer<unknown>[] = [];
+  const { cache } = o;
+  const byKey = (key: string): [string, string] => {
+    const i = key.indexOf('/');
+    return [key.slice(0, i), key.slice(i + 1)];
+  };
+  let pods: Informer<PodEndpoint>;
+  if (o.remoteContext) {
+    const intern = new Interner();
+    pods = factory.informer({ resource: resources.retinaEndpoints, transform: (re: RetinaEndpoint): PodEndpoint | undefined => endpointFromRetinaEndpoint(re, intern) });
+  } else {
+    if (!o.nodeName) throw new Error('local context needs the node name (NODE_NAME) to watch only this node\'s pods');
+    const allow = keyAllowlist(o.labelAllowlist ?? ['*']);
+    pods = factory.informer({ resource: resources.pods, fieldSelector: `spec.nodeName=${o.nodeName}`, transform: podTransform(allow, keyAllowlist(['retina.sh'])) });
+  }
+  informers.push(pods);
+  subs.push(pods.subscribe({
+    added: (_k, e) => cache.upsertPod(e),
+    updated: (_k, e) => cache.upsertPod(e),
+    deleted: (k) => void cache.deletePod(...byKey(k)),
+  }));
+  if (o.remoteContext) {
+    const svc: Informer<ServiceEndpoint> = factory.informer({ resource: resources.services, transform: serviceTransform });
+    const nodes: Informer<NodeEndpoint> = factory.informer({ resource: resources.nodes, transform: nodeTransform });
+    informers.push(svc, nodes);
+    subs.push(svc.subscribe({
+      added: (_k, e) => cache.upsertService(e),
+      updated: (_k, e) => cache.upsertService(e),
+      deleted: (k) => void cache.deleteService(...byKey(k)),
+    }));
+    subs.push(nodes.subscribe({
+      added: (_k, e) => cache.upsertNode(e),
+      updated: (_k, e) => cache.upsertNode(e),
+      deleted: (k) => void cache.deleteNode(k),
+    }));
+  }
+  factory.start();
+  o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', resources: factory.stats().map((s) => s.resource), server: o.client.config.server });
+  return {
+    waitForSync: async (signal) => {
+      await Promise.all(informers.map((i) => i.waitForSync(signal)));
+    },
+    synced: () => informers.every((i) => i.synced),
+    stats: () => factory.stats(),
+    async [Symbol.asyncDispose]() {
+      for (const s of subs) s[Symbol.dispose]();
+      await factory[Symbol.asyncDispose]();
+    },
+  };
+}

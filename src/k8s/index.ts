@@ -1,0 +1,20 @@
+/** The Kubernetes layer: transport, credentials, reflectors and informers, work queue, leader election, CR types. */
+export { ApiError, createRestClient, isApiError, type RestClient, type RestConfig, type RequestOptions, type WatchStream } from './rest.js';
+export { KubeconfigError, kubernetesAvailable, loadRestConfig, type LoadRestConfigOptions } from './kubeconfig.js';
+export { Backoff, sleep, systemClock, type Clock } from './clock.js';
+export { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorOptions, type ReflectorStats } from './reflector.js';
+export { createInformerFactory, type Informer, type InformerFactory, type InformerSpec, type Store } from './informers.js';
+export { TokenBucket, WorkQueue, type WorkQueueMetrics, type WorkQueueOptions } from './workqueue.js';
+export { startLeaderElection, type LeaderElectionOptions, type LeaderElector } from './leader-election.js';
+export { createEventRecorder, type EventRecorder, type EventTarget } from './events.js';
+export { startAgentWatch, type AgentWatch, type AgentWatchOptions } from './agent-watch.js';
+export {
+  apiVersionOf, collectionPath, keyOf, objectPath, resources, splitKey, type KubeList, type KubeObject, type ResourceRef,
+} from './resources.js';
+export {
+  Interner, controllerOwners, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, pickKeys, podIps, podIsEndpoint, podTransform,
+  resolveWorkload, serviceTransform, type KeyAllowlist, type NodeWire, type PodWire, type ServiceWire,
+} from './slim.js';
+export type { RetinaEndpoint, RetinaEndpointOwner, RetinaEndpointSpec } from './crd/retina-endpoint.js';
+export type { MetricsConfiguration, MetricsConfigurationSpec, MetricsConfigurationState, MetricsConfigurationStatus, MetricsContextOption } from './crd/metrics-configuration.js';
+export type { Capture, CaptureCondition, CaptureSpec, LabelSelector } from './crd/capture.js';

@@ -1,0 +1,152 @@
+/**
+ * Where the API server is and how to authenticate: a kubeconfig file, or the in-cluster service
+ * account. The light path reads the kubeconfig with `yaml` and handles what agents meet in practice
+ * (CA, client certificate, bearer token, token file); anything else (exec plugins, auth providers,
+ * proxies) goes through @kubernetes/client-node's KubeConfig, loaded on demand only, because importing
+ * it costs ~90 MB of RSS (its generated API). The operator can ask for client-node directly.
+ */
+import { readFileSync } from 'node:fs';
+import type https from 'node:https';
+import { dirname, isAbsolute, join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { RestConfig } from './rest.js';
+
+export class KubeconfigError extends Error {
+  override readonly name = 'KubeconfigError';
+}
+
+export interface LoadRestConfigOptions {
+  /** A kubeconfig path; without it the in-cluster configuration is used. */
+  readonly kubeconfig?: string | undefined;
+  /** The process environment (KUBERNETES_SERVICE_HOST/PORT for in-cluster). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** 'light' (default): our reader unless the kubeconfig needs more; 'client-node': always client-node. */
+  readonly prefer?: 'light' | 'client-node';
+  /** Service-account directory, for tests. */
+  readonly serviceAccountDir?: string;
+}
+
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** True when a kubeconfig or in-cluster credentials are available. */
+export function kubernetesAvailable(opts: Pick<LoadRestConfigOptions, 'kubeconfig' | 'env'>): boolean {
+  return Boolean(opts.kubeconfig) || Boolean(opts.env['KUBERNETES_SERVICE_HOST'] && opts.env['KUBERNETES_SERVICE_PORT']);
+}
+
+export async function loadRestConfig(opts: LoadRestConfigOptions): Promise<RestConfig> {
+  if (!opts.kubeconfig) return inCluster(opts);
+  if (opts.prefer === 'client-node') return viaClientNode(opts.kubeconfig);
+  let text: string;
+  try {
+    text = readFileSync(opts.kubeconfig, 'utf8');
+  } catch (e) {
+    throw new KubeconfigError(`cannot read kubeconfig ${opts.kubeconfig}: ${(e as Error).message}`, { cause: e });
+  }
+  return light(opts.kubeconfig, text) ?? viaClientNode(opts.kubeconfig);
+}
+
+interface Named<T> {
+  name: string;
+  cluster?: T;
+  user?: T;
+  context?: T;
+}
+type Obj = Record<string, unknown>;
+
+/** Our reader; undefined when the kubeconfig needs client-node (exec, auth-provider, proxy...). */
+function light(path: string, text: string): RestConfig | undefined {
+  let doc: Obj;
+  try {
+    doc = (parseYaml(text) ?? {}) as Obj;
+  } catch (e) {
+    throw new KubeconfigError(`kubeconfig ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
+  }
+  const ctxName = doc['current-context'] as string | undefined;
+  const find = (list: unknown, name: string | undefined, field: 'cluster' | 'user' | 'context'): Obj | undefined =>
+    ((list as Named<Obj>[] | undefined) ?? []).find((x) => x.name === name)?.[field];
+  const ctx = find(doc['contexts'], ctxName, 'context');
+  if (!ctx) throw new KubeconfigError(`kubeconfig ${path}: current-context ${JSON.stringify(ctxName)} not found`);
+  const cluster = find(doc['clusters'], ctx['cluster'] as string, 'cluster');
+  const user = find(doc['users'], ctx['user'] as string, 'user') ?? {};
+  if (!cluster || typeof cluster['server'] !== 'string') throw new KubeconfigError(`kubeconfig ${path}: cluster of context ${ctxName} has no server`);
+  const known = new Set(['token', 'tokenFile', 'client-certificate', 'client-certificate-data', 'client-key', 'client-key-data']);
+  if (Object.keys(user).some((k) => !known.has(k)) || cluster['proxy-url'] || cluster['tls-server-name']) return undefined;
+  const base = dirname(path);
+  const file = (p: unknown): Buffer | undefined => (typeof p === 'string' && p ? readFileSync(isAbsolute(p) ? p : join(base, p)) : undefined);
+  const data = (d: unknown): Buffer | undefined => (typeof d === 'string' && d ? Buffer.from(d, 'base64') : undefined);
+  const ca = data(cluster['certificate-authority-data']) ?? file(cluster['certificate-authority']);
+  const cert = data(user['client-certificate-data']) ?? file(user['client-certificate']);
+  const key = data(user['client-key-data']) ?? file(user['client-key']);
+  const insecure = cluster['insecure-skip-tls-verify'] === true;
+  const tokenFile = typeof user['tokenFile'] === 'string' ? user['tokenFile'] : undefined;
+  const staticToken = typeof user['token'] === 'string' ? user['token'] : undefined;
+  const token = tokenFile ? rereading(isAbsolute(tokenFile) ? tokenFile : join(base, tokenFile)) : () => staticToken;
+  return {
+    server: cluster['server'].replace(/\/+$/, ''),
+    source: `kubeconfig ${path} (context ${ctxName})`,
+    authorize: tlsAndToken({ ca, cert, key, insecure }, token),
+  };
+}
+
+function inCluster(opts: LoadRestConfigOptions): RestConfig {
+  const host = opts.env['KUBERNETES_SERVICE_HOST'];
+  const port = opts.env['KUBERNETES_SERVICE_PORT'];
+  if (!host || !port) throw new KubeconfigError('no kubeconfig given and not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset)');
+  const dir = opts.serviceAccountDir ?? SA_DIR;
+  let ca: Buffer;
+  try {
+    ca = readFileSync(join(dir, 'ca.crt'));
+  } catch (e) {
+    throw new KubeconfigError(`in-cluster: cannot read ${join(dir, 'ca.crt')}: ${(e as Error).message}`, { cause: e });
+  }
+  const h = host.includes(':') ? `[${host}]` : host;
+  return { server: `https://${h}:${port}`, source: 'in-cluster service account', authorize: tlsAndToken({ ca, insecure: false }, rereading(join(dir, 'token'))) };
+}
+
+/** Bound service-account tokens rotate: re-read the file at most once a minute. */
+function rereading(path: string): () => string | undefined {
+  let value: string | undefined;
+  let readAt = 0;
+  return () => {
+    if (value === undefined || Date.now() - readAt > 60_000) {
+      value = readFileSync(path, 'utf8').trim();
+      readAt = Date.now();
+    }
+    return value;
+  };
+}
+
+function tlsAndToken(tls: { ca?: Buffer | undefined; cert?: Buffer | undefined; key?: Buffer | undefined; insecure: boolean }, token: () => string | undefined): RestConfig['authorize'] {
+  return async (o: https.RequestOptions) => {
+    if (tls.ca) o.ca = tls.ca;
+    if (tls.cert) o.cert = tls.cert;
+    if (tls.key) o.key = tls.key;
+    if (tls.insecure) o.rejectUnauthorized = false;
+    const t = token();
+    if (t) (o.headers as Record<string, string>)['Authorization'] = `Bearer ${t}`;
+  };
+}
+
+/** client-node's KubeConfig: every auth method it supports, at the cost of loading it. */
+async function viaClientNode(path: string): Promise<RestConfig> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    throw new KubeconfigError(`cannot load kubeconfig ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new KubeconfigError(`kubeconfig ${path}: no current cluster`);
+  return {
+    server: cluster.server.replace(/\/+$/, ''),
+    source: `kubeconfig ${path} (context ${kc.getCurrentContext()}, client-node)`,
+    async authorize(o) {
+      const headers = o.headers as Record<string, string>;
+      await kc.applyToHTTPSOptions(o);
+      // applyToHTTPSOptions may replace the headers object; keep ours.
+      o.headers = { ...headers, ...(o.headers as Record<string, string>) };
+      // it may also set an agent of its own; the transport's keep-alive agent is the one to use.
+    },
+  };
+}

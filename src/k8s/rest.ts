@@ -1,0 +1,168 @@
+/**
+ * A small REST transport for the Kubernetes API over node:https (keep-alive): JSON requests, and
+ * watch streams read line by line. Credentials come from a RestConfig (kubeconfig.ts), which can be
+ * backed by @kubernetes/client-node's KubeConfig (exec plugins, OIDC...) when that is needed.
+ * Every byte received is counted, so benchmarks can compare what an agent pulls from the API server.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+
+export interface RestConfig {
+  /** https://host:port, without a trailing slash. */
+  readonly server: string;
+  /** TLS material (ca/cert/key) and any Authorization header for one request; may refresh tokens. */
+  authorize(opts: https.RequestOptions): Promise<void>;
+  /** Human-readable origin, for logs: "kubeconfig /path (context x)", "in-cluster". */
+  readonly source: string;
+}
+
+/** An error answer from the API server, with its HTTP code and Status reason. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export function isApiError(e: unknown, code?: number): e is ApiError {
+  return e instanceof ApiError && (code === undefined || e.code === code);
+}
+
+export interface RequestOptions {
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
+export interface WatchStream extends Disposable {
+  /** One decoded JSON object per line, until the server ends the stream or it is disposed. */
+  readonly lines: AsyncIterable<unknown>;
+}
+
+export interface RestClient {
+  request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<T>;
+  /** Opens a streaming GET (a watch); rejects with ApiError when the answer is not 200. */
+  stream(path: string, opts?: RequestOptions): Promise<WatchStream>;
+  /** Bytes of response bodies received so far (lists, gets, watch streams). */
+  bytesReceived(): number;
+  readonly config: RestConfig;
+  close(): void;
+}
+
+export function createRestClient(config: RestConfig, opts: { maxSockets?: number; userAgent?: string } = {}): RestClient {
+  const isHttps = config.server.startsWith('https:');
+  const agent = isHttps
+    ? new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 })
+    : new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 });
+  let received = 0;
+  const userAgent = opts.userAgent ?? 'retina-ts';
+
+  function url(path: string, query?: RequestOptions['query']): URL {
+    const u = new URL(config.server + path);
+    if (query) for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') u.searchParams.set(k, String(v));
+    return u;
+  }
+
+  async function open(method: string, path: string, o: RequestOptions): Promise<http.IncomingMessage> {
+    const u = url(path, o.query);
+    const ro: https.RequestOptions = {
+      method, agent, protocol: u.protocol, hostname: u.hostname, port: u.port, path: u.pathname + u.search,
+      headers: { Accept: 'application/json', 'User-Agent': userAgent },
+    };
+    await config.authorize(ro);
+    let payload: Buffer | undefined;
+    if (o.body !== undefined) {
+      payload = Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body));
+      (ro.headers as Record<string, string | number>)['Content-Type'] = o.contentType ?? 'application/json';
+      (ro.headers as Record<string, string | number>)['Content-Length'] = payload.length;
+    }
+    return new Promise((resolve, reject) => {
+      const req = (isHttps ? https : http).request(ro, resolve);
+      req.on('error', reject);
+      if (o.timeoutMs) req.setTimeout(o.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer in ${o.timeoutMs} ms`)));
+      if (o.signal) {
+        if (o.signal.aborted) req.destroy(new Error('aborted'));
+        else o.signal.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
+      }
+      req.end(payload);
+    });
+  }
+
+  async function readAll(res: Readable): Promise<Buffer> {
+    const chunks: Buffer[] = [];
+    for await (const c of res) {
+      received += (c as Buffer).length;
+      chunks.push(c as Buffer);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  function toError(method: string, path: string, status: number, body: Buffer): ApiError {
+    let reason = '';
+    let message = body.toString('utf8').slice(0, 500);
+    let details: unknown;
+    try {
+      const s = JSON.parse(body.toString('utf8')) as { reason?: string; message?: string; details?: unknown };
+      reason = s.reason ?? '';
+      message = s.message ?? message;
+      details = s.details;
+    } catch {
+      // not a Status object
+    }
+    return new ApiError(status, reason, `${method} ${path}: ${status} ${reason}: ${message}`, details);
+  }
+
+  return {
+    config,
+    async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+      // A GET answered 429 (storage initialising, priority and fairness) is retried after Retry-After.
+      for (let attempt = 0; ; attempt++) {
+        const res = await open(method, path, { timeoutMs: 30_000, ...o });
+        const body = await readAll(res);
+        const status = res.statusCode ?? 0;
+        if (status === 429 && method === 'GET' && attempt < 5 && !o.signal?.aborted) {
+          const after = Math.min(5, Number(res.headers['retry-after'] ?? 1) || 1);
+          await new Promise((r) => setTimeout(r, after * 1000));
+          continue;
+        }
+        if (status < 200 || status >= 300) throw toError(method, path, status, body);
+        return (body.length ? JSON.parse(body.toString('utf8')) : undefined) as T;
+      }
+    },
+    async stream(path: string, o: RequestOptions = {}): Promise<WatchStream> {
+      const res = await open('GET', path, o);
+      const status = res.statusCode ?? 0;
+      if (status !== 200) throw toError('GET', path, status, await readAll(res));
+      res.on('data', (c: Buffer) => {
+        received += c.length;
+      });
+      const rl = createInterface({ input: res, crlfDelay: Infinity });
+      async function* lines(): AsyncGenerator<unknown> {
+        for await (const line of rl) {
+          if (line.trim() === '') continue;
+          yield JSON.parse(line) as unknown;
+        }
+      }
+      return {
+        lines: lines(),
+        [Symbol.dispose]() {
+          rl.close();
+          res.destroy();
+        },
+      };
+    },
+    bytesReceived: () => received,
+    close() {
+      agent.destroy();
+    },
+  };
+}

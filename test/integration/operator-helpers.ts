@@ -1,0 +1,49 @@
+/** Builds operator configs and in-process operators for the integration tests. */
+import { randomBytes } from 'node:crypto';
+import { collectSpecs, loadValues, type ConfigSpec } from '../../src/config/index.js';
+import { createRestClient, loadRestConfig, type RestClient } from '../../src/k8s/index.js';
+import { createLogger, type Logger } from '../../src/log/index.js';
+import { operatorConfig, operatorKeys, type OperatorConfig } from '../../src/operator/index.js';
+import { runOperator, type RunningOperator } from '../../src/cli/operator-run.js';
+import { ROOT } from './harness.js';
+
+export const CRD_DIR = `${ROOT}charts/retina/crds`;
+
+export function testLog(component: string): Logger {
+  return createLogger({ level: (process.env['RETINA_TEST_LOG'] as 'debug' | undefined) ?? 'warn', component });
+}
+
+export function operatorCfg(env: Record<string, string> = {}): OperatorConfig {
+  const keys = operatorKeys();
+  return operatorConfig(keys, loadValues({
+    env: { RETINA_REMOTECONTEXT: 'true', RETINA_METRICSADDR: '127.0.0.1:0', RETINA_PROBEADDR: '127.0.0.1:0', RETINA_RETRYPERIOD: '1s', ...env },
+    specs: collectSpecs(keys as ConfigSpec<object>),
+  }));
+}
+
+export async function newClient(kubeconfig: string): Promise<RestClient> {
+  return createRestClient(await loadRestConfig({ kubeconfig, env: {} }));
+}
+
+export const uniqueId = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
+
+export async function startOperator(kubeconfig: string, env: Record<string, string> = {}, identity?: string): Promise<{ op: RunningOperator; client: RestClient } & AsyncDisposable> {
+  const client = await newClient(kubeconfig);
+  const op = await runOperator({ config: operatorCfg(env), client, log: testLog('operator'), crdDir: CRD_DIR, identity });
+  return {
+    op,
+    client,
+    async [Symbol.asyncDispose]() {
+      await op[Symbol.asyncDispose]();
+      client.close();
+    },
+  };
+}
+
+/** Sum of a counter family's values, optionally filtered by label values. */
+export async function counterValue(op: RunningOperator, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = op.metrics.registry.getSingleMetric(name);
+  if (!m) return 0;
+  const { values } = await m.get();
+  return values.filter((v) => Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x)).reduce((s, v) => s + v.value, 0);
+}
