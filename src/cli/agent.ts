@@ -2,9 +2,7 @@
  * Composition root of `retina-agent`: reads flags and config, picks the platform's plugins, and wires
  * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
  */
-import { readFileSync } from 'node:fs';
 import {
-  ConfigErrors,
   agentConfig,
   agentKeys,
   collectSpecs,
@@ -17,37 +15,16 @@ import { createLogger, errorFields, type Logger } from '../log/index.js';
 import { catalog, createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
 import { startHttpServer } from '../server/index.js';
-import { parseFlags } from './args.js';
+import { configErrorExit, readCommandLine, untilSignalled, version, within } from './command.js';
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
 
 Runs the retina-ts node agent: node network metrics on http://<apiServer.host>:<apiServer.port>/metrics.
 Without --config the defaults apply; every key can be overridden with RETINA_<KEY> (see README).`;
 
-/** How long SIGTERM may take before the process exits regardless. */
-const HARD_EXIT_MS = 10_000;
-
-export function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
-
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let flags;
-  try {
-    flags = parseFlags(argv, ['config', 'kubeconfig']);
-  } catch (e) {
-    process.stderr.write(`retina-agent: ${(e as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (flags.values['help']) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  if (flags.values['version']) {
-    process.stdout.write(version() + '\n');
-    return 0;
-  }
+  const flags = readCommandLine('retina-agent', USAGE, argv, ['config', 'kubeconfig']);
+  if (typeof flags === 'number') return flags;
 
   const platform = await selectPlatform();
   const names = platform.plugins.map((p) => p.name);
@@ -61,11 +38,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     values = loadValues({ fileText, filePath: configPath, env, specs });
     agent = agentConfig(keys, values);
   } catch (e) {
-    if (e instanceof ConfigErrors) {
-      process.stderr.write(`retina-agent: configuration error${e.errors.length > 1 ? 's' : ''}:\n${e.errors.map((x) => `  - ${x.message}`).join('\n')}\n`);
-      return 2;
-    }
-    throw e;
+    return configErrorExit('retina-agent', e);
   }
 
   const log = createLogger({ level: agent.logLevel, component: 'agent' });
@@ -97,38 +70,20 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
   const http = server;
 
-  const done = new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      log.info('shutting down', { signal });
-      const hard = setTimeout(() => {
-        log.error('shutdown took too long; exiting', { afterMs: HARD_EXIT_MS });
-        process.exit(1);
-      }, HARD_EXIT_MS);
-      hard.unref();
-      void (async () => {
-        let code = 0;
-        const budget = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), agent.shutdownTimeoutMs).unref());
-        try {
-          const r = await Promise.race([manager[Symbol.asyncDispose]().then(() => 'ok' as const), budget]);
-          if (r === 'timeout') {
-            log.error('plugins did not stop in time', { timeoutMs: agent.shutdownTimeoutMs });
-            code = 1;
-          }
-        } catch (e) {
-          log.error('plugins stopped with errors', { error: errorFields(e as Error) });
-          code = 1;
-        }
-        await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
-        await http[Symbol.asyncDispose]();
-        log.info('stopped', { exitCode: code });
-        resolve(code);
-      })();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+  const done = untilSignalled(log, async () => {
+    let code = 0;
+    try {
+      if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
+        log.error('plugins did not stop in time', { timeoutMs: agent.shutdownTimeoutMs });
+        code = 1;
+      }
+    } catch (e) {
+      log.error('plugins stopped with errors', { error: errorFields(e as Error) });
+      code = 1;
+    }
+    await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
+    await http[Symbol.asyncDispose]();
+    return code;
   });
 
   await manager.start();

@@ -4,12 +4,11 @@
  * leader Lease and exits.
  */
 import { fileURLToPath } from 'node:url';
-import { ConfigErrors, collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../config/index.js';
+import { collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../config/index.js';
 import { createRestClient, loadRestConfig } from '../k8s/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { operatorConfig, operatorKeys } from '../operator/index.js';
-import { parseFlags } from './args.js';
-import { version } from './agent.js';
+import { configErrorExit, readCommandLine, untilSignalled, version, within } from './command.js';
 import { runOperator } from './operator-run.js';
 
 const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
@@ -17,25 +16,11 @@ const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--met
 Runs the retina-ts operator: RetinaEndpoints from Pods (remote context), MetricsConfiguration validation,
 CRD installation. Every config key can be overridden with RETINA_<KEY> (see README).`;
 
-const HARD_EXIT_MS = 10_000;
 export const CRD_DIR = fileURLToPath(new URL('../../../charts/retina/crds', import.meta.url));
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let flags;
-  try {
-    flags = parseFlags(argv, ['config', 'kubeconfig', 'metrics-addr', 'probe-addr', 'enable-leader-election']);
-  } catch (e) {
-    process.stderr.write(`retina-operator: ${(e as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (flags.values['help']) {
-    process.stdout.write(USAGE + '\n');
-    return 0;
-  }
-  if (flags.values['version']) {
-    process.stdout.write(version() + '\n');
-    return 0;
-  }
+  const flags = readCommandLine('retina-operator', USAGE, argv, ['config', 'kubeconfig', 'metrics-addr', 'probe-addr', 'enable-leader-election']);
+  if (typeof flags === 'number') return flags;
   const keys = operatorKeys();
   const configPath = flags.values['config'] as string | undefined;
   let cfg;
@@ -48,11 +33,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     if (flags.values['enable-leader-election'] !== undefined) flagEnv['RETINA_ENABLELEADERELECTION'] = String(flags.values['enable-leader-election']);
     cfg = operatorConfig(keys, loadValues({ fileText, filePath: configPath, env: flagEnv, specs: collectSpecs(keys as ConfigSpec<object>) }));
   } catch (e) {
-    if (e instanceof ConfigErrors) {
-      process.stderr.write(`retina-operator: configuration error${e.errors.length > 1 ? 's' : ''}:\n${e.errors.map((x) => `  - ${x.message}`).join('\n')}\n`);
-      return 2;
-    }
-    throw e;
+    return configErrorExit('retina-operator', e);
   }
   const log = createLogger({ level: cfg.logLevel, component: 'operator' });
   let client;
@@ -74,28 +55,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return 1;
   }
   const running = op;
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      log.info('shutting down', { signal });
-      setTimeout(() => process.exit(1), HARD_EXIT_MS).unref();
-      void (async () => {
-        let code = 0;
-        const budget = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), cfg.shutdownTimeoutMs).unref());
-        try {
-          if ((await Promise.race([running[Symbol.asyncDispose]().then(() => 'ok' as const), budget])) === 'timeout') code = 1;
-        } catch (e) {
-          log.error('stopped with errors', { error: errorFields(e as Error) });
-          code = 1;
-        }
-        client.close();
-        log.info('stopped', { exitCode: code });
-        resolve(code);
-      })();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+  return untilSignalled(log, async () => {
+    let code = 0;
+    try {
+      if ((await within(running[Symbol.asyncDispose](), cfg.shutdownTimeoutMs)) === 'timeout') code = 1;
+    } catch (e) {
+      log.error('stopped with errors', { error: errorFields(e as Error) });
+      code = 1;
+    }
+    client.close();
+    return code;
   });
 }

@@ -1,0 +1,89 @@
+/**
+ * What every command's composition root shares: flags with --help and --version, configuration
+ * errors (exit 2), and a shutdown on SIGTERM/SIGINT that stops within a budget and exits anyway
+ * after HARD_EXIT_MS.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigErrors } from '../config/index.js';
+import { errorFields, type Logger } from '../log/index.js';
+import { parseFlags, type ParsedArgs } from './args.js';
+
+/** How long SIGTERM may take before the process exits regardless (the contract's 10 s). */
+export const HARD_EXIT_MS = 10_000;
+
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Parses flags; answers --help and --version. Returns the flags, or the exit code to end with. */
+export function readCommandLine(command: string, usage: string, argv: readonly string[], strings: readonly string[], booleans: readonly string[] = []): ParsedArgs | number {
+  let flags: ParsedArgs;
+  try {
+    flags = parseFlags(argv, strings, booleans);
+  } catch (e) {
+    process.stderr.write(`${command}: ${(e as Error).message}\n${usage}\n`);
+    return 2;
+  }
+  if (flags.values['help']) {
+    process.stdout.write(usage + '\n');
+    return 0;
+  }
+  if (flags.values['version']) {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+  return flags;
+}
+
+/** Prints configuration errors (every bad key) and gives exit status 2; rethrows anything else. */
+export function configErrorExit(command: string, e: unknown): number {
+  if (!(e instanceof ConfigErrors)) throw e;
+  process.stderr.write(`${command}: configuration error${e.errors.length > 1 ? 's' : ''}:\n${e.errors.map((x) => `  - ${x.message}`).join('\n')}\n`);
+  return 2;
+}
+
+/** Resolves 'timeout' if `work` takes longer than `ms`. */
+export async function within<T>(work: PromiseLike<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const budget = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => r('timeout'), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([work, budget]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * On the first SIGTERM or SIGINT, runs `stop` (which returns the exit code) and resolves with its
+ * code; if stopping takes longer than HARD_EXIT_MS the process exits with 1.
+ */
+export function untilSignalled(log: Logger, stop: () => Promise<number>): Promise<number> {
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutting down', { signal });
+      setTimeout(() => {
+        log.error('shutdown took too long; exiting', { afterMs: HARD_EXIT_MS });
+        process.exit(1);
+      }, HARD_EXIT_MS).unref();
+      stop().then(
+        (code) => {
+          log.info('stopped', { exitCode: code });
+          resolve(code);
+        },
+        (e: unknown) => {
+          log.error('stopped with errors', { error: e instanceof Error ? errorFields(e) : String(e) });
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+  });
+}
