@@ -2,11 +2,11 @@
  * dropreason: packets the kernel drops, by the kernel's drop reason and direction, from
  * tp_btf/kfree_skb, aggregated in the kernel per CPU. See README.md.
  */
-import { attachBySection, dropreasonHooks, type HookChoice, kernelEnum, openBpfObject, perCpuReader } from '../../../ffi/linux/index.js';
+import { dropreasonHooks, type HookChoice, kernelEnum, perCpuReader } from '../../../ffi/linux/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
-import { eventRingSize, onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
+import { loadTracepointObject, onHook } from '../ebpf-shared/hooks.js';
 import { dropreasonConfig, type DropreasonConfig } from './config.js';
 import { decodeDropEvent, dropFlow, reasonNames } from './decode.js';
 import { EVENTS_MAP, LOST_MAP, METRICS_MAP, readDropTotals } from './maps.js';
@@ -36,20 +36,9 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     const [hook] = onHook(ctx.log, 'tp_btf/kfree_skb', chooseHooks);
     if (!hook) throw new Error('no dropreason hook chosen');
     const podLevel = ctx.agent.enablePodLevel;
-    const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
     const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()));
-    const obj = s.use(
-      onHook(ctx.log, hook.label, () =>
-        openBpfObject('dropreason', {
-          programs: [hook.program],
-          attachTargets: { [hook.program]: hook.target },
-          rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
-          maxEntries: { [EVENTS_MAP]: ringSize },
-        }),
-      ),
-    );
+    const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
-    s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
     const totals = perCpuReader(obj.map(METRICS_MAP));
     const publish = (): void => {
       try {

@@ -1,6 +1,10 @@
-/** What every eBPF plugin does when a hook is missing: one log line naming the hook, then a PermanentError. */
+/**
+ * What every eBPF plugin does when a hook is missing (one log line naming the hook, then a
+ * PermanentError), and the load-and-attach the tracepoint plugins share.
+ */
+import { attachBySection, openBpfObject, type BpfObject, type HookChoice } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
-import { PermanentError, errMessage } from '../../../plugin/index.js';
+import { PermanentError, errMessage, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
 
 /** Runs `fn` (choose, load or attach for `hook`); a failure fails this plugin alone, permanently. */
 export function onHook<T>(log: Logger, hook: string, fn: () => T): T {
@@ -25,4 +29,25 @@ export function eventRingSize(podLevel: boolean, configured: number): number {
 export const WAKEUP_TIMER_MS = 100;
 export function wakeupBytes(ringSize: number): number {
   return Math.max(0, Math.min(65536, Math.floor(ringSize / 8)));
+}
+
+/**
+ * Loads a tracepoint plugin's object with the program `hook` picked, its event ring sized for the
+ * pod level (records only when it is on), and attaches the program; both are released with `s`.
+ */
+export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string): BpfObject {
+  const podLevel = ctx.agent.enablePodLevel;
+  const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
+  const obj = s.use(
+    onHook(ctx.log, hook.label, () =>
+      openBpfObject(name, {
+        programs: [hook.program],
+        attachTargets: { [hook.program]: hook.target },
+        rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
+        maxEntries: { [eventsMap]: ringSize },
+      }),
+    ),
+  );
+  s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
+  return obj;
 }

@@ -2,11 +2,11 @@
  * tcpretrans: TCP retransmissions on the node (tp_btf/tcp_retransmit_skb): a node counter of
  * ours, tcp_retransmission_count, and per-connection records for the pod-level pipeline. See README.md.
  */
-import { attachBySection, openBpfObject, perCpuReader, tcpretransHooks, type HookChoice } from '../../../ffi/linux/index.js';
+import { perCpuReader, tcpretransHooks, type HookChoice } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
-import { eventRingSize, onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
+import { loadTracepointObject, onHook } from '../ebpf-shared/hooks.js';
 import { tcpretransConfig, type TcpretransConfig } from './config.js';
 import { decodeRetrans, retransFlow } from './decode.js';
 import { EVENTS_MAP, LOST_MAP, METRICS_MAP, deltaTracker, readRetransTotals } from './maps.js';
@@ -36,19 +36,8 @@ export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks:
     const [hook] = onHook(ctx.log, 'tp_btf/tcp_retransmit_skb', chooseHooks);
     if (!hook) throw new Error('no tcpretrans hook chosen');
     const podLevel = ctx.agent.enablePodLevel;
-    const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
-    const obj = s.use(
-      onHook(ctx.log, hook.label, () =>
-        openBpfObject('tcpretrans', {
-          programs: [hook.program],
-          attachTargets: { [hook.program]: hook.target },
-          rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
-          maxEntries: { [EVENTS_MAP]: ringSize },
-        }),
-      ),
-    );
+    const obj = loadTracepointObject(s, ctx, 'tcpretrans', hook, EVENTS_MAP);
     s.defer(() => ctx.metrics.reset([catalog.tcpRetransmissionCount]));
-    s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
     const reader = perCpuReader(obj.map(METRICS_MAP));
     const counter = ctx.metrics.counter(catalog.tcpRetransmissionCount);
     const delta = deltaTracker();
