@@ -2,10 +2,10 @@
  * Shared informers: one reflector (one LIST+WATCH) per resource and selector, however many consumers
  * read it. Reads (`get`/`list`) and change notifications (`subscribe`) are separate surfaces.
  */
-import { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorStats } from './reflector.js';
+import { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorOptions, type ReflectorStats } from './reflector.js';
 import type { Clock } from './clock.js';
 import type { RestClient } from './rest.js';
-import type { KubeObject, ResourceRef } from './resources.js';
+import type { KubeObject } from './resources.js';
 import type { Logger } from '../log/index.js';
 
 /** Reads of a synced collection of slim objects. */
@@ -24,14 +24,8 @@ export interface Informer<S> extends Store<S> {
   stats(): ReflectorStats;
 }
 
-export interface InformerSpec<T extends KubeObject, S> {
-  readonly resource: ResourceRef;
-  readonly namespace?: string | undefined;
-  readonly fieldSelector?: string | undefined;
-  readonly labelSelector?: string | undefined;
-  readonly transform: (o: T) => S | undefined;
-  readonly equal?: (a: S, b: S) => boolean;
-}
+/** What identifies one shared watch: the reflector's options minus the transport and timing. */
+export type InformerSpec<T extends KubeObject, S> = Pick<ReflectorOptions<T, S>, 'resource' | 'namespace' | 'fieldSelector' | 'labelSelector' | 'transform' | 'equal'>;
 
 export interface InformerFactoryOptions {
   readonly client: RestClient;
