@@ -16,8 +16,9 @@ NODE_STAMP := $(CACHE)/node/.stamp-$(NODE_VERSION)
 export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 
-# Debian packages the build and the tests use (promtool, iproute2, nftables, clang for BPF, ...).
-APT_PACKAGES := prometheus iproute2 nftables iptables ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool
+# Debian packages the build and the tests use (promtool, iproute2, nftables, clang for BPF, curl and
+# openssl for the test control plane, ...).
+APT_PACKAGES := prometheus iproute2 nftables iptables ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool curl openssl ca-certificates
 APT_STAMP := $(CACHE)/apt.stamp
 
 NPM_STAMP := node_modules/.stamp
