@@ -2,22 +2,9 @@
 /* ringbench: a synthetic producer for the ring-buffer drain benchmark (bench/ebpf/). Run with
  * BPF_PROG_TEST_RUN and repeat; each run writes `per_run` tcpretrans-shaped records. Never attached. */
 #include "retina.h"
+#include "retrans_event.h"
 
 const volatile __u32 per_run = 64;
-
-struct bench_event {
-	__u64 ts_ns;
-	__u8 saddr[16];
-	__u8 daddr[16];
-	__u16 sport;
-	__u16 dport;
-	__u8 family;
-	__u8 state;
-	__u8 tcp_flags;
-	__u8 pad;
-	__u32 segs;
-	__u32 len;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -30,7 +17,7 @@ static __u32 seq;
 
 static long emit(__u32 i, void *ctx)
 {
-	struct bench_event *e = bpf_ringbuf_reserve(&retina_ringbench_events, sizeof(*e), 0);
+	struct retrans_event *e = bpf_ringbuf_reserve(&retina_ringbench_events, sizeof(*e), 0);
 	if (!e) {
 		retina_count_lost(&retina_ringbench_lost);
 		return 0;

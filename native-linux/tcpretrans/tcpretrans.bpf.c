@@ -9,6 +9,7 @@
  * Node counter, per CPU: retransmitted skbs and segments (tcp_gso_segs, as the kernel's
  * RetransSegs counts). With emit_events, one record per retransmission for the pod-level pipeline. */
 #include "retina.h"
+#include "retrans_event.h"
 
 const volatile __u8 emit_events = 0;
 const volatile __u32 wakeup_bytes = 0;
@@ -24,20 +25,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct retrans_value);
 } retina_tcpretrans_metrics SEC(".maps");
-
-struct retrans_event {
-	__u64 ts_ns;
-	__u8 saddr[16];
-	__u8 daddr[16];
-	__u16 sport; /* host order */
-	__u16 dport;
-	__u8 family; /* 4 or 6 */
-	__u8 state;
-	__u8 tcp_flags;
-	__u8 pad;
-	__u32 segs;
-	__u32 len;
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
