@@ -1,5 +1,5 @@
 /** A PluginContext for driving a plugin directly in a test: collecting logger, flows and status. */
-import type { AgentConfig } from '../../src/config/index.js';
+import { agentConfig, agentKeys, collectSpecs, loadValues, type AgentConfig } from '../../src/config/index.js';
 import type { FlowBatch } from '../../src/flow/index.js';
 import type { LogFields, Logger } from '../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
@@ -13,13 +13,12 @@ export interface Collected {
   readonly metrics: MetricsRegistry;
 }
 
-export const testAgentConfig = (over: Partial<AgentConfig> = {}): AgentConfig => ({
-  apiServerHost: '127.0.0.1', apiServerPort: 0, logLevel: 'info', enabledPlugin: [], metricsIntervalMs: 100,
-  enablePodLevel: false, remoteContext: false, enableAnnotations: false, bypassLookupIPOfInterest: false,
-  dataAggregationLevel: 'low', dataSamplingRate: 1, conntrackReportIntervalMs: 30_000, enableConntrackMetrics: false,
-  packetParserRingBufferSize: 1 << 20, filterMapMaxEntries: 255, pluginStartTimeoutMs: 10_000, shutdownTimeoutMs: 8000,
-  ...over,
-});
+/** The agent's real defaults (from its key specs), a fast refresh, and `over`. */
+export const testAgentConfig = (over: Partial<AgentConfig> = {}): AgentConfig => {
+  const keys = agentKeys({ os: 'linux', names: [], defaults: [] });
+  const defaults = agentConfig(keys, loadValues({ env: {}, specs: collectSpecs(keys) }));
+  return { ...defaults, apiServerHost: '127.0.0.1', apiServerPort: 0, metricsIntervalMs: 100, packetParserRingBufferSize: 1 << 20, ...over };
+};
 
 export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { ctx: PluginContext<C>; got: Collected } {
   const got: Collected = { logs: [], batches: [], status: [], lost: [], metrics: createMetricsRegistry({ processMetrics: false }) };
