@@ -116,12 +116,14 @@ test('per-connection records (pod level): the flow retransmitted segments match 
   await using _plugin = await runTcpretrans(ctx);
   const snmpBefore = retransSegs(c) + retransSegs(s);
   await c.node(TCP_SEND, [String(8 * 1024 * 1024), '10.233.1.2', '7100'], 120_000);
-  const snmp = retransSegs(c) + retransSegs(s) - snmpBefore;
   const ours = (): Flow[] => got.batches.flatMap((b) => b.flows).filter((f) => f.srcIp.startsWith('10.233.1.') && f.dstIp.startsWith('10.233.1.'));
   const segs = (): number => ours().reduce((n, f) => n + f.packets, 0);
+  // The kernel goes on retransmitting the tail of the flow after the sender has returned: compare
+  // once both RetransSegs and our records have stopped moving.
+  const snmp = (await settled(() => retransSegs(c) + retransSegs(s), 1000)) - snmpBefore;
   const deadline = Date.now() + 5000;
   while (segs() < snmp && Date.now() < deadline) await sleep(100);
-  await sleep(300);
+  await settled(segs, 500);
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
   // Equal, unless some retransmissions failed to leave the host (counted by RetransSegs, not by us).
   t.diagnostic(`flow segments ${segs()}, RetransSegs +${snmp}`);

@@ -61,9 +61,12 @@ describe('operator restart and leader election', { timeout: 600_000 }, () => {
     op = await startOperator(cluster.kubeconfig, { RETINA_LEADERELECTIONID: lease });
     await scale(client, ns, 'churn0', 40);
     try {
-      await eventually('RetinaEndpoints converge with the pods', 180_000, () => converged(client, ns), 1000);
-      const pods = (await listAll<PodWire>(client, resources.pods, ns)).filter(eligible);
-      assert.equal(pods.length, 40 + 120 + 60);
+      // The ReplicaSets are still replacing deleted and rolled pods: converged means all of them
+      // are there and every one has its RetinaEndpoint.
+      const eligiblePods = async (): Promise<number> => (await listAll<PodWire>(client, resources.pods, ns)).filter(eligible).length;
+      await eventually('all pods up and RetinaEndpoints converged with them', 180_000, async () => (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns), 1000);
+      assert.equal(await eligiblePods(), 40 + 120 + 60);
+      assert.ok(await converged(client, ns));
     } finally {
       await op[Symbol.asyncDispose]();
     }
