@@ -126,7 +126,7 @@ test('per-connection records (pod level): the flow retransmitted segments match 
   await settled(segs, 500);
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
   // Equal, unless some retransmissions failed to leave the host (counted by RetransSegs, not by us).
-  t.diagnostic(`flow segments ${segs()}, RetransSegs +${snmp}`);
+  t.diagnostic(`flow segments ${segs()}, RetransSegs +${snmp}, records ${ours().length} of ${got.batches.reduce((n, b) => n + b.flows.length, 0)}, lost ${JSON.stringify(got.lost)}`);
   assert.ok(segs() <= snmp && segs() >= snmp * 0.95 - 2, `flow segments ${segs()} vs RetransSegs delta ${snmp}`);
   const f = ours()[0] as Flow;
   assert.deepEqual([f.verdict, f.proto, f.direction, f.srcIp, f.dstIp, f.dstPort], ['RETRANSMISSION', 6, 'EGRESS', '10.233.1.1', '10.233.1.2', 7100]);
