@@ -53,12 +53,20 @@ export interface Flow {
   isReply: boolean | undefined;
   packets: number;
   bytes: number;
+  /**
+   * Packets per TCP flag when this flow aggregates several packets (packetparser at high
+   * aggregation), slots as TCP_FLAG_SLOTS; undefined when every packet carried `tcpFlags`.
+   */
+  tcpFlagCounts: Uint32Array | undefined;
   dns: DnsInfo | undefined;
   nodeName: string;
   /** Filled by the enricher only. */
   source: Endpoint | undefined;
   destination: Endpoint | undefined;
 }
+
+/** Slots of Flow.tcpFlagCounts (a SYN with ACK counts as SYNACK only, ACK only without SYN). */
+export const TCP_FLAG_SLOTS = ['FIN', 'SYN', 'SYNACK', 'RST', 'PSH', 'ACK', 'URG', 'ECE', 'CWR', 'NS'] as const;
 
 export interface FlowBatch {
   /** The producing plugin's name. */
@@ -91,6 +99,7 @@ export function createFlow(init: Partial<Flow> & Pick<Flow, 'srcIp' | 'dstIp' | 
     isReply: init.isReply,
     packets: init.packets ?? 1,
     bytes: init.bytes ?? 0,
+    tcpFlagCounts: init.tcpFlagCounts,
     dns: init.dns,
     nodeName: init.nodeName ?? '',
     source: init.source,

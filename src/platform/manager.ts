@@ -7,7 +7,7 @@ import { pick, type AgentConfig, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
 import type { Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
-import { PermanentError, errMessage, type AnyPluginDefinition, type PluginContext, type PluginState } from '../plugin/index.js';
+import { PermanentError, errMessage, everyIp, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';
 
 export interface PluginStatus {
@@ -38,6 +38,8 @@ export interface ManagerOptions {
   readonly log: Logger;
   readonly metrics: MetricsRegistry;
   readonly flows: FlowConsumer;
+  /** IPs of interest for kernel-side filters (default: every IP). */
+  readonly interest?: IpInterest;
   readonly backoff?: BackoffOptions;
   readonly random?: () => number;
 }
@@ -144,6 +146,7 @@ class Runner {
         parsedPackets: (n) => this.opts.metrics.counter(catalog.parsedPacketsCounter).inc(n),
       },
       flows: this.opts.flows,
+      interest: this.opts.interest ?? everyIp,
       signal: abort.signal,
       status: {
         ok: () => this.#report(id, 'running'),

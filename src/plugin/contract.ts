@@ -36,6 +36,26 @@ export interface SelfMetrics {
   parsedPackets(count: number): void;
 }
 
+/**
+ * The "IPs of interest" (Retina's filter map): pods the current MetricsConfiguration or annotations
+ * select, plus the API server. Plugins that filter in the kernel mirror this set into their map.
+ */
+export interface IpInterest {
+  /** true: report every packet (bypassLookupIPOfInterest, or no Kubernetes to choose from). */
+  readonly bypass: boolean;
+  /** The current set (IPv4 and IPv6 strings). */
+  ips(): ReadonlySet<string>;
+  /** Calls `listener` after each change; dispose to stop. */
+  onChange(listener: () => void): Disposable;
+}
+
+/** The interest of an agent without Kubernetes: everything. */
+export const everyIp: IpInterest = Object.freeze({
+  bypass: true,
+  ips: () => new Set<string>(),
+  onChange: () => ({ [Symbol.dispose]: () => undefined }),
+});
+
 export interface PluginContext<C> {
   readonly config: Readonly<C>;
   readonly agent: Readonly<AgentConfig>;
@@ -44,6 +64,8 @@ export interface PluginContext<C> {
   readonly self: SelfMetrics;
   /** Where flows go; a sink that discards them when pod-level metrics are off. */
   readonly flows: FlowConsumer;
+  /** Which IPs flows are wanted for (pod-level plugins that filter in the kernel). */
+  readonly interest: IpInterest;
   /** Aborted when the plugin is being stopped. */
   readonly signal: AbortSignal;
   readonly status: StatusReporter;

@@ -2,6 +2,8 @@ export { ResourceStack, every, poll, liveResourceStacks } from './lifecycle.js';
 export { PermanentError, PartialReadError, errMessage } from './errors.js';
 export {
   definePlugin,
+  everyIp,
+  type IpInterest,
   type AnyPluginDefinition,
   type HookSpec,
   type OsName,

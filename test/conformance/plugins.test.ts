@@ -11,7 +11,7 @@ import { discardFlows } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
 import { currentOs, detect, loadPlugins, missingHooks } from '../../src/platform/index.js';
-import { liveResourceStacks, type AnyPluginDefinition, type OsName, type PluginContext } from '../../src/plugin/index.js';
+import { everyIp, liveResourceStacks, type AnyPluginDefinition, type OsName, type PluginContext } from '../../src/plugin/index.js';
 
 const ROOT = new URL('../../../', import.meta.url);
 const readme = readFileSync(new URL('README.md', ROOT), 'utf8');
@@ -27,7 +27,7 @@ function contextFor(def: AnyPluginDefinition, statuses: string[]): { ctx: Plugin
     ctx: {
       config: pick(def.config, values), agent: agentConfig(keys, values), log: silentLogger, metrics,
       self: { lostEvents: () => undefined, parsedPackets: () => undefined },
-      flows: discardFlows, signal: abort.signal,
+      flows: discardFlows, interest: everyIp, signal: abort.signal,
       status: { ok: () => statuses.push('ok'), degraded: (r) => statuses.push(`degraded: ${r}`), failed: (e) => statuses.push(`failed: ${String(e)}`) },
     },
   };

@@ -3,7 +3,7 @@ import { agentConfig, agentKeys, collectSpecs, loadValues, type AgentConfig } fr
 import type { FlowBatch } from '../../src/flow/index.js';
 import type { LogFields, Logger } from '../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
-import type { PluginContext } from '../../src/plugin/index.js';
+import { everyIp, type PluginContext } from '../../src/plugin/index.js';
 
 export interface Collected {
   readonly logs: { level: string; msg: string; fields: LogFields }[];
@@ -30,6 +30,7 @@ export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { c
     config, agent: testAgentConfig(agent), log: logger({}), metrics: got.metrics,
     self: { lostEvents: (type, n) => void got.lost.push({ type, n }), parsedPackets: () => undefined },
     flows: { consume: (b) => void got.batches.push(b) },
+    interest: everyIp,
     signal: new AbortController().signal,
     status: { ok: () => void got.status.push('ok'), degraded: (r) => void got.status.push(`degraded: ${r}`), failed: (e) => void got.status.push(`failed: ${String(e)}`) },
   };

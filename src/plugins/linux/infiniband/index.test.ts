@@ -12,7 +12,7 @@ import { agentConfig, agentKeys, collectSpecs, loadValues, type AgentConfig } fr
 import { discardFlows } from '../../../flow/index.js';
 import { silentLogger } from '../../../log/index.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../../metrics/index.js';
-import { PermanentError, liveResourceStacks, type PluginContext, type StatusReporter } from '../../../plugin/index.js';
+import { PermanentError, everyIp, liveResourceStacks, type PluginContext, type StatusReporter } from '../../../plugin/index.js';
 import { createInfinibandPlugin, infiniband, type InfinibandConfig } from './index.js';
 
 const FIXTURE = fileURLToPath(new URL('../../../../../test/fixtures/infiniband/sys', import.meta.url));
@@ -60,6 +60,7 @@ function contextFor(metrics: MetricsRegistry, status: StatusReporter, abort: Abo
     metrics,
     self: { lostEvents: () => undefined, parsedPackets: () => undefined },
     flows: discardFlows,
+    interest: everyIp,
     signal: abort.signal,
     status,
   };

@@ -8,7 +8,7 @@ import { ConfigErrors, agentConfig, agentKeys, collectSpecs, loadValues, pick } 
 import { discardFlows } from '../../../flow/index.js';
 import { silentLogger } from '../../../log/index.js';
 import { createMetricsRegistry } from '../../../metrics/index.js';
-import { liveResourceStacks, type PluginContext } from '../../../plugin/index.js';
+import { everyIp, liveResourceStacks, type PluginContext } from '../../../plugin/index.js';
 import { plugins } from '../index.js';
 import type { LinuxutilConfig } from './config.js';
 import { SYS_CLASS_NET, createLinuxutilPlugin, linuxutil } from './index.js';
@@ -27,7 +27,7 @@ function context(yaml: string) {
   const statuses: string[] = [];
   const abort = new AbortController();
   const ctx: PluginContext<LinuxutilConfig> = {
-    config, agent, log: silentLogger, metrics: registry, flows: discardFlows, signal: abort.signal,
+    config, agent, log: silentLogger, metrics: registry, flows: discardFlows, interest: everyIp, signal: abort.signal,
     self: { lostEvents: () => undefined, parsedPackets: () => undefined },
     status: {
       ok: () => void statuses.push('ok'),
