@@ -1,72 +1,139 @@
 /**
- * Pipeline throughput: enrich + aggregate into advanced metrics, on synthetic flow batches
- * (1 000 pods, 256 flows per batch, Retina's annotation-mode metric set in remote context, and a
- * lighter forward-only set), measured in one run on one core. Prints one JSON line.
- * Decoding kernel records is measured by the packetparser benchmark.
+ * Pod-level pipeline throughput on one core: decode → enrich → aggregate, each stage combination
+ * side by side in one run (the machine is noisy: compare within a run; each figure is the median of
+ * several interleaved rounds). Records are what this node's plugins read (fixture.ts): packetparser
+ * packet_event records decoded by createPacketDecoder, dropreason and tcpretrans records through
+ * their decoders, DNS records into flows; enrichment goes through cacheLookup over an IpCache of
+ * pods, services and nodes; aggregation is the Metrics Module with Retina's annotation-mode set
+ * (8 metrics, ip/namespace/podname/workload on both sides) in remote and local context.
+ * Prints one JSON line (and a table on stderr). BENCH_ROUNDS, BENCH_ROUND_MS tune the run; BENCH_ONLY=<name> runs one combination (for --cpu-prof).
  */
-import { createEnricher } from '../../src/enricher/index.js';
-import { createFlow, type Endpoint, type Flow } from '../../src/flow/index.js';
-import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { annotationSpec, createMetricsModule, parseMetricsSpec, type MetricsSpec } from '../../src/metrics/module/index.js';
+import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
+import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import { annotationSpec, createMetricsModule, parseMetricsSpec, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
+import { createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
+import { decodeDropEvent, dropFlow, reasonNames, DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
+import { decodeRetrans, retransFlow, RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
+import { dnsFlow } from '../../src/plugins/linux/dns/decode.js';
+import { PACKET_EVENT_SIZE } from '../../src/plugins/linux/packetparser/decode.js';
+import { buildFixture, THIS_NODE, type Fixture, type Rec } from './fixture.js';
 
-const PODS = 1000;
+const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const ROUNDS = envNum('BENCH_ROUNDS', 5);
+const ROUND_MS = envNum('BENCH_ROUND_MS', 400);
 const BATCH = 256;
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 3);
+const shape = { nodes: 10, pods: 1000, services: 50, connections: 3000, records: 64 * 1024, forwardShare: 0.65 };
 
-const table = new Map<string, Endpoint>();
-const ips: string[] = [];
-for (let i = 0; i < PODS; i++) {
-  const ip = `10.${(i >> 8) & 255}.${i & 255}.7`;
-  ips.push(ip);
-  table.set(ip, { namespace: `ns-${i % 20}`, podName: `pod-${i}`, workloadKind: 'Deployment', workloadName: `app-${i % 50}`, service: `svc-${i % 50}`, nodeName: 'node-1', zone: 'zone-a', labels: {} });
-}
+const remoteFx = buildFixture({ ...shape, localOnly: false });
+const localFx = buildFixture({ ...shape, localOnly: true });
 
-function makeBatches(n: number): Flow[][] {
-  let seed = 42;
-  const rnd = (m: number): number => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % m);
-  const out: Flow[][] = [];
-  for (let b = 0; b < n; b++) {
-    const flows: Flow[] = [];
-    for (let i = 0; i < BATCH; i++) {
-      // Traffic concentrates on few pairs, as real pods talk to few peers.
-      const s = rnd(PODS), d = (s + 1 + rnd(8)) % PODS;
-      flows.push(createFlow({ srcIp: ips[s] as string, dstIp: ips[d] as string, verdict: rnd(50) === 0 ? 'DROPPED' : 'FORWARDED', dropReason: 'NETFILTER_DROP', proto: 6, srcPort: 40000 + rnd(4), dstPort: 443, tcpFlags: 0x18, packets: 1, bytes: 1400, direction: 'EGRESS' }));
+const decodePacket = createPacketDecoder({ monotonicOffsetMs: () => 1.7e12, nodeName: THIS_NODE });
+const reason = reasonNames(new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [5, 'SKB_DROP_REASON_SOCKET_FILTER'], [6, 'SKB_DROP_REASON_UDP_CSUM'], [16, 'SKB_DROP_REASON_NETFILTER_DROP']]));
+
+function decodeBatch(fx: Fixture, recs: readonly Rec[]): Flow[] {
+  const out: Flow[] = [];
+  for (let i = 0; i < recs.length; i++) {
+    const r = recs[i] as Rec;
+    switch (r.kind) {
+      case 'pp': out.push(decodePacket(fx.pp, r.off, PACKET_EVENT_SIZE)); break;
+      case 'drop': out.push(dropFlow(decodeDropEvent(fx.drops, r.off, DROP_EVENT_SIZE), reason)); break;
+      case 'retrans': out.push(retransFlow(decodeRetrans(fx.retrans, r.off, RETRANS_EVENT_SIZE))); break;
+      case 'dns': out.push(dnsFlow(r.rec)); break;
     }
-    out.push(flows);
   }
   return out;
 }
 
-function run(name: string, spec: MetricsSpec): Record<string, unknown> {
-  const metrics = createMetricsRegistry({ processMetrics: false });
-  const mod = createMetricsModule({ metrics, remoteContext: true });
-  mod.apply(spec);
-  const enricher = createEnricher({ byIp: (ip) => table.get(ip) }, mod);
-  const batches = makeBatches(64);
-  for (let i = 0; i < 200; i++) enricher.consume({ source: 'bench', flows: batches[i % batches.length] as Flow[] }); // warm-up
-  globalThis.gc?.();
-  const heap0 = process.memoryUsage().heapUsed;
-  let flows = 0;
-  const t0 = process.hrtime.bigint();
-  const end = t0 + BigInt(SECONDS * 1e9);
-  let i = 0;
-  while (process.hrtime.bigint() < end) {
-    for (let k = 0; k < 50; k++) {
-      enricher.consume({ source: 'bench', flows: batches[i++ % batches.length] as Flow[] });
-      flows += BATCH;
-    }
-  }
-  const ns = Number(process.hrtime.bigint() - t0);
-  const cpu = process.cpuUsage();
-  return {
-    name, flowsPerSec: Math.round(flows / (ns / 1e9)), nsPerFlow: +(ns / flows).toFixed(1),
-    heapDeltaMB: +((process.memoryUsage().heapUsed - heap0) / 1048576).toFixed(1), families: mod.families().length,
-    cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2),
-  };
+const batchesOf = (fx: Fixture): Rec[][] => Array.from({ length: Math.ceil(fx.schedule.length / BATCH) }, (_, i) => fx.schedule.slice(i * BATCH, (i + 1) * BATCH));
+const annotation = annotationSpec(Array.from({ length: 20 }, (_, i) => `ns-${i}`));
+const forwardOnly = parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }] });
+
+interface Combo {
+  readonly name: string;
+  /** Handles one batch; returns the flows it handled. */
+  readonly step: (i: number) => number;
+  readonly metrics: MetricsRegistry | undefined;
+  readonly samples: number[];
+  heapMB: number;
 }
 
-const results = [
-  run('annotation-set', annotationSpec(Array.from({ length: 20 }, (_, i) => `ns-${i}`))),
-  run('forward-only', parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }] })),
-];
-console.log(JSON.stringify({ bench: 'pipeline/enrich-aggregate', pods: PODS, batch: BATCH, seconds: SECONDS, goalFlowsPerSec: 1_000_000, node: process.version, results }));
+function moduleFor(remote: boolean, spec: MetricsSpec): { module: MetricsModule; metrics: MetricsRegistry } {
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const module = createMetricsModule({ metrics, remoteContext: remote, nodeName: THIS_NODE });
+  module.apply(spec);
+  return { module, metrics };
+}
+
+/** decode → [enrich → [aggregate]] over live records. */
+function live(name: string, fx: Fixture, stages: 'decode' | 'enrich' | 'all', remote = true, spec: MetricsSpec = annotation): Combo {
+  const batches = batchesOf(fx);
+  const m = stages === 'all' ? moduleFor(remote, spec) : undefined;
+  const next: FlowConsumer = stages === 'decode' ? discardFlows : createEnricher(cacheLookup(fx.cache), m?.module ?? discardFlows);
+  return { name, metrics: m?.metrics, samples: [], heapMB: 0, step: (i) => {
+    const flows = decodeBatch(fx, batches[i % batches.length] as Rec[]);
+    next.consume({ source: 'bench', flows });
+    return flows.length;
+  } };
+}
+
+/** aggregate only, over flows decoded and enriched once beforehand. */
+function aggregateOnly(name: string, fx: Fixture, remote: boolean): Combo {
+  const enrich = createEnricher(cacheLookup(fx.cache), discardFlows);
+  const batches = batchesOf(fx).map((b) => {
+    // Copies: flows kept alive from the decoders' own allocation site would make V8 pretenure
+    // every later Flow (allocate it in old space), which slows every other combination down.
+    const flows = decodeBatch(fx, b).map((f) => ({ ...f }));
+    enrich.consume({ source: 'bench', flows });
+    return flows;
+  });
+  const { module, metrics } = moduleFor(remote, annotation);
+  return { name, metrics, samples: [], heapMB: 0, step: (i) => {
+    const flows = batches[i % batches.length] as Flow[];
+    module.consume({ source: 'bench', flows });
+    return flows.length;
+  } };
+}
+
+const only = process.env['BENCH_ONLY'];
+const combos: Combo[] = [
+  live('decode', remoteFx, 'decode'),
+  live('decode+enrich', remoteFx, 'enrich'),
+  live('decode+enrich+aggregate remote annotation-set', remoteFx, 'all', true),
+  live('decode+enrich+aggregate local annotation-set', localFx, 'all', false),
+  live('decode+enrich+aggregate remote forward-only', remoteFx, 'all', true, forwardOnly),
+  aggregateOnly('aggregate remote annotation-set', remoteFx, true),
+  aggregateOnly('aggregate local annotation-set', localFx, false),
+].filter((c) => only === undefined || c.name === only);
+
+let cursor = 0;
+for (const c of combos) for (let i = 0; i < 2 * batchesOf(remoteFx).length; i++) c.step(cursor++); // warm-up: every connection seen
+for (let r = 0; r < ROUNDS; r++) {
+  for (const c of combos) {
+    globalThis.gc?.();
+    const heap0 = process.memoryUsage().heapUsed;
+    let flows = 0;
+    const t0 = process.hrtime.bigint();
+    const end = t0 + BigInt(ROUND_MS * 1e6);
+    while (process.hrtime.bigint() < end) for (let k = 0; k < 20; k++) flows += c.step(cursor++);
+    const ns = Number(process.hrtime.bigint() - t0);
+    c.samples.push(flows / (ns / 1e9));
+    c.heapMB = Math.max(c.heapMB, (process.memoryUsage().heapUsed - heap0) / 1048576);
+  }
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+async function seriesCount(m: MetricsRegistry | undefined): Promise<number | undefined> {
+  if (m === undefined) return undefined;
+  return (await m.expose()).body.split('\n').filter((l) => l.startsWith('networkobservability_adv_')).length;
+}
+const results = await Promise.all(combos.map(async (c) => {
+  const fps = median(c.samples);
+  return { name: c.name, flowsPerSec: Math.round(fps), nsPerFlow: +(1e9 / fps).toFixed(1), rounds: c.samples.map(Math.round), heapDeltaMaxMB: +c.heapMB.toFixed(1), series: await seriesCount(c.metrics) };
+}));
+for (const r of results) process.stderr.write(`${r.name.padEnd(48)} ${(r.flowsPerSec / 1e6).toFixed(2).padStart(6)} M flows/s  ${String(r.nsPerFlow).padStart(7)} ns/flow\n`);
+console.log(JSON.stringify({
+  bench: 'pipeline/enrich-aggregate', ...shape, thisNodePods: remoteFx.thisNodePods, batch: BATCH, rounds: ROUNDS, roundMs: ROUND_MS,
+  mix: 'forward 65% (packetparser, aggregated reports; host interface 1 in 5), drop 14%, dns 12%, retrans 9%',
+  goalFlowsPerSec: 1_000_000, node: process.version, results,
+}));

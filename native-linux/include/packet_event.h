@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The packetparser event record, decoded by src/plugins/linux/packetparser/decode.ts. One record is
  * one packet (dataAggregationLevel low) or one connection direction's report (high): the packets,
- * bytes and TCP flags seen since that direction's previous report. 120 bytes, no implicit padding. */
+ * bytes and TCP flags seen since that direction's previous report. 120 bytes, no implicit padding.
+ * Records written by the sweep (PP_REPORT_IDLE, _EXPIRED, _FINAL) carry no TCP timestamps. */
 #ifndef RETINA_PACKET_EVENT_H
 #define RETINA_PACKET_EVENT_H
 
@@ -27,6 +28,9 @@
 #define PP_REPORT_FLAGS 2    /* SYN/FIN/RST or a control-flag change */
 #define PP_REPORT_INTERVAL 3 /* conntrackReportInterval elapsed for this direction */
 #define PP_REPORT_SAMPLED 4  /* picked by dataSamplingRate */
+#define PP_REPORT_IDLE 5     /* the sweep: the interval elapsed and no packet came to report it */
+#define PP_REPORT_EXPIRED 6  /* the sweep: the connection expired; what it still held */
+#define PP_REPORT_FINAL 7    /* the sweep at stop: everything still held */
 
 /* flag_counts slots (a SYN with ACK counts as SYNACK only; ACK counts ACKs without SYN). */
 #define PP_FLAG_FIN 0

@@ -39,4 +39,19 @@ describe('IpCache', () => {
     assert.equal(normalizeIp('::1'), '::1');
     assert.equal(normalizeIp('10.1.2.3'), '10.1.2.3');
   });
+
+  it('counts changes (all, and services or nodes alone) and finds nodes by address behind pods', () => {
+    const c = new IpCache();
+    const v0 = c.version;
+    const t0 = c.topologyVersion;
+    c.upsertPod(pod('p', ['10.0.0.9']));
+    assert.equal(c.version, v0 + 1);
+    assert.equal(c.topologyVersion, t0);
+    c.upsertNode({ kind: 'node', name: 'n', ips: ['10.0.0.9'], zone: 'z' });
+    c.deleteService('ns', 'nope');
+    assert.equal(c.version, v0 + 3);
+    assert.equal(c.topologyVersion, t0 + 2);
+    assert.equal(c.lookup('10.0.0.9')?.kind, 'pod');
+    assert.equal(c.nodeByIp('10.0.0.9')?.name, 'n');
+  });
 });

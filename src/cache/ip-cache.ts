@@ -16,6 +16,8 @@ export interface PodEndpoint {
   readonly name: string;
   readonly ips: readonly string[];
   readonly nodeIP: string | undefined;
+  /** The node the pod runs on, when the source knows it (a Pod's spec.nodeName); else found from nodeIP. */
+  readonly nodeName?: string | undefined;
   readonly labels: Readonly<Record<string, string>>;
   readonly annotations: Readonly<Record<string, string>>;
   /** Direct owners (e.g. ReplicaSet web-5d4f8c9b7). */
@@ -86,29 +88,54 @@ export class IpCache implements EndpointLookup {
   readonly #pods = new Index<PodEndpoint>();
   readonly #services = new Index<ServiceEndpoint>();
   readonly #nodes = new Index<NodeEndpoint>();
+  #version = 0;
+  #topologyVersion = 0;
+
+  /** Bumped by every change (upsert, delete, clear): readers compare it to drop memoised lookups. */
+  get version(): number {
+    return this.#version;
+  }
+  /** Bumped by every change to services or nodes (what a pod's service and zone derive from). */
+  get topologyVersion(): number {
+    return this.#topologyVersion;
+  }
 
   upsertPod(e: PodEndpoint): void {
+    this.#version++;
     this.#pods.upsert(`${e.namespace}/${e.name}`, e);
   }
   deletePod(namespace: string, name: string): boolean {
+    this.#version++;
     return this.#pods.delete(`${namespace}/${name}`);
   }
   upsertService(e: ServiceEndpoint): void {
+    this.#topology();
     this.#services.upsert(`${e.namespace}/${e.name}`, e);
   }
   deleteService(namespace: string, name: string): boolean {
+    this.#topology();
     return this.#services.delete(`${namespace}/${name}`);
   }
   upsertNode(e: NodeEndpoint): void {
+    this.#topology();
     this.#nodes.upsert(e.name, e);
   }
   deleteNode(name: string): boolean {
+    this.#topology();
     return this.#nodes.delete(name);
+  }
+  #topology(): void {
+    this.#version++;
+    this.#topologyVersion++;
   }
 
   lookup(ip: string): Endpoint | undefined {
     const k = normalizeIp(ip);
     return this.#pods.byIp.get(k) ?? this.#services.byIp.get(k) ?? this.#nodes.byIp.get(k);
+  }
+  /** The node owning this address, even when a pod (host network) or a service claims it too. */
+  nodeByIp(ip: string): NodeEndpoint | undefined {
+    return this.#nodes.byIp.get(normalizeIp(ip));
   }
   pod(namespace: string, name: string): PodEndpoint | undefined {
     return this.#pods.byKey.get(`${namespace}/${name}`);
@@ -141,6 +168,7 @@ export class IpCache implements EndpointLookup {
   }
 
   clear(): void {
+    this.#topology();
     this.#pods.clear();
     this.#services.clear();
     this.#nodes.clear();

@@ -55,11 +55,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     ? await (await import('./agent-k8s.js')).startAgentKubernetes({ kubeconfig, env, agent, log, metrics })
     : undefined;
   if (!k8s) log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
-  if (agent.enablePodLevel) log.warn('enablePodLevel is set, but the pod-level pipeline is not part of this build yet; node metrics only');
+  // Pod level: enricher -> Metrics Module, and the IPs of interest (pod-level.ts).
+  const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s }) : undefined;
 
   installSafetyNets(log, () => metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: 'uncaught' }));
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
-  const manager = createPluginManager({ plugins: enabled, values, agent, info: platform.info, log, metrics, flows: discardFlows });
+  const manager = createPluginManager({
+    plugins: enabled, values, agent, info: platform.info, log, metrics, flows: podLevel?.flows ?? discardFlows, ...(podLevel ? { interest: podLevel.interest } : {}),
+  });
 
   let server;
   try {
@@ -81,6 +84,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('plugins stopped with errors', { error: errorFields(e as Error) });
       code = 1;
     }
+    await Promise.resolve(podLevel?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the pod-level pipeline stopped with errors', { error: errorFields(e as Error) }));
     await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
     await http[Symbol.asyncDispose]();
     return code;

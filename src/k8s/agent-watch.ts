@@ -30,6 +30,11 @@ export interface AgentWatchOptions {
 }
 
 export interface AgentWatch extends AsyncDisposable {
+  /**
+   * The pod informer (RetinaEndpoints in remote context, this node's Pods in local context), slimmed
+   * to cache entries. Its subscribers run after the cache has applied each change.
+   */
+  readonly pods: Informer<PodEndpoint>;
   /** Resolves when every informer has listed once. */
   waitForSync(signal?: AbortSignal): Promise<void>;
   synced(): boolean;
@@ -79,6 +84,7 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
   factory.start();
   o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', resources: factory.stats().map((s) => s.resource), server: o.client.config.server });
   return {
+    pods,
     waitForSync: async (signal) => {
       await Promise.all(informers.map((i) => i.waitForSync(signal)));
     },

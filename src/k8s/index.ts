@@ -9,6 +9,11 @@ export { startLeaderElection, type LeaderElectionOptions, type LeaderElector } f
 export { createEventRecorder, type EventRecorder, type EventTarget } from './events.js';
 export { startAgentWatch, type AgentWatch, type AgentWatchOptions } from './agent-watch.js';
 export {
+  OBSERVE_ANNOTATION, OBSERVE_VALUE, computeInterest, createInterestSet, podAnnotated, type InterestSelection, type InterestSet, type InterestSetOptions,
+} from './interest.js';
+export { serverHost, startApiServerIps, type ApiServerIps, type ApiServerIpsOptions } from './apiserver-ips.js';
+export { acceptedMetricsConfiguration, watchAnnotatedNamespaces, watchMetricsConfigurations, type SlimMetricsConfiguration } from './selection-watch.js';
+export {
   apiVersionOf, collectionPath, keyOf, objectPath, resources, splitKey, type KubeList, type KubeObject, type ResourceRef,
 } from './resources.js';
 export {

@@ -39,6 +39,7 @@ export const resources = Object.freeze({
   retinaEndpoints: r('retina.sh', 'v1alpha1', 'retinaendpoints', 'RetinaEndpoint', true),
   metricsConfigurations: r('retina.sh', 'v1alpha1', 'metricsconfigurations', 'MetricsConfiguration', false),
   captures: r('retina.sh', 'v1alpha1', 'captures', 'Capture', true),
+  endpointSlices: r('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice', true),
 });
 
 export function apiVersionOf(res: ResourceRef): string {

@@ -38,6 +38,11 @@ export const tcpRetransmissionCount = def(`${DATA}tcp_retransmission_count`, 'co
 export const windowsHnsStats = def(`${DATA}windows_hns_stats`, 'gauge', 'HNS endpoint packet counters summed over the node', ['direction']);
 export const tcpFlagGauges = def(`${DATA}tcp_flag_gauges`, 'gauge', 'TCP packets by flag (VFP)', ['direction', 'flag']);
 export const infinibandCounterStats = def(`${DATA}infiniband_counter_stats`, 'gauge', 'InfiniBand port counters', ['statistic_name', 'device', 'port']);
+export const conntrackPacketsTx = def(`${DATA}conntrack_packets_tx`, 'gauge', 'Packets sent by the initiators of the tracked connections (packetparser)', []);
+export const conntrackPacketsRx = def(`${DATA}conntrack_packets_rx`, 'gauge', 'Packets sent in reply on the tracked connections (packetparser)', []);
+export const conntrackBytesTx = def(`${DATA}conntrack_bytes_tx`, 'gauge', 'Bytes sent by the initiators of the tracked connections (packetparser)', []);
+export const conntrackBytesRx = def(`${DATA}conntrack_bytes_rx`, 'gauge', 'Bytes sent in reply on the tracked connections (packetparser)', []);
+export const conntrackTotalConnections = def(`${DATA}conntrack_total_connections`, 'gauge', 'Connections in the packetparser connection table', []);
 export const infinibandStatusParams = def(`${DATA}infiniband_status_params`, 'gauge', 'InfiniBand interface status parameters', ['statistic_name', 'interface_name']);
 
 // --- advanced (pod-level) metrics: these fixed labels, then the context labels configured by the
@@ -72,6 +77,7 @@ export const allMetrics: readonly MetricDef[] = [
   forwardCount, forwardBytes, dropCount, dropBytes, tcpState, tcpConnectionRemote, tcpConnectionStats,
   ipConnectionStats, udpConnectionStats, interfaceStats, dnsRequestCount, dnsResponseCount,
   tcpRetransmissionCount, windowsHnsStats, tcpFlagGauges, infinibandCounterStats, infinibandStatusParams,
+  conntrackPacketsTx, conntrackPacketsRx, conntrackBytesTx, conntrackBytesRx, conntrackTotalConnections,
   advForwardCount, advForwardBytes, advDropCount, advDropBytes, advTcpFlagsCount, advTcpRetransCount,
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,

@@ -4,7 +4,8 @@
  * duck-types `name`, `help`, `type` and `get()`), so it is exposed with everything else.
  *
  * Why not prom-client's Gauge: `inc(labels)` hashes a label object per call; at a million flows a
- * second that is most of the budget. Here a flow costs one string concatenation and one Map lookup.
+ * second that is most of the budget. Here a flow costs two Map lookups on strings
+ * whose hashes are already known, or none when the caller keeps the Series (see `Series.dead`).
  */
 import type { MetricType } from './catalog.js';
 
@@ -15,9 +16,21 @@ export function cleanLabelValue(v: string): string {
   return v.includes(SEP) ? v.replaceAll(SEP, ' ') : v;
 }
 
-interface Series {
-  value: number;
+/**
+ * One series. Callers may hold on to it between flows (the Metrics Module caches series per
+ * context tail) as long as they check `dead`: a removed series is marked so and never revived.
+ */
+export class Series {
+  value = 0;
   touchedMs: number;
+  /** Removed from its family (expired, forgotten, cleared): look it up again. */
+  dead = false;
+  /** The family's overflow series: every flow folded into it must go through `series()` again. */
+  readonly overflow: boolean;
+  constructor(nowMs: number, overflow: boolean) {
+    this.touchedMs = nowMs;
+    this.overflow = overflow;
+  }
 }
 
 export interface FamilyOptions {
@@ -62,28 +75,35 @@ export class SeriesFamily {
   }
 
   /**
-   * Adds `delta` to the series of `prefix` (fixed label values joined by SEP) and `tail` (the other
-   * values, each preceded by SEP). Two levels, so that one tail string built per flow is hashed
-   * once and shared by every family that flow feeds.
+   * The series of `prefix` (fixed label values joined by SEP) and `tail` (the other values, each
+   * preceded by SEP), created if needed. Two levels, so that one tail string is hashed once and
+   * shared by every family a flow feeds. Past the budget, a new label set gets the overflow series
+   * (and `onOverflow(1)`): its `overflow` is true, so a caller must not keep it for later flows.
    */
-  add(prefix: string, tail: string, delta: number, nowMs: number): void {
+  series(prefix: string, tail: string, nowMs: number): Series {
     let inner = this.#series.get(prefix);
     let s = inner?.get(tail);
-    if (s === undefined) {
-      if (this.#size >= this.#max) {
-        this.#onOverflow?.(1);
-        prefix = this.#overflowPrefix;
-        tail = this.#overflowTail;
-        inner = this.#series.get(prefix);
-        s = inner?.get(tail);
-      }
-      if (s === undefined) {
-        if (inner === undefined) this.#series.set(prefix, (inner = new Map()));
-        s = { value: 0, touchedMs: nowMs };
-        inner.set(tail, s);
-        this.#size++;
-      }
+    if (s !== undefined) return s;
+    let overflow = false;
+    if (this.#size >= this.#max) {
+      this.#onOverflow?.(1);
+      prefix = this.#overflowPrefix;
+      tail = this.#overflowTail;
+      inner = this.#series.get(prefix);
+      s = inner?.get(tail);
+      if (s !== undefined) return s;
+      overflow = true;
     }
+    if (inner === undefined) this.#series.set(prefix, (inner = new Map()));
+    s = new Series(nowMs, overflow);
+    inner.set(tail, s);
+    this.#size++;
+    return s;
+  }
+
+  /** Adds `delta` to the series of `prefix` and `tail` (see `series`). */
+  add(prefix: string, tail: string, delta: number, nowMs: number): void {
+    const s = this.series(prefix, tail, nowMs);
     s.value += delta;
     s.touchedMs = nowMs;
   }
@@ -93,6 +113,7 @@ export class SeriesFamily {
     for (const [prefix, inner] of this.#series) {
       for (const [tail, s] of inner) {
         if (pred(prefix + tail, s)) {
+          s.dead = true;
           inner.delete(tail);
           n++;
         }
@@ -114,6 +135,7 @@ export class SeriesFamily {
   }
 
   clear(): void {
+    for (const inner of this.#series.values()) for (const s of inner.values()) s.dead = true;
     this.#series.clear();
     this.#size = 0;
   }

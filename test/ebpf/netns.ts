@@ -22,6 +22,23 @@ export function sh(cmd: string, args: readonly string[], input?: string): string
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'], ...(input !== undefined ? { input } : {}) });
 }
 
+/** Runs a Node.js script (ES module text) in network namespace `ns`; resolves with its stdout, rejects with its stderr. */
+export function nodeInNetns(ns: string, script: string, args: readonly string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ip', ['netns', 'exec', ns, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`node in ${ns} exited ${code}: ${err}`));
+    });
+  });
+}
+
 export class Netns {
   static #seq = 0;
   readonly name: string;
@@ -35,19 +52,7 @@ export class Netns {
   }
   /** Runs a Node.js script in this namespace; resolves with its stdout. */
   node(script: string, args: readonly string[] = [], timeoutMs = 60_000): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        if (code === 0) resolve(out);
-        else reject(new Error(`node in ${this.name} exited ${code}: ${err}`));
-      });
-    });
+    return nodeInNetns(this.name, script, args, timeoutMs);
   }
   /** Starts a long-running Node.js script in this namespace (killed by the caller). */
   spawnNode(script: string, args: readonly string[] = []): ChildProcess {
@@ -217,4 +222,22 @@ export async function stopAll(children: readonly ChildProcess[]): Promise<void> 
         }),
     ),
   );
+}
+
+/** The MAC address of `ifname` in `ns`. */
+export function macOf(ns: Netns, ifname: string): string {
+  const [link] = JSON.parse(ns.run('ip', ['-j', 'link', 'show', 'dev', ifname])) as { address: string }[];
+  if (!link) throw new Error(`no link ${ifname} in ${ns.name}`);
+  return link.address;
+}
+
+/**
+ * Permanent neighbour entries both ways over the veth pair a (in `na`, addresses `ipsA`) <-> b (in
+ * `nb`, `ipsB`), so that no ARP or neighbour discovery runs while a test counts packets.
+ */
+export function pinNeighbours(na: Netns, a: string, ipsA: readonly string[], nb: Netns, b: string, ipsB: readonly string[]): void {
+  const macA = macOf(na, a);
+  const macB = macOf(nb, b);
+  for (const ip of ipsB) na.run('ip', ['neigh', 'replace', ip, 'lladdr', macB, 'dev', a, 'nud', 'permanent']);
+  for (const ip of ipsA) nb.run('ip', ['neigh', 'replace', ip, 'lladdr', macA, 'dev', b, 'nud', 'permanent']);
 }

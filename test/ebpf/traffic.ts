@@ -128,3 +128,25 @@ await new Promise((resolve, reject) => {
 });
 console.log(JSON.stringify(got));
 `;
+
+/**
+ * Sends argv[2] bytes over TCP to argv[3]:argv[4] in chunks of argv[5] bytes, one every argv[6] ms,
+ * then closes; prints "sent N" after the peer closed.
+ */
+export const TCP_PACED_SEND = `
+import net from 'node:net';
+const [n, host, port, chunkSize, everyMs] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+const c = net.connect(port, host);
+const chunk = Buffer.alloc(chunkSize, 0x63);
+let left = n;
+c.on('connect', () => {
+  const t = setInterval(() => {
+    const k = Math.min(left, chunk.length);
+    left -= k;
+    c.write(chunk.subarray(0, k));
+    if (left === 0) { clearInterval(t); c.end(); }
+  }, everyMs);
+});
+c.on('data', () => {});
+c.on('close', () => console.log('sent', n));
+`;

@@ -40,3 +40,12 @@ export function tcpretransHooks(): readonly HookChoice[] {
 }
 
 export const dnsHooks = (): readonly HookChoice[] => [hook('dns_socket_filter', 'socket_filter', 'AF_PACKET ETH_P_ALL, every interface')];
+
+/**
+ * packetparser: tc on both sides of every pod veth's host end (the endpoint programs) and, with low
+ * aggregation, on the host interfaces. `target` is the tc direction.
+ */
+export const packetparserHooks = (): { readonly endpoint: readonly HookChoice[]; readonly host: readonly HookChoice[] } => ({
+  endpoint: [hook('packetparser_endpoint_ingress', 'tc', 'ingress'), hook('packetparser_endpoint_egress', 'tc', 'egress')],
+  host: [hook('packetparser_host_ingress', 'tc', 'ingress'), hook('packetparser_host_egress', 'tc', 'egress')],
+});

@@ -2,9 +2,10 @@
 export { openBpfObject, bpfObjectPath, packageRoot, type BpfLoadOptions, type BpfMap, type BpfObject, type BpfProgram } from './object.js';
 export { attachBySection, attachPacketSocketFilter } from './attach.js';
 export { attachTc, attachTcAuto, attachTcx, type TcAttachment, type TcDirection } from './tc.js';
-export { perCpuReader, u32Key, type PerCpuReader } from './maps.js';
+export { mapReader, mapWriter, perCpuReader, u32Key, type MapReader, type MapWriter, type PerCpuReader } from './maps.js';
 export { openRingBuffer, type RecordDecoder, type RingBufferOptions, type RingBufferReader } from './ring-buffer.js';
 export { kernelEnum, tracepointArgCount } from './btf.js';
-export { dnsHooks, dropreasonHooks, packetforwardHooks, tcpretransHooks, type HookChoice, type HookKind } from './hooks.js';
+export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, tcpretransHooks, type HookChoice, type HookKind } from './hooks.js';
 export { enableBpfRunStats, testRunProgram } from './test-run.js';
 export { loadSys } from './sys.js';
+export { interfaceDriver } from './netdev.js';

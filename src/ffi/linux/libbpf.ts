@@ -14,7 +14,7 @@ export interface Libbpf {
   readonly openFile: Fn; objectLoad: Fn; objectClose: Fn; findProgram: Fn; findMap: Fn; objectBtf: Fn;
   readonly nextProgram: Fn; programName: Fn; setAttachTarget: Fn; programFd: Fn; setAutoload: Fn; attach: Fn; linkDestroy: Fn; linkFd: Fn;
   readonly mapFd: Fn; mapName: Fn; setMaxEntries: Fn; initialValue: Fn; setInitialValue: Fn; mapValueSize: Fn; mapMaxEntries: Fn;
-  readonly lookup: Fn; nextKey: Fn; numCpus: Fn;
+  readonly lookup: Fn; nextKey: Fn; numCpus: Fn; update: Fn; deleteElem: Fn;
   readonly tcHookCreate: Fn; tcHookDestroy: Fn; tcAttach: Fn; tcDetach: Fn;
   readonly rbNew: Fn; rbFree: Fn; rbConsume: Fn; rbEpollFd: Fn;
   readonly testRun: Fn; linkCreate: Fn; enableStats: Fn;
@@ -79,6 +79,8 @@ export function loadLibbpf(): Libbpf {
     mapMaxEntries: f('uint32_t bpf_map__max_entries(bpf_map *map)'),
     lookup: f('int bpf_map_lookup_elem(int fd, const uint8_t *key, _Out_ uint8_t *value)'),
     nextKey: f('int bpf_map_get_next_key(int fd, const uint8_t *key, _Out_ uint8_t *next)'),
+    update: f('int bpf_map_update_elem(int fd, const uint8_t *key, const uint8_t *value, uint64_t flags)'),
+    deleteElem: f('int bpf_map_delete_elem(int fd, const uint8_t *key)'),
     numCpus: f('int libbpf_num_possible_cpus()'),
     tcHookCreate: f('int bpf_tc_hook_create(bpf_tc_hook *hook)'),
     tcHookDestroy: f('int bpf_tc_hook_destroy(bpf_tc_hook *hook)'),

@@ -60,3 +60,50 @@ export function u32Key(n: number): Uint8Array {
   b.writeUInt32LE(n);
   return b;
 }
+
+const BPF_ANY = 0;
+
+/** Writing single entries of a (hash) map from the agent: control-plane updates, never per packet. */
+export interface MapWriter {
+  /** Inserts or replaces `key`; throws with the map's name on failure (E2BIG: the map is full). */
+  put(key: Uint8Array, value: Uint8Array): void;
+  /** Deletes `key`; false when it was not there. */
+  delete(key: Uint8Array): boolean;
+}
+
+export function mapWriter(map: BpfMap): MapWriter {
+  const l = loadLibbpf();
+  return {
+    put(key, value) {
+      const rc = l.update(map.fd, key, value, BPF_ANY) as number;
+      if (rc < 0) throw new Error(`cannot update map ${map.name}: ${errnoText(lastErrno(rc))}`);
+    },
+    delete(key) {
+      const rc = l.deleteElem(map.fd, key) as number;
+      if (rc === 0) return true;
+      const errno = lastErrno(rc);
+      if (errno === ENOENT) return false;
+      throw new Error(`cannot delete from map ${map.name}: ${errnoText(errno)}`);
+    },
+  };
+}
+
+/** Reading single values of a (hash or array) map from the agent: a few per interval, never per packet. */
+export interface MapReader {
+  /** The value at `key`, in a buffer reused by the next read; undefined when the key is absent. */
+  read(key: Uint8Array): Buffer | undefined;
+}
+
+export function mapReader(map: BpfMap): MapReader {
+  const l = loadLibbpf();
+  const value = Buffer.alloc(map.valueSize);
+  return {
+    read(key) {
+      const rc = l.lookup(map.fd, key, value) as number;
+      if (rc === 0) return value;
+      const errno = lastErrno(rc);
+      if (errno === ENOENT) return undefined;
+      throw new Error(`cannot read map ${map.name}: ${errnoText(errno)}`);
+    },
+  };
+}

@@ -1,4 +1,7 @@
-/** Benchmark helpers: BPF_PROG_TEST_RUN (synthetic producers) and BPF run-time statistics. */
+/**
+ * BPF_PROG_TEST_RUN (programs that are run by the agent rather than attached: packetparser's
+ * connection-table sweep, the benchmarks' synthetic producers) and BPF run-time statistics.
+ */
 import { errnoText, loadLibbpf } from './libbpf.js';
 import { loadSys } from './sys.js';
 import type { BpfProgram } from './object.js';

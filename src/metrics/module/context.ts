@@ -1,15 +1,14 @@
 /**
- * Context labels: which label names a context option produces, and the compiled function that
- * turns one side of a flow into those labels' values (each preceded by SEP, ready to be part of a
- * series key). Endpoint-derived values are built once per endpoint and cached; only the flow's own
- * values (ip, port) are added per flow. So a side's labels are ordered endpoint labels first, then
- * `ip`, then `port` (label order carries no meaning in Prometheus).
+ * Context labels: which label names a context option produces, and the memoised values of one side
+ * of a flow (each preceded by SEP, ready to be part of a series key). A side's value depends only on
+ * its endpoint, its IP and (with `port`) its port, so it is built once per (endpoint, ip, port) and
+ * found again through one Map read keyed by the endpoint object (or the IP, for a side the
+ * enricher did not know). So a side's labels are ordered
+ * endpoint labels first, then `ip`, then `port` (label order carries no meaning in Prometheus).
  */
-import type { Endpoint, Flow } from '../../flow/index.js';
-import { SEP, cleanLabelValue } from '../series.js';
+import type { Endpoint } from '../../flow/index.js';
+import { SEP, cleanLabelValue, type Series } from '../series.js';
 import type { ContextLabel } from './spec.js';
-
-export type Side = 'source' | 'destination';
 
 const UNKNOWN = 'unknown';
 const ENDPOINT_LABELS: readonly ContextLabel[] = ['namespace', 'podname', 'workload', 'service', 'zone'];
@@ -19,7 +18,7 @@ function ordered(labels: readonly ContextLabel[]): ContextLabel[] {
   return [...eps, ...(labels.includes('ip') ? ['ip' as const] : []), ...(labels.includes('port') ? ['port' as const] : [])];
 }
 
-/** Label names for one side, in the order `compileSide` produces values: `source_podname`, or `podname` locally. */
+/** Label names for one side, in the order its values come: `source_podname`, or `podname` locally. */
 export function contextLabelNames(labels: readonly ContextLabel[], prefix: string): string[] {
   const out: string[] = [];
   for (const l of ordered(labels)) {
@@ -27,6 +26,11 @@ export function contextLabelNames(labels: readonly ContextLabel[], prefix: strin
     else out.push(`${prefix}${l}`);
   }
   return out;
+}
+
+/** A stable name for a side's label set: sides with the same signature share their values. */
+export function sideSignature(labels: readonly ContextLabel[]): string {
+  return ordered(labels).join(',');
 }
 
 const text = (v: string | undefined): string => (v ? cleanLabelValue(v) : UNKNOWN);
@@ -48,39 +52,133 @@ function endpointFragment(labels: readonly ContextLabel[], ep: Endpoint | undefi
 
 const isL4 = (p: number): boolean => p === 6 || p === 17 || p === 132;
 
-/** A stable name for a side's label set, to share one computed value between metrics. */
-export function sideSignature(labels: readonly ContextLabel[], side: Side): string {
-  return `${side}:${ordered(labels).join(',')}`;
+const REPLY_SUFFIX = [SEP + 'false', SEP + 'true', SEP + UNKNOWN] as const;
+
+/** 0 false, 1 true, 2 unknown: the index of a reply variant. */
+export const replyIndex = (r: boolean | undefined): number => (r === undefined ? 2 : r ? 1 : 0);
+
+/**
+ * One distinct context-label value string (a series key's tail) and the series the module found for
+ * it, by slot, so that a flow with a known tail reaches its series without hashing anything.
+ */
+export class Tail {
+  readonly slots: (Series | undefined)[];
+  /** For slots whose prefix varies (drop reasons): the prefix of the series in the slot. */
+  slotPrefixes: (string | undefined)[] | undefined = undefined;
+  #replies: Tail[] | undefined;
+  constructor(readonly key: string, nSlots: number) {
+    this.slots = new Array<Series | undefined>(nSlots).fill(undefined);
+  }
+  /** This tail followed by an `is_reply` value. */
+  reply(i: number, budget: Budget): Tail {
+    const r = (this.#replies ??= [0, 1, 2].map((k) => budget.tail(this.key + REPLY_SUFFIX[k])));
+    return r[i] as Tail;
+  }
 }
 
-export function compileSide(labels: readonly ContextLabel[], side: Side): (f: Readonly<Flow>) => string {
-  const ord = ordered(labels);
-  const epLabels = ord.filter((l) => ENDPOINT_LABELS.includes(l));
-  const withIp = ord.includes('ip');
-  const withPort = ord.includes('port');
-  if (ord.length === 0) return () => '';
-  const cache = new WeakMap<Endpoint, string>();
-  const none = endpointFragment(epLabels, undefined);
-  const frag = epLabels.length === 0
-    ? () => ''
-    : (ep: Endpoint | undefined): string => {
-        if (ep === undefined) return none;
-        let s = cache.get(ep);
-        if (s === undefined) cache.set(ep, (s = endpointFragment(epLabels, ep)));
-        return s;
-      };
-  if (side === 'source') {
-    return (f) => {
-      let s = frag(f.source);
-      if (withIp) s += SEP + f.srcIp;
-      if (withPort) s += SEP + (isL4(f.proto) && f.srcPort ? String(f.srcPort) : UNKNOWN);
-      return s;
-    };
+/** One side's value for one (endpoint, ip[, port]), with the tails built from it. */
+export class SideKey {
+  /** Remote context, this key as the source: destination key → tail. */
+  pairs: Map<SideKey, Tail> | undefined = undefined;
+  /** Local context: the tail of this side alone. */
+  own: Tail | undefined = undefined;
+  ports: Map<number, SideKey> | undefined = undefined;
+  /** The key of the same endpoint with another IP (a dual-stack pod). */
+  other: SideKey | undefined = undefined;
+  /**
+   * @param inScope whether the endpoint passes the spec's namespace filter; undefined when the key
+   * stands for every endpoint (a side without labels): then ask the filter.
+   */
+  constructor(readonly ep: Endpoint | undefined, readonly ip: string, readonly frag: string, readonly inScope: boolean | undefined) {}
+}
+
+/** Counts memo objects, so the caches can be dropped when they grow past their bound. */
+export class Budget {
+  used = 0;
+  constructor(readonly nSlots: number) {}
+  tail(key: string): Tail {
+    this.used++;
+    return new Tail(key, this.nSlots);
   }
-  return (f) => {
-    let s = frag(f.destination);
-    if (withIp) s += SEP + f.dstIp;
-    if (withPort) s += SEP + (isL4(f.proto) && f.dstPort ? String(f.dstPort) : UNKNOWN);
+}
+
+/** The memoised values of one side label set. */
+export class SideSpec {
+  readonly #labels: ContextLabel[];
+  readonly #withIp: boolean;
+  readonly #withPort: boolean;
+  readonly #none: string;
+  /** Survives `reset`: an Endpoint object stands for one cache entry's content. */
+  #frags = new WeakMap<Endpoint, string>();
+  /** Enriched sides, by endpoint object (its first IP's key; others chained through `other`). */
+  #byEp = new Map<Endpoint, SideKey>();
+  /** Sides without an endpoint, by IP. */
+  #byIp = new Map<string, SideKey>();
+  /** The key when the side has no labels at all. */
+  #empty: SideKey | undefined;
+
+  /** @param scope the namespace filter (undefined: none), remembered per key. */
+  constructor(labels: readonly ContextLabel[], readonly budget: Budget, readonly scope: ((ep: Endpoint) => boolean) | undefined) {
+    const ord = ordered(labels);
+    this.#labels = ord.filter((l) => ENDPOINT_LABELS.includes(l));
+    this.#withIp = ord.includes('ip');
+    this.#withPort = ord.includes('port');
+    this.#none = endpointFragment(this.#labels, undefined);
+    this.#empty = ord.length === 0 ? new SideKey(undefined, '', '', undefined) : undefined;
+  }
+
+  #frag(ep: Endpoint | undefined): string {
+    if (ep === undefined || this.#labels.length === 0) return this.#none;
+    let s = this.#frags.get(ep);
+    if (s === undefined) this.#frags.set(ep, (s = endpointFragment(this.#labels, ep)));
     return s;
-  };
+  }
+
+  #make(ep: Endpoint | undefined, ip: string): SideKey {
+    this.budget.used++;
+    const inScope = this.scope === undefined || (ep !== undefined && this.scope(ep));
+    return new SideKey(ep, ip, this.#withIp ? this.#frag(ep) + SEP + ip : this.#frag(ep), inScope);
+  }
+
+  #ofIp(ep: Endpoint | undefined, ip: string): SideKey {
+    let k = this.#byIp.get(ip);
+    if (k === undefined || k.ep !== ep) this.#byIp.set(ip, (k = this.#make(ep, ip)));
+    return k;
+  }
+
+  /** The side of (ep, ip): one Map read keyed by the endpoint object, or by the IP when there is none. */
+  key(ep: Endpoint | undefined, ip: string, port: number, proto: number): SideKey {
+    if (this.#empty !== undefined) return this.#empty;
+    let k: SideKey | undefined;
+    if (ep !== undefined) {
+      k = this.#byEp.get(ep);
+      if (k === undefined) {
+        this.#byEp.set(ep, (k = this.#make(ep, ip)));
+      } else if (this.#withIp && k.ip !== ip) {
+        let o: SideKey = k;
+        let n = 1;
+        for (; o.ip !== ip && o.other !== undefined; n++) o = o.other;
+        if (o.ip === ip) k = o;
+        else if (n < 4) k = o.other = this.#make(ep, ip); // a pod's IPv4 and IPv6, a node's addresses
+        else k = this.#ofIp(ep, ip); // one endpoint standing for many addresses
+      }
+    } else {
+      k = this.#ofIp(undefined, ip);
+    }
+    if (!this.#withPort) return k;
+    const p = isL4(proto) ? port : 0;
+    const ports = (k.ports ??= new Map());
+    let kp = ports.get(p);
+    if (kp === undefined) {
+      ports.set(p, (kp = new SideKey(ep, ip, k.frag + SEP + (p ? String(p) : UNKNOWN), k.inScope)));
+      this.budget.used++;
+    }
+    return kp;
+  }
+
+  reset(): void {
+    this.#byEp = new Map();
+    this.#byIp = new Map();
+    if (this.#empty !== undefined) this.#empty = new SideKey(undefined, '', '', undefined);
+  }
 }

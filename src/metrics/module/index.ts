@@ -4,14 +4,15 @@
  * no restart; series expire by TTL; a deleted pod's series can be removed at once; each metric has
  * a series budget beyond which flows fold into one `overflow` series.
  */
-import type { Endpoint, Flow, FlowBatch, FlowConsumer } from '../../flow/index.js';
+import type { Endpoint, FlowBatch, FlowConsumer } from '../../flow/index.js';
 import {
   advNodeApiserverLatency, advNodeApiserverNoResponse, advNodeApiserverTcpHandshakeLatency, expiredMetricsCounter, metricsModuleSeriesOverflow,
 } from '../catalog.js';
 import { createApiServerLatency, type ApiServerLatency } from './apiserver.js';
 import type { MetricsRegistry } from '../registry.js';
-import { SEP, SeriesFamily } from '../series.js';
-import { compileSide, contextLabelNames, sideSignature } from './context.js';
+import { SeriesFamily } from '../series.js';
+import { Aggregator, type EmitterInit } from './aggregate.js';
+import { contextLabelNames } from './context.js';
 import { KINDS, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from './spec.js';
 
@@ -22,6 +23,12 @@ export interface MetricsModuleOptions {
   readonly metrics: MetricsRegistry;
   /** true: `source_*`/`destination_*` labels, upper-case direction; false: local pods, lower-case. */
   readonly remoteContext: boolean;
+  /**
+   * This agent's node (NODE_NAME): in remote context a packet seen at a pod's veth and again at
+   * another point of this node counts once (README.md, "Once per node"). Unset: each flow's
+   * `nodeName`; when that is empty too, every pod counts as this node's.
+   */
+  readonly nodeName?: string;
   readonly maxSeriesPerMetric?: number;
   readonly now?: () => number;
   /** The API server's addresses, for the node_apiserver_* metrics (without it they stay off). */
@@ -41,36 +48,12 @@ export interface MetricsModule extends FlowConsumer, Disposable {
 
 const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
 
-interface Emitter {
-  readonly family: SeriesFamily;
-  readonly ttlMs: number;
-  /** `tails` holds this flow's value of every shared tail function, by index. */
-  record(f: Readonly<Flow>, tails: readonly string[], now: number): void;
-  /** Index pairs [namespace, podname] of label values, per side that has both. */
-  readonly podLabels: readonly (readonly [number, number])[];
-}
-
-/** The distinct context-label strings of a spec, each computed once per flow and shared. */
-class Tails {
-  readonly fns: ((f: Readonly<Flow>) => string)[] = [];
-  readonly #bySig = new Map<string, number>();
-  index(sig: string, make: () => (f: Readonly<Flow>) => string): number {
-    let i = this.#bySig.get(sig);
-    if (i === undefined) {
-      i = this.fns.push(make()) - 1;
-      this.#bySig.set(sig, i);
-    }
-    return i;
-  }
-}
-
 export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   const now = opts.now ?? Date.now;
   const maxSeries = opts.maxSeriesPerMetric ?? 50_000;
   let spec: MetricsSpec | undefined;
-  let emitters: Emitter[] = [];
-  let tails = new Tails();
-  let vals: string[] = [];
+  let emitters: EmitterInit[] = [];
+  let agg: Aggregator | undefined;
   let timer: NodeJS.Timeout | undefined;
   let apiServer: ApiServerLatency | undefined;
 
@@ -86,7 +69,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   function clear(): void {
     for (const e of emitters) opts.metrics.detach(e.family.name);
     emitters = [];
-    tails = new Tails();
+    agg = undefined;
     if (timer) clearInterval(timer);
     timer = undefined;
     if (apiServer) opts.metrics.remove(API_SERVER_FAMILIES);
@@ -96,32 +79,27 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   return {
     consume(batch: FlowBatch): void {
       apiServer?.consume(batch);
-      const n = emitters.length;
-      if (n === 0) return;
-      const t = now();
-      const fns = tails.fns;
-      const flows = batch.flows;
-      for (let i = 0; i < flows.length; i++) {
-        const f = flows[i] as Flow;
-        for (let k = 0; k < fns.length; k++) vals[k] = (fns[k] as (f: Readonly<Flow>) => string)(f);
-        for (let j = 0; j < n; j++) (emitters[j] as Emitter).record(f, vals, t);
-      }
+      if (agg !== undefined) agg.consume(batch.flows, now());
     },
     apply(next) {
       if (sameSpec(spec, next)) return;
       clear();
       spec = next;
       if (!next) return;
-      const inScope = scope(next.namespaces);
       const overflow = opts.metrics.counter(metricsModuleSeriesOverflow);
       for (const o of next.contextOptions) {
         const kind = KINDS[o.metricName];
         if (!kind) continue;
-        const e = buildEmitter(kind, o, opts.remoteContext, inScope, tails, maxSeries, (k) => overflow.inc({ metric: kind.def.name }, k));
+        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, (k) => overflow.inc({ metric: kind.def.name }, k));
         opts.metrics.attach(e.family);
         emitters.push(e);
       }
-      vals = new Array<string>(tails.fns.length).fill('');
+      if (emitters.length) {
+        agg = new Aggregator(emitters, {
+          remote: opts.remoteContext, nodeName: opts.nodeName ?? '', inScope: scope(next.namespaces),
+          maxMemo: 4 * maxSeries + 65_536,
+        });
+      }
       if (opts.isApiServer && next.contextOptions.some((o) => o.metricName.startsWith('node_apiserver_'))) {
         apiServer = createApiServerLatency({ metrics: opts.metrics, isApiServer: opts.isApiServer, now });
       }
@@ -145,23 +123,17 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   };
 }
 
-function scope(filter: NamespaceFilter | undefined): (ep: Endpoint | undefined) => boolean {
-  if (!filter) return () => true;
+function scope(filter: NamespaceFilter | undefined): ((ep: Endpoint) => boolean) | undefined {
+  if (!filter) return undefined;
   if ('include' in filter) {
     const inc = new Set(filter.include);
-    return (ep) => ep !== undefined && inc.has(ep.namespace);
+    return (ep) => inc.has(ep.namespace);
   }
   const exc = new Set(filter.exclude);
-  return (ep) => ep !== undefined && !exc.has(ep.namespace);
+  return (ep) => !exc.has(ep.namespace);
 }
 
-function directionLabel(f: Readonly<Flow>): string {
-  return f.direction === 'UNKNOWN' ? 'TRAFFIC_DIRECTION_UNKNOWN' : f.direction;
-}
-
-const replyValue = (f: Readonly<Flow>): string => SEP + (f.isReply === undefined ? 'unknown' : String(f.isReply));
-
-function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, inScope: (ep: Endpoint | undefined) => boolean, tails: Tails, maxSeries: number, onOverflow: (n: number) => void): Emitter {
+function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: number, onOverflow: (n: number) => void): EmitterInit {
   const isReply = o.additionalLabels.includes('is_reply') && kind.def.name.includes('forward');
   const fixed = [...kind.def.labels];
   const ctxNames = remote
@@ -173,48 +145,7 @@ function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, inScope: (e
     labelNames, fixedLabels: fixed.length, maxSeries, onOverflow,
   });
   const podLabels = podLabelIndexes(labelNames, remote ? ['source_', 'destination_'] : ['']);
-  const withReply = (fn: (f: Readonly<Flow>) => string) => (isReply ? (f: Readonly<Flow>) => fn(f) + replyValue(f) : fn);
-  let record: Emitter['record'];
-  if (remote) {
-    const sig = `${sideSignature(o.sourceLabels, 'source')}|${sideSignature(o.destinationLabels, 'destination')}|${isReply}`;
-    const ti = tails.index(sig, () => {
-      const src = compileSide(o.sourceLabels, 'source');
-      const dst = compileSide(o.destinationLabels, 'destination');
-      return withReply((f) => src(f) + dst(f));
-    });
-    record = (f, tv, t) => {
-      if (!kind.accepts(f) || !(inScope(f.source) || inScope(f.destination))) return;
-      const tail = tv[ti] as string;
-      const d = kind.delta(f);
-      kind.prefixes(f, directionLabel(f), (p) => family.add(p, tail, d, t));
-    };
-  } else {
-    // Local context: a flow counts for the pod on each end this node knows, labelled with that pod.
-    const si = tails.index(`${sideSignature(o.sourceLabels, 'source')}|${isReply}`, () => withReply(compileSide(o.sourceLabels, 'source')));
-    const di = tails.index(`${sideSignature(o.sourceLabels, 'destination')}|${isReply}`, () => withReply(compileSide(o.sourceLabels, 'destination')));
-    record = (f, tv, t) => {
-      if (!kind.accepts(f)) return;
-      const d = kind.delta(f);
-      if (!kind.directional) {
-        // As Retina: the destination pod for INGRESS flows, else the source pod.
-        const useDst = f.direction === 'INGRESS';
-        const ep = useDst ? f.destination : f.source;
-        if (ep === undefined || !inScope(ep)) return;
-        const tail = tv[useDst ? di : si] as string;
-        kind.prefixes(f, '', (p) => family.add(p, tail, d, t));
-        return;
-      }
-      if (f.source !== undefined && inScope(f.source)) {
-        const tail = tv[si] as string;
-        kind.prefixes(f, 'egress', (p) => family.add(p, tail, d, t));
-      }
-      if (f.destination !== undefined && inScope(f.destination)) {
-        const tail = tv[di] as string;
-        kind.prefixes(f, 'ingress', (p) => family.add(p, tail, d, t));
-      }
-    };
-  }
-  return { family, ttlMs: o.ttlMs, record, podLabels };
+  return { family, kind, ttlMs: o.ttlMs, podLabels, sourceLabels: o.sourceLabels, destinationLabels: remote ? o.destinationLabels : [], isReply };
 }
 
 function podLabelIndexes(names: readonly string[], prefixes: readonly string[]): [number, number][] {

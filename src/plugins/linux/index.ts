@@ -6,5 +6,6 @@ import { dropreason } from './dropreason/index.js';
 import { packetforward } from './packetforward/index.js';
 import { tcpretrans } from './tcpretrans/index.js';
 import { dns } from './dns/index.js';
+import { packetparser } from './packetparser/index.js';
 
-export const plugins: readonly AnyPluginDefinition[] = [packetforward, dropreason, linuxutil, dns, infiniband, tcpretrans];
+export const plugins: readonly AnyPluginDefinition[] = [packetforward, dropreason, linuxutil, dns, infiniband, tcpretrans, packetparser];

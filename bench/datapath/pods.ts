@@ -1,0 +1,99 @@
+/**
+ * A node with N pods, as a CNI lays them out: each pod is a network namespace whose eth0 is one end
+ * of a veth pair; the other end (ppbh<i>) sits in the host namespace with a /32 route to the pod.
+ * Pods talk to a "service" address on a port-less bridge of the host namespace (no dummy module on
+ * every kernel), so no forwarding is
+ * needed on the host and nothing leaves the machine. The UDP load comes from pktgen.c (one process,
+ * one socket per pod namespace, sendmmsg), built here with the host's clang. Needs root.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { sh } from '../../test/ebpf/netns.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const PKTGEN_SRC = `${ROOT}bench/datapath/pktgen.c`;
+const PKTGEN = `${ROOT}.cache/bench/pktgen`;
+
+/** The service address pods send to, on the host's port-less bridge. */
+export const SERVICE_IP = '10.237.0.1';
+
+export interface Pod {
+  readonly index: number;
+  readonly netns: string;
+  readonly hostIf: string;
+  readonly ip: string;
+}
+
+export function pktgen(): string {
+  if (!existsSync(PKTGEN) || statSync(PKTGEN).mtimeMs < statSync(PKTGEN_SRC).mtimeMs) {
+    mkdirSync(`${ROOT}.cache/bench`, { recursive: true });
+    const cc = ['clang-14', 'clang', 'cc'].find((c) => { try { execFileSync('sh', ['-c', `command -v ${c}`]); return true; } catch { return false; } });
+    if (!cc) throw new Error('no C compiler (clang) to build bench/datapath/pktgen.c');
+    execFileSync(cc, ['-O2', '-Wall', '-o', PKTGEN, PKTGEN_SRC], { stdio: 'inherit' });
+  }
+  return PKTGEN;
+}
+
+export class PodNode implements Disposable {
+  readonly pods: Pod[] = [];
+  readonly #tag = `ppb${process.pid % 1000}`;
+  constructor(n: number) {
+    sh('ip', ['link', 'add', `${this.#tag}svc`, 'type', 'bridge']);
+    sh('ip', ['addr', 'add', `${SERVICE_IP}/32`, 'dev', `${this.#tag}svc`]);
+    sh('ip', ['link', 'set', `${this.#tag}svc`, 'up']);
+    try {
+      for (let i = 0; i < n; i++) this.pods.push(this.#addPod(i));
+    } catch (e) {
+      this[Symbol.dispose]();
+      throw e;
+    }
+  }
+  #addPod(i: number): Pod {
+    const netns = `${this.#tag}-p${i}`;
+    const hostIf = `${this.#tag}h${i}`;
+    const ip = `10.238.${Math.floor(i / 200)}.${(i % 200) + 1}`;
+    sh('ip', ['netns', 'add', netns]);
+    sh('ip', ['-batch', '-'], [
+      `link add ${hostIf} type veth peer name eth0 netns ${netns}`,
+      `link set ${hostIf} up`,
+      `route add ${ip}/32 dev ${hostIf}`,
+    ].join('\n'));
+    sh('ip', ['-n', netns, '-batch', '-'], ['link set lo up', `addr add ${ip}/32 dev eth0`, 'link set eth0 up', 'route add default dev eth0'].join('\n'));
+    for (const [ns, dev] of [[undefined, hostIf], [netns, 'eth0']] as const) {
+      const args = ['-qw', `net.ipv6.conf.${dev}.disable_ipv6=1`];
+      if (ns) sh('ip', ['netns', 'exec', ns, 'sysctl', ...args]);
+      else sh('sysctl', args);
+    }
+    return { index: i, netns, hostIf, ip };
+  }
+  /** Starts pktgen sending `pps` UDP packets/s in total from every pod to SERVICE_IP:port. */
+  send(seconds: number, pps: number, size: number, port: number): ChildProcess {
+    return spawn(pktgen(), ['send', String(seconds), String(pps), String(size), SERVICE_IP, String(port), ...this.pods.map((p) => p.netns)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  }
+  /** A UDP sink on the host for `seconds`; resolves when it is ready. */
+  async sink(seconds: number, port: number): Promise<ChildProcess> {
+    const child = spawn(pktgen(), ['sink', String(seconds), String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.once('data', () => resolve());
+      child.once('exit', (code) => reject(new Error(`pktgen sink exited ${code}`)));
+    });
+    return child;
+  }
+  [Symbol.dispose](): void {
+    for (const p of this.pods) {
+      try { sh('ip', ['netns', 'del', p.netns]); } catch { /* gone */ }
+      try { sh('ip', ['link', 'del', p.hostIf]); } catch { /* went with the namespace */ }
+    }
+    try { sh('ip', ['link', 'del', `${this.#tag}svc`]); } catch { /* gone */ }
+  }
+}
+
+/** Stdout of a finished child, once it exits. */
+export function output(child: ChildProcess): Promise<string> {
+  let out = '';
+  child.stdout?.setEncoding('utf8').on('data', (s: string) => (out += s));
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}: ${out}`))));
+  });
+}

@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: GPL-2.0
+/* packetparser: pod-level flows. Parses every packet on the host side of pod veths (and, with low
+ * aggregation, on the host interfaces), keeps a small connection table per observation interface,
+ * and writes struct packet_event records (packet_event.h) into a ring buffer.
+ *
+ * Hooks: tc (SEC "tc", clsact or TCX) ingress + egress. On a pod veth's host side, ingress is what
+ * the pod sent (FROM_ENDPOINT) and egress what it receives (TO_ENDPOINT); on a host interface,
+ * ingress is FROM_NETWORK and egress TO_NETWORK. Every program returns TC_ACT_UNSPEC (-1): it never
+ * changes what happens to the packet.
+ *
+ * Reporting: low aggregation writes one record per packet (packets = 1); high aggregation writes one
+ * only for a new connection, a control flag (SYN, FIN, RST, or a flag not seen before in that
+ * direction, and every packet once the connection closes), the report interval elapsed for the
+ * direction, or a sampled packet (1 in sampling_rate, when it is above 1); the record carries what
+ * the direction accumulated since its previous report. Counters are added atomically and taken by
+ * subtracting what was read, so two CPUs never lose a packet between them.
+ *
+ * The sweep (packetparser_sweep, never attached: the agent runs it with BPF_PROG_TEST_RUN) walks the
+ * connection table in the kernel: it reports what a direction still holds once the report interval
+ * has passed without a packet to carry it (or the connection expired, or the agent is stopping),
+ * deletes expired connections, and sums the live ones for the conntrack_* gauges. So an idle or
+ * finished connection's last packets are reported too, and the agent never reads the table. */
+#include "retina.h"
+#include "packet_event.h"
+
+#define TCP_FIN_ 0x01
+#define TCP_SYN_ 0x02
+#define TCP_RST_ 0x04
+#define TCP_ACK_ 0x10
+#define TCP_NS_ 0x100
+#define TCP_OPTS_MAX 40
+#define TCP_OPTS_WALK 8 /* options looked at before giving up on the timestamp */
+
+#define NS_PER_SEC 1000000000ULL
+#define CT_LIFETIME_TCP (360 * NS_PER_SEC)
+#define CT_LIFETIME_CLOSING (30 * NS_PER_SEC)
+#define CT_LIFETIME_SYN (60 * NS_PER_SEC)
+#define CT_LIFETIME_NONTCP (60 * NS_PER_SEC)
+
+/* Set by the agent before load. */
+const volatile __u8 bypass_lookup = 0;        /* 1: report every packet, not only IPs of interest */
+const volatile __u8 aggregate_high = 0;       /* dataAggregationLevel: 0 low, 1 high */
+const volatile __u8 count_totals = 0;         /* enableConntrackMetrics: keep per-connection totals */
+const volatile __u32 sampling_rate = 1;       /* dataSamplingRate */
+const volatile __u64 report_interval_ns = 30 * NS_PER_SEC; /* conntrackReportInterval */
+const volatile __u32 wakeup_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 23);
+} retina_packetparser_events SEC(".maps");
+
+RETINA_LOST_MAP(retina_packetparser_lost);
+
+/* IPs of interest: IPv6 addresses, IPv4 as v4-mapped (::ffff:a.b.c.d). Sized filterMapMaxEntries. */
+struct pp_ip_key {
+	__u8 addr[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 255);
+	__type(key, struct pp_ip_key);
+	__type(value, __u8);
+} retina_packetparser_filter SEC(".maps");
+
+/* The connection table's key: the 5-tuple with the lower (address, port) end first, and the
+ * interface it was observed on, so that two observation points of the same packet keep apart. */
+struct pp_ct_key {
+	__u8 a[16];
+	__u8 b[16];
+	__u16 port_a;
+	__u16 port_b;
+	__u32 ifindex;
+	__u8 proto;
+	__u8 family;
+	__u16 pad;
+};
+
+/* One direction of a connection: what accumulated since its previous report. */
+struct pp_ct_dir {
+	__u64 last_report_ns;
+	__u64 bytes;
+	__u32 packets;
+	__u32 flags;
+	__u32 flag_counts[PP_FLAG_SLOTS];
+};
+
+/* 184 bytes (src/plugins/linux/packetparser/maps.ts checks the size at load). */
+struct pp_ct_value {
+	__u64 expires_ns;       /* bpf_ktime_get_ns() after which the entry is dead */
+	__u8 initiator_is_a;    /* 1: forward = a -> b */
+	__u8 direction;         /* PP_DIR_* of the connection */
+	__u8 closing;           /* FIN or RST seen */
+	__u8 pad;
+	__u32 flags_seen[2];    /* every flag seen, forward and reply */
+	__u8 obs[2];            /* observation point of each direction's last packet (for the sweep) */
+	__u16 pad2;
+	__u64 total_packets[2]; /* forward (tx), reply (rx): only with count_totals */
+	__u64 total_bytes[2];
+	struct pp_ct_dir dir[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pp_ct_key);
+	__type(value, struct pp_ct_value);
+} retina_packetparser_conntrack SEC(".maps");
+
+/* What parse() found in one packet. */
+struct pp_pkt {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u16 flags; /* TCP flags, NS as 0x100 */
+	__u8 family;
+	__u8 proto;
+	__u32 tsval;
+	__u32 tsecr;
+};
+
+/* TSval/TSecr from the TCP options (at most 40 bytes after the fixed header). The options are
+ * copied into a zeroed 64-byte buffer and every index is masked with 63, so each read is in bounds
+ * whatever the option lengths say (the verifier sees it at once). */
+#define OPT(i) opts[(i) & 63]
+/* A global function: verified once on its own, so its loop does not multiply the caller's states.
+ * Returns TSval << 32 | TSecr, 0 when there is no timestamp option. */
+__noinline __u64 packetparser_tcp_ts(struct __sk_buff *skb, __u32 off, __u32 olen)
+{
+	__u8 opts[64] = {};
+	if (!skb)
+		return 0;
+	olen &= 0x3f;
+	if (olen < 10 || olen > TCP_OPTS_MAX)
+		return 0;
+	if (bpf_skb_load_bytes(skb, off, opts, olen))
+		return 0;
+	__u32 i = 0;
+	/* Unrolled: a fixed number of options (Linux puts the timestamp third at the latest: after
+	 * MSS and SACK-permitted, or after two NOPs); a loop on a data-dependent stride would make the
+	 * verifier follow every combination of option lengths. */
+#pragma unroll
+	for (int n = 0; n < TCP_OPTS_WALK; n++) {
+		if (i + 1 >= olen)
+			return 0;
+		__u8 kind = OPT(i);
+		if (kind == 0)
+			return 0; /* end of options */
+		if (kind == 1) {
+			i++; /* NOP */
+			continue;
+		}
+		__u8 len = OPT(i + 1);
+		if (len < 2)
+			return 0;
+		if (kind == 8 && len == 10) {
+			if (i + 10 > olen)
+				return 0;
+			__u64 tsval = ((__u32)OPT(i + 2) << 24) | ((__u32)OPT(i + 3) << 16) | ((__u32)OPT(i + 4) << 8) | OPT(i + 5);
+			__u32 tsecr = ((__u32)OPT(i + 6) << 24) | ((__u32)OPT(i + 7) << 16) | ((__u32)OPT(i + 8) << 8) | OPT(i + 9);
+			return tsval << 32 | tsecr;
+		}
+		i += len;
+	}
+	return 0;
+}
+
+/* Ethernet (+ one 802.1Q tag), IPv4 or IPv6, then TCP/UDP ports and TCP flags; 0 when not IP. */
+static __always_inline int parse(struct __sk_buff *skb, struct pp_pkt *p)
+{
+	__u16 proto;
+	__u32 l3 = 14;
+	if (bpf_skb_load_bytes(skb, 12, &proto, 2))
+		return 0;
+	if (proto == bpf_htons(ETH_P_8021Q_)) {
+		if (bpf_skb_load_bytes(skb, 16, &proto, 2))
+			return 0;
+		l3 = 18;
+	}
+	__u32 l4;
+	if (proto == bpf_htons(ETH_P_IP_)) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) || ip.version != 4)
+			return 0;
+		p->family = 4;
+		p->proto = ip.protocol;
+		__builtin_memcpy(p->saddr, &ip.saddr, 4);
+		__builtin_memcpy(p->daddr, &ip.daddr, 4);
+		if (ip.frag_off & bpf_htons(0x1fff))
+			return 1; /* a later fragment: no ports */
+		l4 = l3 + ip.ihl * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6_)) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
+			return 0;
+		p->family = 6;
+		p->proto = ip6.nexthdr;
+		__builtin_memcpy(p->saddr, &ip6.saddr, 16);
+		__builtin_memcpy(p->daddr, &ip6.daddr, 16);
+		l4 = l3 + sizeof(ip6);
+	} else {
+		return 0;
+	}
+	if (p->proto == IPPROTO_TCP_) {
+		__u8 th[14];
+		if (bpf_skb_load_bytes(skb, l4, th, sizeof(th)))
+			return 1;
+		p->sport = ((__u16)th[0] << 8) | th[1];
+		p->dport = ((__u16)th[2] << 8) | th[3];
+		p->flags = th[13] | ((th[12] & 1) ? TCP_NS_ : 0);
+		__u32 doff = (th[12] >> 4) * 4;
+		if (doff > 20) {
+			__u64 ts = packetparser_tcp_ts(skb, l4 + 20, doff - 20);
+			p->tsval = ts >> 32;
+			p->tsecr = (__u32)ts;
+		}
+	} else if (p->proto == IPPROTO_UDP_) {
+		__u8 uh[4];
+		if (bpf_skb_load_bytes(skb, l4, uh, sizeof(uh)))
+			return 1;
+		p->sport = ((__u16)uh[0] << 8) | uh[1];
+		p->dport = ((__u16)uh[2] << 8) | uh[3];
+	}
+	return 1;
+}
+
+static __always_inline int interesting(const __u8 *addr, __u8 family)
+{
+	struct pp_ip_key k = {};
+	if (family == 4) {
+		k.addr[10] = 0xff;
+		k.addr[11] = 0xff;
+		__builtin_memcpy(&k.addr[12], addr, 4);
+	} else {
+		__builtin_memcpy(k.addr, addr, 16);
+	}
+	return bpf_map_lookup_elem(&retina_packetparser_filter, &k) != 0;
+}
+
+/* 1 when (saddr, sport) sorts before or equal to (daddr, dport). */
+static __always_inline int src_first(const struct pp_pkt *p)
+{
+	__u64 s0, s1, d0, d1;
+	__builtin_memcpy(&s0, p->saddr, 8);
+	__builtin_memcpy(&s1, p->saddr + 8, 8);
+	__builtin_memcpy(&d0, p->daddr, 8);
+	__builtin_memcpy(&d1, p->daddr + 8, 8);
+	if (s0 != d0)
+		return s0 < d0;
+	if (s1 != d1)
+		return s1 < d1;
+	return p->sport <= p->dport;
+}
+
+static __always_inline __u8 obs_direction(__u8 obs)
+{
+	return (obs == PP_FROM_ENDPOINT || obs == PP_TO_NETWORK) ? PP_DIR_EGRESS : PP_DIR_INGRESS;
+}
+
+static __always_inline __u64 lifetime(const struct pp_ct_value *v, __u8 proto)
+{
+	if (proto != IPPROTO_TCP_)
+		return CT_LIFETIME_NONTCP;
+	if (v->closing)
+		return CT_LIFETIME_CLOSING;
+	if (!((v->flags_seen[0] | v->flags_seen[1]) & TCP_ACK_))
+		return CT_LIFETIME_SYN;
+	return CT_LIFETIME_TCP;
+}
+
+static __always_inline void count_flags(struct pp_ct_dir *d, __u16 f)
+{
+	if (f & TCP_FIN_)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_FIN], 1);
+	if ((f & TCP_SYN_) && (f & TCP_ACK_))
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_SYNACK], 1);
+	else if (f & TCP_SYN_)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_SYN], 1);
+	else if (f & TCP_ACK_)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_ACK], 1);
+	if (f & TCP_RST_)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_RST], 1);
+	if (f & 0x08)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_PSH], 1);
+	if (f & 0x20)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_URG], 1);
+	if (f & 0x40)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_ECE], 1);
+	if (f & 0x80)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_CWR], 1);
+	if (f & TCP_NS_)
+		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_NS], 1);
+}
+
+/* Moves what `d` accumulated into the record: read, then subtract what was read (a concurrent add
+ * stays for the next report). */
+static __always_inline void take(struct pp_ct_dir *d, struct packet_event *e)
+{
+	__u32 n = d->packets;
+	__u64 b = d->bytes;
+	__sync_fetch_and_add(&d->packets, -n);
+	__sync_fetch_and_add(&d->bytes, -b);
+	e->packets = n;
+	e->bytes = b;
+	e->tcp_flags = d->flags;
+	d->flags = 0;
+#pragma unroll
+	for (int i = 0; i < PP_FLAG_SLOTS; i++) {
+		__u32 c = d->flag_counts[i];
+		e->flag_counts[i] = c;
+		if (c)
+			__sync_fetch_and_add(&d->flag_counts[i], -c);
+	}
+}
+
+static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p, struct __sk_buff *skb, __u64 now, __u8 obs)
+{
+	e->ts_ns = now;
+	__builtin_memcpy(e->saddr, p->saddr, 16);
+	__builtin_memcpy(e->daddr, p->daddr, 16);
+	e->sport = p->sport;
+	e->dport = p->dport;
+	e->family = p->family;
+	e->proto = p->proto;
+	e->obs_point = obs;
+	e->tsval = p->tsval;
+	e->tsecr = p->tsecr;
+	e->ifindex = skb->ifindex;
+	e->pad = 0;
+}
+
+static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
+{
+	struct pp_pkt p = {};
+	if (!parse(skb, &p))
+		return;
+	if (!bypass_lookup && !interesting(p.saddr, p.family) && !interesting(p.daddr, p.family))
+		return;
+
+	__u64 now = bpf_ktime_get_ns();
+	__u32 len = skb->len;
+	int s_first = src_first(&p);
+	struct pp_ct_key key = {};
+	if (s_first) {
+		__builtin_memcpy(key.a, p.saddr, 16);
+		__builtin_memcpy(key.b, p.daddr, 16);
+		key.port_a = p.sport;
+		key.port_b = p.dport;
+	} else {
+		__builtin_memcpy(key.a, p.daddr, 16);
+		__builtin_memcpy(key.b, p.saddr, 16);
+		key.port_a = p.dport;
+		key.port_b = p.sport;
+	}
+	key.ifindex = skb->ifindex;
+	key.proto = p.proto;
+	key.family = p.family;
+
+	__u16 f = p.flags;
+	int tcp = p.proto == IPPROTO_TCP_;
+	int syn_only = tcp && (f & TCP_SYN_) && !(f & TCP_ACK_);
+	int is_new = 0;
+	struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
+	if (!v || now >= v->expires_ns || (syn_only && v->closing)) {
+		/* A new connection (or a dead entry, or a port reused after a close). The sender starts
+		 * it, unless it answers: a SYN-ACK, or (first seen mid-stream) a TCP packet with ACK. */
+		struct pp_ct_value nv = {};
+		int sender_initiates = !tcp || syn_only || !(f & TCP_ACK_);
+		nv.initiator_is_a = sender_initiates ? s_first : !s_first;
+		nv.direction = obs_direction(obs);
+		if (!sender_initiates)
+			nv.direction = nv.direction == PP_DIR_EGRESS ? PP_DIR_INGRESS : PP_DIR_EGRESS;
+		nv.dir[0].last_report_ns = now;
+		nv.dir[1].last_report_ns = now;
+		nv.expires_ns = now + CT_LIFETIME_SYN;
+		if (v) {
+			bpf_map_update_elem(&retina_packetparser_conntrack, &key, &nv, BPF_ANY);
+		} else if (bpf_map_update_elem(&retina_packetparser_conntrack, &key, &nv, BPF_NOEXIST) && !bpf_map_lookup_elem(&retina_packetparser_conntrack, &key)) {
+			return;
+		}
+		v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
+		if (!v)
+			return;
+		is_new = 1;
+	}
+	int reply = (v->initiator_is_a == s_first) ? 0 : 1;
+	if (v->obs[reply & 1] != obs)
+		v->obs[reply & 1] = obs;
+	__u32 seen_before = v->flags_seen[reply & 1];
+	if ((seen_before | f) != seen_before)
+		v->flags_seen[reply & 1] |= f; /* racy only for flag bits, never counts */
+	if (tcp && (f & (TCP_FIN_ | TCP_RST_)))
+		v->closing = 1;
+	v->expires_ns = now + lifetime(v, p.proto);
+	if (count_totals) {
+		__sync_fetch_and_add(&v->total_packets[reply & 1], 1);
+		__sync_fetch_and_add(&v->total_bytes[reply & 1], len);
+	}
+
+	struct packet_event *e;
+	if (!aggregate_high) {
+		e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
+		if (!e) {
+			retina_count_lost(&retina_packetparser_lost);
+			return;
+		}
+		fill(e, &p, skb, now, obs);
+		e->direction = v->direction;
+		e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
+		e->report_reason = PP_REPORT_PACKET;
+		e->tcp_flags = f;
+		e->packets = 1;
+		e->bytes = len;
+#pragma unroll
+		for (int i = 0; i < PP_FLAG_SLOTS; i++)
+			e->flag_counts[i] = 0;
+		bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
+		return;
+	}
+
+	struct pp_ct_dir *d = &v->dir[reply & 1];
+	__sync_fetch_and_add(&d->packets, 1);
+	__sync_fetch_and_add(&d->bytes, len);
+	if (tcp) {
+		if ((d->flags | f) != d->flags)
+			d->flags |= f;
+		count_flags(d, f);
+	}
+	__u8 reason;
+	if (is_new)
+		reason = PP_REPORT_NEW;
+	else if (tcp && ((f & (TCP_SYN_ | TCP_FIN_ | TCP_RST_)) || (seen_before | f) != seen_before || v->closing))
+		reason = PP_REPORT_FLAGS;
+	else if (now - d->last_report_ns >= report_interval_ns)
+		reason = PP_REPORT_INTERVAL;
+	else if (sampling_rate > 1 && bpf_get_prandom_u32() < 0xffffffffU / sampling_rate)
+		reason = PP_REPORT_SAMPLED;
+	else
+		return;
+	/* Reserve first: without room, the counts stay for the next report. */
+	e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
+	if (!e) {
+		retina_count_lost(&retina_packetparser_lost);
+		return;
+	}
+	d->last_report_ns = now;
+	fill(e, &p, skb, now, obs);
+	e->direction = v->direction;
+	e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
+	e->report_reason = reason;
+	take(d, e);
+	bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
+}
+
+/* What one sweep found; the agent reads it from retina_packetparser_sweep_result after the run. */
+struct pp_sweep_result {
+	__u64 packets_tx; /* live connections' totals (count_totals), initiators' direction */
+	__u64 packets_rx;
+	__u64 bytes_tx;
+	__u64 bytes_rx;
+	__u32 live;      /* connections kept */
+	__u32 expired;   /* connections deleted */
+	__u32 reported;  /* records written */
+	__u32 lost;      /* records the ring had no room for (counted in the lost map too) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_sweep_result);
+} retina_packetparser_sweep_result SEC(".maps");
+
+struct pp_sweep_ctx {
+	__u64 now;
+	__u32 final;
+	__u32 pad;
+	struct pp_sweep_result r;
+};
+
+/* Reports what direction `d` of a connection holds, when it is due. The record's addresses are the
+ * direction's sender and receiver, from the key and the initiator. */
+static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_value *v, int d, __u8 reason, struct pp_sweep_ctx *c)
+{
+	struct pp_ct_dir *dir = &v->dir[d & 1];
+	if (!dir->packets)
+		return;
+	if (reason == PP_REPORT_IDLE && c->now - dir->last_report_ns < report_interval_ns)
+		return;
+	struct packet_event *e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
+	if (!e) {
+		retina_count_lost(&retina_packetparser_lost);
+		c->r.lost++;
+		return;
+	}
+	/* forward (d 0) runs from the initiator; a is the initiator when initiator_is_a. */
+	int src_is_a = (v->initiator_is_a != 0) == (d == 0);
+	e->ts_ns = c->now;
+	__builtin_memcpy(e->saddr, src_is_a ? key->a : key->b, 16);
+	__builtin_memcpy(e->daddr, src_is_a ? key->b : key->a, 16);
+	e->sport = src_is_a ? key->port_a : key->port_b;
+	e->dport = src_is_a ? key->port_b : key->port_a;
+	e->family = key->family;
+	e->proto = key->proto;
+	e->obs_point = v->obs[d & 1];
+	e->direction = v->direction;
+	e->is_reply = d ? PP_REPLY_YES : PP_REPLY_NO;
+	e->report_reason = reason;
+	e->tsval = 0;
+	e->tsecr = 0;
+	e->ifindex = key->ifindex;
+	e->pad = 0;
+	dir->last_report_ns = c->now;
+	take(dir, e);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the agent drains the ring right after the sweep */
+	c->r.reported++;
+}
+
+static long sweep_one(struct bpf_map *map, struct pp_ct_key *key, struct pp_ct_value *v, struct pp_sweep_ctx *c)
+{
+	int expired = c->now >= v->expires_ns;
+	__u8 reason = c->final ? PP_REPORT_FINAL : expired ? PP_REPORT_EXPIRED : PP_REPORT_IDLE;
+	if (aggregate_high) {
+		sweep_dir(key, v, 0, reason, c);
+		sweep_dir(key, v, 1, reason, c);
+	}
+	if (expired) {
+		bpf_map_delete_elem(map, key);
+		c->r.expired++;
+		return 0;
+	}
+	c->r.live++;
+	c->r.packets_tx += v->total_packets[0];
+	c->r.packets_rx += v->total_packets[1];
+	c->r.bytes_tx += v->total_bytes[0];
+	c->r.bytes_rx += v->total_bytes[1];
+	return 0;
+}
+
+/* The sweep: run by the agent (BPF_PROG_TEST_RUN) every few seconds, and once more at stop with the
+ * first byte of the input packet set to 1 (report everything still held). */
+SEC("tc")
+int packetparser_sweep(struct __sk_buff *skb)
+{
+	struct pp_sweep_ctx c = {};
+	__u8 final = 0;
+	bpf_skb_load_bytes(skb, 0, &final, 1);
+	c.final = final;
+	c.now = bpf_ktime_get_ns();
+	bpf_for_each_map_elem(&retina_packetparser_conntrack, sweep_one, &c, 0);
+	__u32 zero = 0;
+	bpf_map_update_elem(&retina_packetparser_sweep_result, &zero, &c.r, BPF_ANY);
+	return 0;
+}
+
+SEC("tc")
+int packetparser_endpoint_ingress(struct __sk_buff *skb)
+{
+	handle(skb, PP_FROM_ENDPOINT);
+	return -1; /* TC_ACT_UNSPEC */
+}
+
+SEC("tc")
+int packetparser_endpoint_egress(struct __sk_buff *skb)
+{
+	handle(skb, PP_TO_ENDPOINT);
+	return -1;
+}
+
+SEC("tc")
+int packetparser_host_ingress(struct __sk_buff *skb)
+{
+	handle(skb, PP_FROM_NETWORK);
+	return -1;
+}
+
+SEC("tc")
+int packetparser_host_egress(struct __sk_buff *skb)
+{
+	handle(skb, PP_TO_NETWORK);
+	return -1;
+}
+
+char LICENSE[] SEC("license") = "GPL";

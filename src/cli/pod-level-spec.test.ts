@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { IpCache, type PodEndpoint } from '../cache/index.js';
+import { createInterestSet, type Informer, type InformerFactory, type InformerSpec, type KubeObject, type ReflectorHandler, type SlimMetricsConfiguration } from '../k8s/index.js';
+import type { Logger } from '../log/index.js';
+import { annotationSpec, type MetricsModule, type MetricsSpec } from '../metrics/module/index.js';
+import { annotationSelection, selectionOf, startSpecController } from './pod-level-spec.js';
+
+/** A hand-filled informer: `set`/`del` notify subscribers as a reflector would. */
+class FakeInformer<S> implements Informer<S> {
+  readonly items = new Map<string, S>();
+  readonly handlers = new Set<ReflectorHandler<S>>();
+  synced = true;
+  get size(): number {
+    return this.items.size;
+  }
+  get = (k: string): S | undefined => this.items.get(k);
+  list = (): S[] => [...this.items.values()];
+  keys = (): string[] => [...this.items.keys()];
+  subscribe(h: ReflectorHandler<S>): Disposable {
+    this.handlers.add(h);
+    for (const [k, v] of this.items) h.added?.(k, v);
+    return { [Symbol.dispose]: () => void this.handlers.delete(h) };
+  }
+  waitForSync = (): Promise<void> => Promise.resolve();
+  stats = (): never => ({}) as never;
+  set(k: string, v: S): void {
+    const old = this.items.get(k);
+    this.items.set(k, v);
+    for (const h of this.handlers) {
+      if (old === undefined) h.added?.(k, v);
+      else h.updated?.(k, v, old);
+    }
+  }
+  del(k: string): void {
+    const old = this.items.get(k);
+    if (old === undefined) return;
+    this.items.delete(k);
+    for (const h of this.handlers) h.deleted?.(k, old);
+  }
+}
+
+function fakeFactory(): InformerFactory & { byPlural: Map<string, FakeInformer<unknown>> } {
+  const byPlural = new Map<string, FakeInformer<unknown>>();
+  return {
+    byPlural,
+    informer<T extends KubeObject, S>(spec: InformerSpec<T, S>): Informer<S> {
+      let i = byPlural.get(spec.resource.plural);
+      if (!i) byPlural.set(spec.resource.plural, (i = new FakeInformer<unknown>()));
+      return i as unknown as Informer<S>;
+    },
+    start: () => undefined,
+    stats: () => [],
+    [Symbol.asyncDispose]: async () => undefined,
+  };
+}
+
+function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[]; forgotten: string[] } {
+  const applied: (MetricsSpec | undefined)[] = [];
+  const forgotten: string[] = [];
+  return {
+    applied, forgotten,
+    consume: () => undefined,
+    apply: (s) => void applied.push(s),
+    forgetPod: (ns, name) => (forgotten.push(`${ns}/${name}`), 0),
+    families: () => [],
+    sweep: () => undefined,
+    [Symbol.dispose]: () => undefined,
+  };
+}
+
+function captureLog(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
+  const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+  const log = {
+    lines,
+    debug: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'debug', msg, fields }),
+    info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
+    warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'warn', msg, fields }),
+    error: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'error', msg, fields }),
+    child: () => log,
+  };
+  return log;
+}
+
+const pod = (namespace: string, name: string, ip: string, annotations: Record<string, string> = {}): PodEndpoint => ({
+  kind: 'pod', namespace, name, ips: [ip], nodeIP: undefined, labels: {}, annotations, owners: [], workloads: [],
+});
+
+const mc = (name: string, state: SlimMetricsConfiguration['state'], spec: unknown): SlimMetricsConfiguration => ({
+  name, created: '2026-01-01T00:00:00Z', generation: 1, state, spec: spec as never, acceptedSpec: spec as never,
+});
+
+const SPEC = { contextOptions: [{ metricName: 'drop_count', sourceLabels: ['podname'] }], namespaces: { include: ['a'] } };
+
+function setup(annotations: boolean) {
+  const factory = fakeFactory();
+  const pods = new FakeInformer<PodEndpoint>();
+  const cache = new IpCache();
+  const module = fakeModule();
+  const interest = createInterestSet({ cache, bypass: false, coalesceMs: 1 });
+  const log = captureLog();
+  const ctl = startSpecController({ annotations, remoteContext: true, factory, pods, cache, module, interest, log, debounceMs: 5, forgetGraceMs: 20 });
+  const addPod = (p: PodEndpoint): void => {
+    cache.upsertPod(p);
+    pods.set(`${p.namespace}/${p.name}`, p);
+  };
+  const delPod = (ns: string, name: string): void => {
+    cache.deletePod(ns, name);
+    pods.del(`${ns}/${name}`);
+  };
+  return { factory, pods, cache, module, interest, log, ctl, addPod, delPod };
+}
+
+const tick = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('pod-level spec controller', () => {
+  it('applies only the Accepted MetricsConfiguration, keeps the previous spec when one does not parse, and turns off when none is Accepted', async () => {
+    const t = setup(false);
+    const mcs = t.factory.byPlural.get('metricsconfigurations') as FakeInformer<SlimMetricsConfiguration>;
+    assert.ok(mcs, 'watches MetricsConfigurations');
+    assert.equal(t.factory.byPlural.has('namespaces'), false, 'no namespace watch outside annotation mode');
+    mcs.set('m', mc('m', 'Initialized', SPEC));
+    t.ctl.reconcile();
+    assert.equal(t.module.applied.length, 0, 'not Accepted yet: nothing applied (the module starts with no spec)');
+    mcs.set('m', mc('m', 'Accepted', SPEC));
+    mcs.set('m', mc('m', 'Accepted', { ...SPEC, namespaces: { include: ['a', 'b'] } }));
+    await tick(30);
+    assert.equal(t.module.applied.length, 1, 'two changes inside the debounce window: one apply');
+    assert.deepEqual(t.module.applied[0]?.namespaces, { include: ['a', 'b'] });
+    assert.deepEqual(t.interest.selection(), { kind: 'include', namespaces: ['a', 'b'] });
+    assert.ok(t.log.lines.some((l) => l.msg === 'advanced metrics spec applied' && l.fields?.['source'] === 'MetricsConfiguration m'));
+
+    mcs.set('m', mc('m', 'Accepted', { contextOptions: [{ metricName: 'drop_count', sourceLabels: ['pod'] }], namespaces: { include: ['a'] } }));
+    t.ctl.reconcile();
+    assert.equal(t.module.applied.length, 1, 'a spec that does not parse changes nothing');
+    const err = t.log.lines.find((l) => l.level === 'error');
+    assert.equal(err?.fields?.['field'], 'spec.contextOptions[0].sourceLabels[0]');
+
+    mcs.del('m');
+    t.ctl.reconcile();
+    assert.deepEqual(t.module.applied.at(-1), undefined);
+    assert.equal(t.module.applied.length, 2);
+    assert.deepEqual(t.interest.selection(), { kind: 'none' });
+    t.ctl[Symbol.dispose]();
+    t.interest[Symbol.dispose]();
+  });
+
+  it('forgets a deleted pod at once and again after the grace', async () => {
+    const t = setup(false);
+    t.addPod(pod('a', 'p1', '10.0.0.1'));
+    t.delPod('a', 'p1');
+    assert.deepEqual(t.module.forgotten, ['a/p1']);
+    await tick(40);
+    assert.deepEqual(t.module.forgotten, ['a/p1', 'a/p1']);
+    t.ctl[Symbol.dispose]();
+    t.interest[Symbol.dispose]();
+  });
+
+  it('annotation mode: annotated namespaces plus the namespaces of annotated pods; MetricsConfigurations are not watched', async () => {
+    const t = setup(true);
+    assert.equal(t.factory.byPlural.has('metricsconfigurations'), false);
+    const nss = t.factory.byPlural.get('namespaces') as FakeInformer<string>;
+    nss.set('x', 'x');
+    t.addPod(pod('y', 'p', '10.0.0.2', { 'retina.sh': 'observe' }));
+    t.addPod(pod('z', 'q', '10.0.0.3', { 'retina.sh': 'no' }));
+    await tick(30);
+    assert.deepEqual(t.module.applied.at(-1), annotationSpec(['x', 'y']));
+    assert.deepEqual(t.interest.selection(), { kind: 'annotations', namespaces: ['x'] });
+    t.interest.flush();
+    assert.deepEqual([...t.interest.ips()], ['10.0.0.2']);
+    t.ctl[Symbol.dispose]();
+    t.interest[Symbol.dispose]();
+  });
+
+  it('maps specs to selections', () => {
+    assert.deepEqual(selectionOf(undefined), { kind: 'none' });
+    assert.deepEqual(selectionOf({ contextOptions: [], namespaces: undefined }), { kind: 'all' });
+    assert.deepEqual(selectionOf({ contextOptions: [], namespaces: { exclude: ['k'] } }), { kind: 'exclude', namespaces: ['k'] });
+    assert.deepEqual(annotationSelection(['b', 'a', 'a'], []).spec, annotationSpec(['a', 'b']));
+  });
+});

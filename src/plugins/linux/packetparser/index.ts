@@ -1,0 +1,201 @@
+/**
+ * packetparser: pod-level flows from tc programs on the host ends of pod veths (and, with low
+ * aggregation, on the host interfaces), with an in-kernel connection table. Records reach the
+ * agent through a ring buffer and go on as Flow batches. See README.md.
+ */
+import { readdir } from 'node:fs/promises';
+import {
+  attachTcAuto, interfaceDriver, loadSys, mapReader, mapWriter, openBpfObject, packetparserHooks, testRunProgram, u32Key,
+  type BpfObject, type HookChoice, type TcAttachment,
+} from '../../../ffi/linux/index.js';
+import { catalog } from '../../../metrics/index.js';
+import { ResourceStack, definePlugin, errMessage, every, poll, type HookSpec, type PluginContext } from '../../../plugin/index.js';
+import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
+import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
+import { defaultRouteInterfaces } from '../packetforward/routes.js';
+import { packetparserConfig, type PacketparserConfig } from './config.js';
+import { createPacketDecoder, monotonicOffsetMs } from './decode.js';
+import {
+  CONNTRACK_MAP, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE, decodeSweepResult, sweepInput, syncFilter,
+  type SweepResult,
+} from './maps.js';
+import { createVethWatcher, type Link } from './veths.js';
+
+const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
+
+const GAUGES = [
+  catalog.conntrackPacketsTx, catalog.conntrackPacketsRx, catalog.conntrackBytesTx, catalog.conntrackBytesRx, catalog.conntrackTotalConnections,
+];
+const EMITS = [catalog.parsedPacketsCounter, catalog.lostEventsCounter, ...GAUGES];
+
+export const packetparser = definePlugin<PacketparserConfig>({
+  name: 'packetparser',
+  os: 'linux',
+  description: 'Pod-level flows from tc programs on pod veths (and host interfaces), with in-kernel connection tracking',
+  defaultEnabled: false,
+  config: packetparserConfig,
+  hooks,
+  emits: EMITS,
+  start: (ctx) => runPacketparser(ctx),
+});
+
+export interface PacketparserTiming {
+  /** How often the endpoint watcher looks for veths (default 1 s). */
+  readonly vethPollMs?: number;
+  /**
+   * How often the kernel sweeps the connection table (default: 15 s as Retina's GC, or the report
+   * interval when it is shorter at high aggregation, so an idle direction's counts wait at most
+   * about two intervals).
+   */
+  readonly gcIntervalMs?: number;
+}
+
+/** Starts the plugin; tests pass shorter timings. */
+export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
+  return ResourceStack.build(async (s) => {
+    if (!ctx.agent.enablePodLevel) {
+      ctx.log.warn('enablePodLevel is false: packetparser attaches nothing');
+      ctx.status.degraded('enablePodLevel is false: packetparser has nothing to feed');
+      return;
+    }
+    const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);
+    const high = ctx.agent.dataAggregationLevel === 'high';
+    const bypass = ctx.agent.bypassLookupIPOfInterest || ctx.interest.bypass;
+    const ringSize = ctx.agent.packetParserRingBufferSize;
+    const used = high ? endpoint : [...endpoint, ...host];
+    const obj = s.use(
+      onHook(ctx.log, 'tc/packetparser', () =>
+        openBpfObject('packetparser', {
+          programs: [...used.map((c) => c.program), SWEEP_PROGRAM],
+          rodata: {
+            bypass_lookup: bypass,
+            aggregate_high: high,
+            count_totals: ctx.agent.enableConntrackMetrics,
+            sampling_rate: ctx.agent.dataSamplingRate,
+            report_interval_ns: ctx.agent.conntrackReportIntervalMs * 1_000_000,
+            wakeup_bytes: wakeupBytes(ringSize),
+          },
+          maxEntries: { [EVENTS_MAP]: ringSize, [FILTER_MAP]: ctx.agent.filterMapMaxEntries, [CONNTRACK_MAP]: ctx.config.conntrackMaxEntries },
+        }),
+      ),
+    );
+    for (const [m, size] of [[CONNTRACK_MAP, CT_VALUE_SIZE], [SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE]] as const) {
+      const got = obj.map(m).valueSize;
+      if (got !== size) throw new Error(`${m} values are ${got} bytes, maps.ts expects ${size}: rebuild with make native`);
+    }
+    s.defer(() => ctx.metrics.reset(GAUGES));
+    if (!bypass) mirrorInterest(s, ctx, obj);
+
+    let offsetMs = monotonicOffsetMs();
+    const decode = createPacketDecoder({ monotonicOffsetMs: () => offsetMs });
+    const ring = wireEvents(s, ctx, obj, {
+      source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
+      onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),
+    });
+
+    // The sweep (in the kernel): reports what idle and expired connections still hold, deletes the
+    // expired, sums the live for the conntrack_* gauges. Its records are drained at once. At stop it
+    // runs once more, after the hooks are gone (the stack unwinds in reverse), and reports everything.
+    const sweepProgram = obj.program(SWEEP_PROGRAM);
+    const sweepResult = mapReader(obj.map(SWEEP_RESULT_MAP));
+    const resultKey = u32Key(0);
+    const runSweep = (final: boolean): SweepResult => {
+      offsetMs = monotonicOffsetMs();
+      testRunProgram(sweepProgram, sweepInput(final), 1);
+      const r = sweepResult.read(resultKey);
+      if (!r) throw new Error(`${SWEEP_RESULT_MAP} has no entry 0`);
+      ring.drain();
+      return decodeSweepResult(r);
+    };
+    s.defer(() => {
+      runSweep(true);
+      const lost = ring.takeLost(); // what the final sweep and the last interval could not write
+      if (lost > 0) ctx.self.lostEvents('kernel', lost);
+    });
+
+    const sys = loadSys();
+    const tcMode = ctx.config.tcMode;
+    const attachPair = (pair: readonly HookChoice[], ifindex: number, what: string): Disposable & { mode: string } => {
+      const held: TcAttachment[] = [];
+      try {
+        for (const c of pair) held.push(attachTcAuto(obj.program(c.program), ifindex, c.target === 'ingress' ? 'ingress' : 'egress', tcMode));
+      } catch (e) {
+        for (const h of held.reverse()) h[Symbol.dispose]();
+        throw new Error(`${what}: ${errMessage(e)}`, { cause: e });
+      }
+      return {
+        mode: held.map((h) => h.mode).join(','),
+        [Symbol.dispose]() {
+          const errors: string[] = [];
+          for (const h of held.reverse()) {
+            try {
+              h[Symbol.dispose]();
+            } catch (e) {
+              errors.push(errMessage(e));
+            }
+          }
+          if (errors.length) throw new Error(errors.join('; '));
+        },
+      };
+    };
+
+    const hostInterfaces = high ? [] : ctx.config.hostInterfaces.length ? [...ctx.config.hostInterfaces] : defaultRouteInterfaces();
+    if (!high && !hostInterfaces.length) ctx.log.warn('no host interface (no default route, packetParserHostInterfaces empty): only pod veths are watched');
+    for (const name of hostInterfaces) {
+      const ifindex = sys.ifNameToIndex(name);
+      if (!ifindex) throw new Error(`host interface ${name} does not exist (packetParserHostInterfaces)`);
+      const h = s.use(onHook(ctx.log, `tc on host interface ${name}`, () => attachPair(host, ifindex, `host interface ${name}`)));
+      ctx.log.info('host interface attached', { interface: name, ifindex, mode: h.mode });
+    }
+
+    const probe = s.use(interfaceDriver());
+    const watcher = s.use(
+      createVethWatcher({
+        list: () => readdir('/sys/class/net'),
+        ifindex: (name) => sys.ifNameToIndex(name),
+        driver: (name) => probe.driver(name),
+        attach: (link: Link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
+        exclude: new Set(hostInterfaces),
+        log: ctx.log,
+      }),
+    );
+    await poll(s, timing.vethPollMs ?? 1000, () => watcher.poll(), (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`));
+
+    const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
+    const sweep = (): void => {
+      try {
+        const r = runSweep(false);
+        if (ctx.agent.enableConntrackMetrics) {
+          const values = [r.packetsTx, r.packetsRx, r.bytesTx, r.bytesRx, r.live];
+          gauges.forEach((g, i) => g.set(values[i] ?? 0));
+        }
+      } catch (e) {
+        ctx.status.degraded(`conntrack sweep: ${errMessage(e)}`);
+      }
+    };
+    const gcMs = timing.gcIntervalMs ?? (high ? Math.min(15_000, ctx.agent.conntrackReportIntervalMs) : 15_000);
+    every(s, gcMs, sweep);
+    ctx.log.info('eBPF hooks attached', {
+      hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length,
+    });
+    ctx.status.ok();
+  });
+}
+
+/** Keeps the filter map equal to ctx.interest (at most filterMapMaxEntries addresses). */
+function mirrorInterest(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject): void {
+  const writer = mapWriter(obj.map(FILTER_MAP));
+  const current = new Map<string, Buffer>();
+  const max = ctx.agent.filterMapMaxEntries;
+  const apply = (): void => {
+    try {
+      const r = syncFilter(writer, current, ctx.interest.ips(), max);
+      if (r.overflow) ctx.log.warn('IPs of interest left out: the filter map is full', { count: r.overflow, filterMapMaxEntries: max });
+      if (r.invalid) ctx.log.warn('IPs of interest that are not addresses were ignored', { count: r.invalid });
+    } catch (e) {
+      ctx.status.degraded(`filter map: ${errMessage(e)}`);
+    }
+  };
+  apply();
+  s.use(ctx.interest.onChange(apply));
+}

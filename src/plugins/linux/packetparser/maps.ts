@@ -1,0 +1,124 @@
+/**
+ * packetparser's maps and their layouts (native-linux/packetparser/packetparser.bpf.c): the filter
+ * map of IPs of interest, kept in step with ctx.interest; the connection table, which the kernel
+ * sweep (packetparser_sweep) walks, and the sweep's result.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+import type { MapWriter } from '../../../ffi/linux/index.js';
+
+export const EVENTS_MAP = 'retina_packetparser_events';
+export const LOST_MAP = 'retina_packetparser_lost';
+export const FILTER_MAP = 'retina_packetparser_filter';
+export const CONNTRACK_MAP = 'retina_packetparser_conntrack';
+export const SWEEP_RESULT_MAP = 'retina_packetparser_sweep_result';
+export const SWEEP_PROGRAM = 'packetparser_sweep';
+
+/** struct pp_ct_value: checked against the loaded map, so a stale object is caught at start. */
+export const CT_VALUE_SIZE = 184;
+
+/** The filter map's key: IPv6 as is, IPv4 v4-mapped (::ffff:a.b.c.d); undefined when not an address. */
+export function ipKey(ip: string): Buffer | undefined {
+  const s = ip.includes('%') ? ip.slice(0, ip.indexOf('%')) : ip;
+  const out = Buffer.alloc(16);
+  if (isIPv4(s)) {
+    out[10] = 0xff;
+    out[11] = 0xff;
+    s.split('.').forEach((x, i) => (out[12 + i] = Number(x)));
+    return out;
+  }
+  if (!isIPv6(s)) return undefined;
+  let text = s;
+  let tail: number[] = [];
+  const lastColon = text.lastIndexOf(':');
+  if (text.includes('.', lastColon)) {
+    tail = text.slice(lastColon + 1).split('.').map(Number);
+    text = `${text.slice(0, lastColon + 1)}0:0`;
+  }
+  const [head = '', rest] = text.split('::');
+  const words = (part: string): number[] => (part ? part.split(':').map((w) => parseInt(w, 16)) : []);
+  const h = words(head);
+  const r = rest === undefined ? [] : words(rest);
+  const all = rest === undefined ? h : [...h, ...new Array<number>(8 - h.length - r.length).fill(0), ...r];
+  all.forEach((w, i) => out.writeUInt16BE(w, i * 2));
+  if (tail.length === 4) tail.forEach((b, i) => (out[12 + i] = b));
+  return out;
+}
+
+export interface FilterSync {
+  readonly added: number;
+  readonly removed: number;
+  /** Addresses left out because the map is full (filterMapMaxEntries). */
+  readonly overflow: number;
+  /** Strings that are not IP addresses. */
+  readonly invalid: number;
+}
+
+/**
+ * Makes the filter map hold `desired` (at most `max` of them): deletes what went, adds what is new.
+ * `current` (address key hex → key) mirrors the map and is updated in place.
+ */
+export function syncFilter(map: MapWriter, current: Map<string, Buffer>, desired: ReadonlySet<string>, max: number): FilterSync {
+  const want = new Map<string, Buffer>();
+  let invalid = 0;
+  for (const ip of desired) {
+    const k = ipKey(ip);
+    if (!k) invalid++;
+    else want.set(k.toString('hex'), k);
+  }
+  let removed = 0;
+  for (const [hex, k] of current) {
+    if (want.has(hex)) continue;
+    map.delete(k);
+    current.delete(hex);
+    removed++;
+  }
+  let added = 0;
+  let overflow = 0;
+  const one = Buffer.from([1]);
+  for (const [hex, k] of want) {
+    if (current.has(hex)) continue;
+    if (current.size >= max) {
+      overflow++;
+      continue;
+    }
+    map.put(k, one);
+    current.set(hex, k);
+    added++;
+  }
+  return { added, removed, overflow, invalid };
+}
+
+/** The result of one sweep (struct pp_sweep_result in retina_packetparser_sweep_result). */
+export interface SweepResult {
+  readonly packetsTx: number;
+  readonly packetsRx: number;
+  readonly bytesTx: number;
+  readonly bytesRx: number;
+  /** Connections kept. */
+  readonly live: number;
+  /** Connections deleted (expired). */
+  readonly expired: number;
+  /** Records the sweep wrote. */
+  readonly reported: number;
+  /** Records the ring had no room for (also in the lost map). */
+  readonly lost: number;
+}
+
+export const SWEEP_RESULT_SIZE = 48;
+
+const u64 = (b: Buffer, off: number): number => b.readUInt32LE(off) + b.readUInt32LE(off + 4) * 4294967296;
+
+export function decodeSweepResult(b: Buffer): SweepResult {
+  if (b.length < SWEEP_RESULT_SIZE) throw new Error(`sweep result of ${b.length} bytes, expected ${SWEEP_RESULT_SIZE}`);
+  return {
+    packetsTx: u64(b, 0), packetsRx: u64(b, 8), bytesTx: u64(b, 16), bytesRx: u64(b, 24),
+    live: b.readUInt32LE(32), expired: b.readUInt32LE(36), reported: b.readUInt32LE(40), lost: b.readUInt32LE(44),
+  };
+}
+
+/** The sweep's input packet: an Ethernet header's worth of bytes, the first 1 for the final sweep. */
+export function sweepInput(final: boolean): Uint8Array {
+  const b = new Uint8Array(14);
+  b[0] = final ? 1 : 0;
+  return b;
+}

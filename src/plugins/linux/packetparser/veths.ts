@@ -1,0 +1,92 @@
+/**
+ * The endpoint watcher: finds the host ends of pod veths in this network namespace as they come and
+ * go, and attaches the endpoint programs to each. Polls the interface list (readdir of
+ * /sys/class/net, one syscall), resolves each name's ifindex, and asks the driver only of
+ * interfaces it has not seen before, so a steady node costs one readdir and N if_nametoindex per
+ * poll. Interfaces are keyed by name and ifindex: a veth deleted and created again under the same
+ * name is attached afresh. A vanished veth took its filters with it; detaching tolerates that.
+ */
+import type { Logger } from '../../../log/index.js';
+import { errMessage } from '../../../plugin/index.js';
+
+export interface Link {
+  readonly name: string;
+  readonly ifindex: number;
+}
+
+export interface VethWatcherDeps {
+  /** Interface names in this namespace. */
+  readonly list: () => Promise<readonly string[]>;
+  /** The interface's ifindex, 0 when it is gone. */
+  readonly ifindex: (name: string) => number;
+  /** Its driver name, undefined when unknown or gone. */
+  readonly driver: (name: string) => string | undefined;
+  /** Attaches the endpoint programs; the handle detaches them. May throw. */
+  readonly attach: (link: Link) => Disposable & { readonly mode: string };
+  /** Names never treated as endpoints (the host interfaces). */
+  readonly exclude: ReadonlySet<string>;
+  readonly log: Logger;
+}
+
+export interface VethWatcher extends Disposable {
+  /** One pass: attach new veths, detach gone ones. */
+  poll(): Promise<void>;
+  /** The veths attached now. */
+  attached(): Link[];
+}
+
+export function createVethWatcher(d: VethWatcherDeps): VethWatcher {
+  const attached = new Map<string, { link: Link; handle: Disposable }>();
+  /** Keys known not to be veths, and keys whose attach failed (logged once). */
+  const other = new Set<string>();
+  const failed = new Set<string>();
+  let closed = false;
+  const detach = (key: string, why: string): void => {
+    const a = attached.get(key);
+    if (!a) return;
+    attached.delete(key);
+    try {
+      a.handle[Symbol.dispose]();
+      d.log.info('endpoint detached', { interface: a.link.name, ifindex: a.link.ifindex, why });
+    } catch (e) {
+      d.log.warn('endpoint detach failed', { interface: a.link.name, ifindex: a.link.ifindex, error: errMessage(e) });
+    }
+  };
+  return {
+    async poll() {
+      const names = await d.list();
+      if (closed) return;
+      const present = new Map<string, Link>();
+      for (const name of names) {
+        if (d.exclude.has(name)) continue;
+        const ifindex = d.ifindex(name);
+        if (ifindex > 0) present.set(`${name}#${ifindex}`, { name, ifindex });
+      }
+      for (const key of [...attached.keys()]) if (!present.has(key)) detach(key, 'gone');
+      for (const key of other) if (!present.has(key)) other.delete(key);
+      for (const key of failed) if (!present.has(key)) failed.delete(key);
+      for (const [key, link] of present) {
+        if (attached.has(key) || other.has(key)) continue;
+        if (!failed.has(key) && d.driver(link.name) !== 'veth') {
+          other.add(key);
+          continue;
+        }
+        try {
+          const handle = d.attach(link);
+          attached.set(key, { link, handle });
+          failed.delete(key);
+          d.log.info('endpoint attached', { interface: link.name, ifindex: link.ifindex, mode: handle.mode });
+        } catch (e) {
+          // Retried on the next poll (the veth may be going away); logged once per interface.
+          if (!failed.has(key)) d.log.warn('endpoint attach failed', { interface: link.name, ifindex: link.ifindex, error: errMessage(e) });
+          failed.add(key);
+        }
+      }
+    },
+    attached: () => [...attached.values()].map((a) => a.link),
+    [Symbol.dispose]() {
+      closed = true;
+      for (const key of [...attached.keys()]) detach(key, 'stopping');
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Runs the packetparser plugin in the network namespace it is started in (the tests start it with
+ * `ip netns exec`, so its endpoint watcher sees that namespace's veths, not the machine's), driven
+ * by JSON lines on stdin; answers one JSON line per command on stdout.
+ *
+ * Commands: start {config, agent, interest (string[] | null: bypass), timing}, interest {ips},
+ * flows (the flows since the previous call), lost, logs, metrics, block {argv} (spawnSync: the
+ * event loop, and so the ring buffer's reader, stands still while it runs), runstats (BPF run-time
+ * statistics on), stop.
+ */
+import { spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { AgentConfig } from '../../src/config/index.js';
+import type { Flow } from '../../src/flow/index.js';
+import type { IpInterest } from '../../src/plugin/index.js';
+import type { PacketparserConfig } from '../../src/plugins/linux/packetparser/config.js';
+import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
+import { runPacketparser, type PacketparserTiming } from '../../src/plugins/linux/packetparser/index.js';
+import { fakeContext, type Collected } from './fake-context.js';
+
+/** A flow as the harness reports it. */
+export interface PFlow {
+  readonly obs: string;
+  readonly dir: string;
+  readonly reply: boolean | null;
+  readonly src: string;
+  readonly dst: string;
+  readonly sport: number;
+  readonly dport: number;
+  readonly proto: number;
+  readonly v: number;
+  readonly flags: number;
+  readonly tsval: number;
+  readonly tsecr: number;
+  readonly packets: number;
+  readonly bytes: number;
+  readonly counts: number[] | null;
+}
+
+interface Command {
+  readonly op: string;
+  readonly config?: PacketparserConfig;
+  readonly agent?: Partial<AgentConfig>;
+  readonly interest?: string[] | null;
+  readonly timing?: PacketparserTiming;
+  readonly ips?: string[];
+  readonly argv?: string[];
+}
+
+const compact = (f: Flow): PFlow => ({
+  obs: f.observationPoint, dir: f.direction, reply: f.isReply ?? null, src: f.srcIp, dst: f.dstIp, sport: f.srcPort, dport: f.dstPort,
+  proto: f.proto, v: f.ipVersion, flags: f.tcpFlags, tsval: f.tcpTsval, tsecr: f.tcpTsecr, packets: f.packets, bytes: f.bytes,
+  counts: f.tcpFlagCounts ? [...f.tcpFlagCounts] : null,
+});
+
+let handle: AsyncDisposable | undefined;
+let got: Collected | undefined;
+let flowsSeen = 0;
+let stats: Disposable | undefined;
+let ips = new Set<string>();
+const listeners = new Set<() => void>();
+
+async function run(c: Command): Promise<unknown> {
+  switch (c.op) {
+    case 'start': {
+      await handle?.[Symbol.asyncDispose](); // a test that failed midway left its plugin running
+      handle = undefined;
+      const made = fakeContext(c.config as PacketparserConfig, { enablePodLevel: true, ...c.agent });
+      got = made.got;
+      flowsSeen = 0;
+      ips = new Set(c.interest ?? []);
+      const interest: IpInterest = {
+        bypass: c.interest === null,
+        ips: () => ips,
+        onChange: (l) => {
+          listeners.add(l);
+          return { [Symbol.dispose]: () => void listeners.delete(l) };
+        },
+      };
+      handle = await runPacketparser({ ...made.ctx, interest }, c.timing ?? {});
+      return { status: got.status };
+    }
+    case 'interest':
+      ips = new Set(c.ips ?? []);
+      for (const l of listeners) l();
+      return null;
+    case 'flows': {
+      const all = (got?.batches ?? []).flatMap((b) => b.flows);
+      const out = all.slice(flowsSeen).map(compact);
+      flowsSeen = all.length;
+      return out;
+    }
+    case 'lost':
+      return (got?.lost ?? []).filter((l) => l.type === 'kernel').reduce((a, l) => a + l.n, 0);
+    case 'logs':
+      return got?.logs ?? [];
+    case 'metrics':
+      return (await got?.metrics.expose())?.body ?? '';
+    case 'block': {
+      const [cmd, ...args] = c.argv ?? [];
+      const r = spawnSync(cmd as string, args, { encoding: 'utf8', timeout: 60_000 });
+      if (r.status !== 0) throw new Error(`${cmd} exited ${r.status}: ${r.stderr}`);
+      return r.stdout;
+    }
+    case 'runstats':
+      // The kernel's per-program run time, held on while the harness lives (read with bpftool).
+      stats ??= enableBpfRunStats();
+      return null;
+    case 'stop':
+      await handle?.[Symbol.asyncDispose]();
+      handle = undefined;
+      return { status: got?.status ?? [] };
+    default:
+      throw new Error(`unknown op ${c.op}`);
+  }
+}
+
+const rl = createInterface({ input: process.stdin });
+let queue = Promise.resolve();
+rl.on('line', (line) => {
+  queue = queue.then(async () => {
+    try {
+      const result = await run(JSON.parse(line) as Command);
+      process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`);
+    } catch (e) {
+      process.stdout.write(`${JSON.stringify({ ok: false, error: e instanceof Error ? `${e.message}${e.cause ? ` (${String((e.cause as Error).message ?? e.cause)})` : ''}` : String(e) })}\n`);
+    }
+  });
+});
+rl.on('close', () => {
+  void queue.then(async () => {
+    await handle?.[Symbol.asyncDispose]();
+    process.exit(0);
+  });
+});

@@ -1,0 +1,200 @@
+/**
+ * packetparser on a real kernel, high aggregation: a paced TCP transfer from pod A to pod B gives a
+ * handful of records whose packets and bytes sum exactly to what the veths counted, with exactly one
+ * SYN and one SYN-ACK; the conntrack_* gauges equal the same counts; sampling 1 in N reports about
+ * 1/N of the packets; start-stop-start-stop leaves nothing; with enablePodLevel off nothing loads.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { TCP_FLAG_SLOTS } from '../../src/flow/index.js';
+import { runPacketparser } from '../../src/plugins/linux/packetparser/index.js';
+import { fakeContext } from './fake-context.js';
+import { bpfIdsOf, leftoversAfterStop, metric, requireKernel, sleep, stopAll, type Netns } from './netns.js';
+import { Harness, Topology, total, type PFlow } from './packetparser-topology.js';
+import { TCP_PACED_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
+
+let topo: Topology;
+let h: Harness | undefined;
+const helpers: ChildProcess[] = [];
+
+before(async () => {
+  requireKernel();
+  if (!existsSync(new URL('../../../native-linux/packetparser/packetparser.bpf.o', import.meta.url))) throw new Error('native-linux/packetparser/packetparser.bpf.o is missing: run make native');
+  topo = new Topology(242, false); // IPv4 only: IPv6 links chatter, and the veth counters would count it
+  const [, b] = [topo.addPod('a', 1), topo.addPod('b', 2)];
+  for (const [script, port] of [[UDP_SINK, '7000'], [TCP_SINK, '7001']] as const) {
+    const c = b.ns.spawnNode(script, [b.ip, port]);
+    helpers.push(c);
+    await new Promise((r) => c.stdout?.once('data', r));
+  }
+  h = new Harness(topo.node);
+});
+
+after(async () => {
+  try {
+    await stopAll(helpers);
+    await h?.[Symbol.asyncDispose]();
+  } finally {
+    topo?.destroy();
+  }
+});
+
+const STATS = ['rx_packets', 'rx_bytes', 'tx_packets', 'tx_bytes'] as const;
+function stats(ns: Netns, ifname: string): Record<(typeof STATS)[number], number> {
+  return Object.fromEntries(STATS.map((s) => [s, ns.ifStat(ifname, s)])) as Record<(typeof STATS)[number], number>;
+}
+const delta = <T extends Record<string, number>>(a: T, b: T): T => Object.fromEntries(Object.keys(a).map((k) => [k, (b[k] as number) - (a[k] as number)])) as T;
+
+/** Packets per flag slot, whether the record aggregated (counts) or is one packet (flags). */
+function flagCount(flows: readonly PFlow[], slot: (typeof TCP_FLAG_SLOTS)[number]): number {
+  const i = TCP_FLAG_SLOTS.indexOf(slot);
+  let n = 0;
+  for (const f of flows) {
+    if (f.counts) n += f.counts[i] ?? 0;
+    else if (slot === 'SYN') n += (f.flags & 0x12) === 0x02 ? 1 : 0;
+    else if (slot === 'SYNACK') n += (f.flags & 0x12) === 0x12 ? 1 : 0;
+  }
+  return n;
+}
+
+test('high: a paced TCP transfer: few records, whose sums equal the veth counters exactly', async (t) => {
+  const hh = h as Harness;
+  const [a, b] = [topo.pod('a'), topo.pod('b')];
+  const { status } = await hh.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 1000, enableConntrackMetrics: true }, [a.ip], { gcIntervalMs: 300 });
+  assert.deepEqual(status, ['ok']);
+  await hh.call({ op: 'runstats' });
+  await hh.settle(300);
+  const sa0 = stats(topo.node, a.veth);
+  const sb0 = stats(topo.node, b.veth);
+  const out = await a.ns.node(TCP_PACED_SEND, ['400000', b.ip, '7001', '16000', '100']);
+  assert.match(out, /sent 400000/);
+  const flows = await hh.settle(800);
+  const da = delta(sa0, stats(topo.node, a.veth));
+  const db = delta(sb0, stats(topo.node, b.veth));
+  const tcp = flows.filter((f) => f.proto === 6);
+  assert.equal(tcp.length, flows.length, 'only the transfer');
+  // The node end of A's veth receives what A sends (FROM_ENDPOINT) and sends what A receives.
+  const fromA = total(tcp, (f) => f.obs === 'FROM_ENDPOINT' && f.src === a.ip);
+  const toA = total(tcp, (f) => f.obs === 'TO_ENDPOINT' && f.dst === a.ip);
+  const toB = total(tcp, (f) => f.obs === 'TO_ENDPOINT' && f.dst === b.ip);
+  const fromB = total(tcp, (f) => f.obs === 'FROM_ENDPOINT' && f.src === b.ip);
+  assert.deepEqual([fromA.packets, fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
+  assert.deepEqual([toA.packets, toA.bytes], [da.tx_packets, da.tx_bytes], 'to A = tx of its veth');
+  assert.deepEqual([toB.packets, toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
+  assert.deepEqual([fromB.packets, fromB.bytes], [db.rx_packets, db.rx_bytes], 'from B = rx of its veth');
+  const packets = fromA.packets + toA.packets + toB.packets + fromB.packets;
+  t.diagnostic(`${tcp.length} records for ${packets} packets (${[fromA, toA, toB, fromB].map((x) => x.records).join('/')} at the four points)`);
+  for (const [name, r] of hh.runStats()) if (r.runs) t.diagnostic(`${name}: ${r.runs} runs, ${Math.round(r.ns / r.runs)} ns per packet (high)`);
+  assert.ok(tcp.length * 3 < packets, `aggregated: ${tcp.length} records for ${packets} packets`);
+  const intervalReports = tcp.filter((f) => f.packets > 1 && (f.flags & 0x07) === 0);
+  assert.ok(intervalReports.length >= 4, `interval reports in both directions at both veths (${intervalReports.length})`);
+  const atA = tcp.filter((f) => (f.obs === 'FROM_ENDPOINT' ? f.src : f.dst) === a.ip);
+  const atB = tcp.filter((f) => (f.obs === 'FROM_ENDPOINT' ? f.src : f.dst) === b.ip);
+  for (const [where, fl] of [['A', atA], ['B', atB]] as const) {
+    assert.equal(flagCount(fl, 'SYN'), 1, `one SYN at ${where}`);
+    assert.equal(flagCount(fl, 'SYNACK'), 1, `one SYN-ACK at ${where}`);
+    assert.ok(fl.every((f) => f.reply === (f.src === b.ip)), `is_reply at ${where}`);
+  }
+  assert.ok(atA.every((f) => f.dir === 'EGRESS') && atB.every((f) => f.dir === 'INGRESS'), 'direction: A started it');
+
+  // conntrack_* gauges: tx = what the initiator (A) sent, at both veths; rx = B's replies.
+  await sleep(700);
+  const text = await hh.call<string>({ op: 'metrics' });
+  assert.equal(metric(text, 'networkobservability_conntrack_total_connections'), 2, 'one connection at each veth');
+  assert.equal(metric(text, 'networkobservability_conntrack_packets_tx'), fromA.packets + toB.packets);
+  assert.equal(metric(text, 'networkobservability_conntrack_packets_rx'), fromB.packets + toA.packets);
+  assert.equal(metric(text, 'networkobservability_conntrack_bytes_tx'), fromA.bytes + toB.bytes);
+  assert.equal(metric(text, 'networkobservability_conntrack_bytes_rx'), fromB.bytes + toA.bytes);
+  await hh.call({ op: 'stop' });
+});
+
+interface Burst { readonly records: number; readonly packets: number; readonly afterStop: number }
+
+/** A UDP burst from A to B; per observation point (A's veth, B's veth): what came before stop, and the packets the final sweep added. */
+async function udpBurst(rate: number, n: number): Promise<Burst[]> {
+  const hh = h as Harness;
+  const [a, b] = [topo.pod('a'), topo.pod('b')];
+  await hh.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 600_000, dataSamplingRate: rate }, [a.ip]);
+  await a.ns.node(UDP_SEND, [String(n), b.ip, '7000', '32']);
+  const flows = await hh.settle();
+  await hh.call({ op: 'stop' });
+  const final = await hh.flows();
+  const fromA = (obs: string) => (f: PFlow): boolean => f.obs === obs && f.src === a.ip && f.proto === 17;
+  return ['FROM_ENDPOINT', 'TO_ENDPOINT'].map((obs) => ({ ...total(flows, fromA(obs)), afterStop: total(final, fromA(obs)).packets }));
+}
+
+test('sampling: rate 1 reports only the new connection; rate 10 about one packet in ten; stopping reports the rest', async (t) => {
+  const n = 2000;
+  for (const at of await udpBurst(1, n)) {
+    assert.deepEqual([at.records, at.packets], [1, 1], 'only the first packet, reported as new');
+    assert.equal(at.packets + at.afterStop, n, 'the final sweep at stop reports what the connection still held');
+  }
+  for (const at of await udpBurst(10, n)) {
+    const sampled = at.records - 1;
+    t.diagnostic(`rate 10: ${sampled} sampled records for ${n} packets`);
+    assert.ok(sampled >= 130 && sampled <= 270, `about ${n / 10} sampled records, got ${sampled}`);
+    assert.ok(at.packets <= n && at.packets > n - 150, `the records carry what accumulated: ${at.packets} of ${n} packets`);
+    assert.equal(at.packets + at.afterStop, n, 'and the final sweep the rest');
+  }
+});
+
+test('idle: a connection that goes quiet is reported in full by the sweep, with no packet to carry the report', async (t) => {
+  const hh = h as Harness;
+  const [a, b] = [topo.pod('a'), topo.pod('b')];
+  const n = 500;
+  // Default sweep timing: at high aggregation the sweep runs every conntrackReportInterval (1 s here).
+  await hh.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 1000, enableConntrackMetrics: true }, [a.ip]);
+  const t0 = Date.now();
+  await a.ns.node(UDP_SEND, [String(n), b.ip, '7000', '32']);
+  const got: PFlow[] = [];
+  const fromA = (obs: string) => (f: PFlow): boolean => f.obs === obs && f.src === a.ip && f.proto === 17;
+  const complete = (): boolean => ['FROM_ENDPOINT', 'TO_ENDPOINT'].every((obs) => total(got, fromA(obs)).packets === n);
+  while (!complete() && Date.now() - t0 < 5000) {
+    await sleep(100);
+    got.push(...(await hh.flows()));
+  }
+  const ms = Date.now() - t0;
+  for (const obs of ['FROM_ENDPOINT', 'TO_ENDPOINT']) {
+    const x = total(got, fromA(obs));
+    assert.equal(x.packets, n, `${obs}: all ${n} packets reported (${x.records} records)`);
+    assert.equal(x.records, 2, `${obs}: the new connection, then one sweep report`);
+  }
+  t.diagnostic(`the whole burst reported ${ms} ms after it started (report interval 1 s)`);
+  assert.ok(ms < 3000, `within about two report intervals (${ms} ms)`);
+  const late = got.filter((f) => f.packets > 1);
+  assert.ok(late.every((f) => f.reply === false && f.dport === 7000 && f.tsval === 0), 'sweep records carry the direction\'s sender and receiver');
+  const text = await hh.call<string>({ op: 'metrics' });
+  assert.equal(metric(text, 'networkobservability_conntrack_total_connections'), 2, 'both veths still hold the connection: it has not expired');
+  await hh.call({ op: 'stop' });
+  assert.deepEqual(await hh.flows(), [], 'nothing was left for the final sweep');
+});
+
+test('start-stop-start-stop and a second stop leave nothing behind', async () => {
+  const hh = h as Harness;
+  const owned = { progs: [] as number[], links: [] as number[] };
+  for (const level of ['high', 'low']) {
+    await hh.start({ hostInterfaces: ['pp-ext'] }, { dataAggregationLevel: level }, null);
+    const ids = hh.bpf();
+    owned.progs.push(...ids.progs);
+    owned.links.push(...ids.links);
+    await hh.call({ op: 'stop' });
+    await hh.call({ op: 'stop' });
+  }
+  assert.ok(owned.progs.length >= 6, 'two endpoint programs, then four');
+  assert.deepEqual(await leftoversAfterStop(topo.node, ['pp-a', 'pp-b', 'pp-ext'], owned), []);
+  const logs = await hh.logs();
+  assert.deepEqual(logs.filter((l) => l.level === 'error' || l.level === 'warn'), []);
+});
+
+test('enablePodLevel false: nothing is loaded, the plugin says why', async () => {
+  const before = bpfIdsOf(process.pid);
+  const { ctx, got } = fakeContext({ hostInterfaces: [], tcMode: 'auto' as const, conntrackMaxEntries: 65536 }, { enablePodLevel: false });
+  const handle = await runPacketparser(ctx);
+  assert.deepEqual(got.status, ['degraded: enablePodLevel is false: packetparser has nothing to feed']);
+  assert.ok(got.logs.some((l) => l.level === 'warn' && /enablePodLevel is false/.test(l.msg)));
+  assert.deepEqual(bpfIdsOf(process.pid), before, 'no program or link');
+  await handle[Symbol.asyncDispose]();
+  await handle[Symbol.asyncDispose]();
+});

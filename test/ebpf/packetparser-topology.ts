@@ -1,0 +1,177 @@
+/**
+ * The packetparser tests' world: a "node" namespace routing between pod namespaces (one veth pair
+ * each, the node ends named pp-<pod>) and a "world" namespace behind pp-ext (the host interface),
+ * IPv4 and IPv6, with permanent neighbour entries so no ARP or ND runs during a test. The plugin
+ * runs in the node namespace inside packetparser-harness.js, driven through `Harness`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { nodeBinary } from '../e2e/agent-process.js';
+import type { PFlow } from './packetparser-harness.js';
+import { Netns, bpfIdsOf, pinNeighbours, sh, sleep, vethPair, type BpfIds } from './netns.js';
+
+export type { PFlow };
+
+export interface Pod {
+  readonly ns: Netns;
+  /** The node end of its veth. */
+  readonly veth: string;
+  readonly ip: string;
+  readonly ip6: string;
+  readonly gw: string;
+}
+
+export class Topology {
+  readonly node: Netns;
+  readonly world: Pod;
+  readonly pods = new Map<string, Pod>();
+  readonly #extra: Netns[] = [];
+  /** `v6`: give the pods IPv6 too (IPv6 links send neighbour and multicast chatter of their own). */
+  constructor(readonly net: number, readonly v6 = true) {
+    this.node = new Netns(`pp-node${net}`);
+    this.node.run('sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
+    this.node.run('sysctl', ['-qw', 'net.ipv6.conf.all.forwarding=1']);
+    this.world = this.#attach('ext', 9);
+  }
+  /** Adds pod `name` on subnet 10.<net>.<n>.0/24, fd00:<net>:<n>::/64. */
+  addPod(name: string, n: number): Pod {
+    const p = this.#attach(name, n);
+    this.pods.set(name, p);
+    return p;
+  }
+  pod(name: string): Pod {
+    const p = this.pods.get(name);
+    if (!p) throw new Error(`no pod ${name}`);
+    return p;
+  }
+  #attach(name: string, n: number): Pod {
+    const ns = new Netns(`pp-${name}${this.net}`);
+    this.#extra.push(ns);
+    const veth = `pp-${name}`;
+    const ip = `10.${this.net}.${n}.2`;
+    const gw = `10.${this.net}.${n}.1`;
+    const ip6 = `fd00:${this.net}:${n}::2`;
+    const gw6 = `fd00:${this.net}:${n}::1`;
+    vethPair(this.node, veth, gw, ns, 'eth0', ip, this.v6 ? [gw6, ip6] : undefined);
+    ns.run('ip', ['route', 'add', 'default', 'via', gw]);
+    if (this.v6) ns.run('ip', ['-6', 'route', 'add', 'default', 'via', gw6]);
+    pinNeighbours(this.node, veth, this.v6 ? [gw, gw6] : [gw], ns, 'eth0', this.v6 ? [ip, ip6] : [ip]);
+    return { ns, veth, ip, ip6, gw };
+  }
+  /** Removes pod `name`: deletes its veth pair (from the node end), then its namespace. */
+  removePod(name: string): void {
+    const p = this.pod(name);
+    this.node.run('ip', ['link', 'del', p.veth]);
+    p.ns.destroy();
+    this.pods.delete(name);
+  }
+  destroy(): void {
+    for (const ns of this.#extra) ns.destroy();
+    this.node.destroy();
+  }
+}
+
+interface Reply {
+  readonly ok: boolean;
+  readonly result?: unknown;
+  readonly error?: string;
+}
+
+/** The plugin, running in `ns` inside packetparser-harness.js. */
+export class Harness implements AsyncDisposable {
+  readonly child: ChildProcess;
+  readonly #replies: Reply[] = [];
+  readonly #waiters: ((r: Reply) => void)[] = [];
+  #stderr = '';
+  constructor(readonly ns: Netns) {
+    const script = fileURLToPath(new URL('./packetparser-harness.js', import.meta.url));
+    this.child = spawn('ip', ['netns', 'exec', ns.name, nodeBinary(), script], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child.stderr?.setEncoding('utf8').on('data', (s: string) => (this.#stderr = (this.#stderr + s).slice(-4000)));
+    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      const r = JSON.parse(line) as Reply;
+      const w = this.#waiters.shift();
+      if (w) w(r);
+      else this.#replies.push(r);
+    });
+  }
+  get pid(): number {
+    return this.child.pid as number;
+  }
+  async call<T>(cmd: Record<string, unknown>, timeoutMs = 60_000): Promise<T> {
+    this.child.stdin?.write(`${JSON.stringify(cmd)}\n`);
+    const r = this.#replies.shift() ?? (await new Promise<Reply>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`harness: no answer to ${String(cmd['op'])}; stderr: ${this.#stderr}`)), timeoutMs);
+      this.#waiters.push((x) => {
+        clearTimeout(t);
+        resolve(x);
+      });
+    }));
+    if (!r.ok) throw new Error(`harness ${String(cmd['op'])}: ${r.error ?? '?'}`);
+    return r.result as T;
+  }
+  start(config: Record<string, unknown>, agent: Record<string, unknown>, interest: string[] | null, timing: Record<string, number> = {}): Promise<{ status: string[] }> {
+    return this.call({ op: 'start', config: { hostInterfaces: [], tcMode: 'auto', conntrackMaxEntries: 65536, ...config }, agent, interest, timing });
+  }
+  flows(): Promise<PFlow[]> {
+    return this.call({ op: 'flows' });
+  }
+  /** The flows that arrive until none came for `quietMs`. */
+  async settle(quietMs = 600, timeoutMs = 15_000): Promise<PFlow[]> {
+    const out: PFlow[] = [];
+    const deadline = Date.now() + timeoutMs;
+    let quietSince = Date.now();
+    while (Date.now() < deadline) {
+      await sleep(150);
+      const f = await this.flows();
+      if (f.length) {
+        out.push(...f);
+        quietSince = Date.now();
+      } else if (Date.now() - quietSince >= quietMs) break;
+    }
+    return out;
+  }
+  logs(): Promise<{ level: string; msg: string; fields: Record<string, unknown> }[]> {
+    return this.call({ op: 'logs' });
+  }
+  bpf(): BpfIds {
+    return bpfIdsOf(this.pid);
+  }
+  /** Runs and run time (ns) of the harness's programs so far (after `runstats`), by program name. */
+  runStats(): Map<string, { runs: number; ns: number }> {
+    const ids = new Set(this.bpf().progs);
+    const out = new Map<string, { runs: number; ns: number }>();
+    for (const p of JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_cnt?: number; run_time_ns?: number }[]) {
+      if (!ids.has(p.id) || !p.name) continue;
+      out.set(p.name, { runs: p.run_cnt ?? 0, ns: p.run_time_ns ?? 0 });
+    }
+    return out;
+  }
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((r) => this.child.once('close', r));
+    this.child.stdin?.end();
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(t);
+  }
+}
+
+/** The `ip netns exec` argv that runs a Node.js script in `ns` (for the harness's `block`). */
+export function nodeArgv(ns: Netns, script: string, args: readonly string[]): string[] {
+  return ['ip', 'netns', 'exec', ns.name, nodeBinary(), '--input-type=module', '-e', script, ...args];
+}
+
+/** Flows matching `pred`, summed. */
+export function total(flows: readonly PFlow[], pred: (f: PFlow) => boolean): { records: number; packets: number; bytes: number } {
+  let records = 0;
+  let packets = 0;
+  let bytes = 0;
+  for (const f of flows) {
+    if (!pred(f)) continue;
+    records++;
+    packets += f.packets;
+    bytes += f.bytes;
+  }
+  return { records, packets, bytes };
+}
