@@ -6,7 +6,10 @@
  * lost events (kernel ring and user space), records parsed, and how many packets adv_forward_count
  * accounted for. Goals: agent under 0.5 core, zero lost events. Then iperf3 TCP from one pod to the
  * host, with the agent running packetparser vs the agent without it, alternated (ABBA): goal ratio
- * at least 0.97. Env: BENCH_PODS (100), BENCH_PPS (100000), BENCH_PODS_SECONDS (10),
+ * at least 0.97. The agent runs the default plugins plus packetparser, with the default
+ * metricsIntervalDuration (10 s) unless BENCH_METRICS_INTERVAL says otherwise; its CPU is also
+ * measured idle (the 100 pods, no load), and during the iperf3 runs.
+ * Env: BENCH_PODS (100), BENCH_PPS (100000), BENCH_PODS_SECONDS (10), BENCH_METRICS_INTERVAL (10s),
  * BENCH_IPERF_ROUNDS (4), BENCH_IPERF_SECONDS (5). Needs root, kernel BTF, iperf3, clang, and the
  * test control plane (built by make).
  */
@@ -27,6 +30,8 @@ const PPS = Number(process.env['BENCH_PPS'] ?? 100_000);
 const SECONDS = Number(process.env['BENCH_PODS_SECONDS'] ?? 10);
 const ROUNDS = Number(process.env['BENCH_IPERF_ROUNDS'] ?? 4);
 const IPERF_SECONDS = Number(process.env['BENCH_IPERF_SECONDS'] ?? 5);
+const METRICS_INTERVAL = process.env['BENCH_METRICS_INTERVAL'] ?? '10s';
+const METRICS_INTERVAL_MS = /^(\d+)s$/.test(METRICS_INTERVAL) ? Number(METRICS_INTERVAL.slice(0, -1)) * 1000 : 10_000;
 const NODE = 'bench-pods-node';
 const PORT = 9999;
 const conditions = { kernel: release(), cpus: cpus().length, cpu: cpus()[0]?.model };
@@ -96,7 +101,7 @@ interface BenchAgent extends AsyncDisposable {
 async function startAgent(extra: string, plugins = '[packetforward, dropreason, linuxutil, dns, packetparser]', labelled = true): Promise<BenchAgent> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-pods-'));
   const file = join(dir, 'config.yaml');
-  writeFileSync(file, `apiServer:\n  host: 127.0.0.1\n  port: 0\nenablePodLevel: true\nremoteContext: false\nenabledPlugin: ${plugins}\npacketParserHostInterfaces: []\npacketForwardInterfaces: [lo]\nmetricsIntervalDuration: 1s\n${extra}`);
+  writeFileSync(file, `apiServer:\n  host: 127.0.0.1\n  port: 0\nenablePodLevel: true\nremoteContext: false\nenabledPlugin: ${plugins}\npacketParserHostInterfaces: []\npacketForwardInterfaces: [lo]\nmetricsIntervalDuration: ${METRICS_INTERVAL}\n${extra}`);
   const proc = new AgentProcess({ command: [AGENT_BIN], args: ['--config', file, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: NODE }) });
   const port = await proc.listening(30_000);
   const names = /\[(.*)\]/.exec(plugins)?.[1]?.split(',').map((s) => s.trim()) ?? [];
@@ -122,7 +127,8 @@ async function untilLabelled(metrics: () => Promise<string>): Promise<void> {
   }
 }
 
-const sum = (text: string, name: string, labels: Record<string, string> = {}): number => {
+/** A function declaration: hoisted above the top-level `await using` body, which TypeScript lowers into a try block. */
+function sum(text: string, name: string, labels: Record<string, string> = {}): number {
   let total = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
@@ -130,9 +136,12 @@ const sum = (text: string, name: string, labels: Record<string, string> = {}): n
     total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
-};
+}
 
 async function loadRun(agent: BenchAgent): Promise<Record<string, unknown>> {
+  const idle0 = cpuSeconds(agent.proc.pid);
+  await sleep(5000);
+  const idleCpu = cpuSeconds(agent.proc.pid) - idle0;
   const before = await agent.metrics();
   const sink = await node.sink(SECONDS + 3, PORT);
   const cpu0 = cpuSeconds(agent.proc.pid);
@@ -141,12 +150,15 @@ async function loadRun(agent: BenchAgent): Promise<Record<string, unknown>> {
   const wall = (Date.now() - t0) / 1000;
   const cpu = cpuSeconds(agent.proc.pid) - cpu0;
   const received = Number(/received (\d+)/.exec(await output(sink))?.[1] ?? 0);
-  await sleep(2500);
+  // Kernel ring losses are read every metrics interval.
+  await sleep(METRICS_INTERVAL_MS + 2500);
   const after = await agent.metrics();
   const d = (name: string, labels: Record<string, string> = {}): number => sum(after, name, labels) - sum(before, name, labels);
   return {
     packetsSent: sent, packetsReceived: received, packetsPerSecond: Math.round(sent / wall),
     agentCpuPercentOfOneCore: Number(((cpu / wall) * 100).toFixed(2)),
+    agentIdleCpuPercentOfOneCore: Number(((idleCpu / 5) * 100).toFixed(2)),
+    metricsIntervalDuration: METRICS_INTERVAL,
     lostEvents: d('controlplane_networkobservability_lost_events_counter'),
     recordsParsed: d('controlplane_networkobservability_parsed_packets_counter'),
     advForwardCountEgress: d('networkobservability_adv_forward_count', { direction: 'egress' }),
@@ -173,10 +185,14 @@ async function iperfRatio(): Promise<Record<string, unknown>> {
     await sleep(500);
     const off: number[] = [];
     const on: number[] = [];
+    const cpu = { off: [] as number[], on: [] as number[] };
     for (let i = 0; i < ROUNDS; i++) {
-      for (const mode of i % 2 === 0 ? ['off', 'on'] : ['on', 'off']) {
-        await using _agent = await startAgent('dataAggregationLevel: high\n', mode === 'on' ? '[packetforward, dropreason, linuxutil, dns, packetparser]' : '[packetforward, dropreason, linuxutil, dns]', mode === 'on');
+      for (const mode of i % 2 === 0 ? ['off', 'on'] as const : ['on', 'off'] as const) {
+        await using agent = await startAgent('dataAggregationLevel: high\n', mode === 'on' ? '[packetforward, dropreason, linuxutil, dns, packetparser]' : '[packetforward, dropreason, linuxutil, dns]', mode === 'on');
+        const c0 = cpuSeconds(agent.proc.pid);
+        const t0 = Date.now();
         (mode === 'on' ? on : off).push(await run());
+        cpu[mode].push(((cpuSeconds(agent.proc.pid) - c0) / ((Date.now() - t0) / 1000)) * 100);
       }
     }
     return {
@@ -184,6 +200,7 @@ async function iperfRatio(): Promise<Record<string, unknown>> {
       throughputRatio: Number((median(on) / median(off)).toFixed(4)),
       pairedRatioMedian: Number(median(on.map((x, i) => x / (off[i] as number))).toFixed(4)),
       runsGbps: { off: off.map((x) => Number((x / 1e9).toFixed(3))), on: on.map((x) => Number((x / 1e9).toFixed(3))) },
+      agentCpuPercentDuringRuns: { off: cpu.off.map((x) => Number(x.toFixed(1))), on: cpu.on.map((x) => Number(x.toFixed(1))) },
       goalRatio: 0.97,
     };
   } finally {

@@ -3,7 +3,7 @@
  * side by side in one run (the machine is noisy: compare within a run; each figure is the median of
  * several interleaved rounds). Records are what this node's plugins read (fixture.ts): packetparser
  * packet_event records decoded by createPacketDecoder, dropreason and tcpretrans records through
- * their decoders, DNS records into flows; enrichment goes through cacheLookup over an IpCache of
+ * their flow decoders, DNS records into flows; enrichment goes through cacheLookup over an IpCache of
  * pods, services and nodes; aggregation is the Metrics Module with Retina's annotation-mode set
  * (8 metrics, ip/namespace/podname/workload on both sides) in remote and local context.
  * Prints one JSON line (and a table on stderr). BENCH_ROUNDS, BENCH_ROUND_MS tune the run; BENCH_ONLY=<name> runs one combination (for --cpu-prof).
@@ -13,8 +13,9 @@ import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { annotationSpec, createMetricsModule, parseMetricsSpec, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
 import { createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
-import { decodeDropEvent, dropFlow, reasonNames, DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
-import { decodeRetrans, retransFlow, RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
+import { createDropDecoder, reasonNames, DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
+import { createRetransDecoder, RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
+import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
 import { dnsFlow } from '../../src/plugins/linux/dns/decode.js';
 import { PACKET_EVENT_SIZE } from '../../src/plugins/linux/packetparser/decode.js';
 import { buildFixture, THIS_NODE, type Fixture, type Rec } from './fixture.js';
@@ -28,8 +29,12 @@ const shape = { nodes: 10, pods: 1000, services: 50, connections: 3000, records:
 const remoteFx = buildFixture({ ...shape, localOnly: false });
 const localFx = buildFixture({ ...shape, localOnly: true });
 
-const decodePacket = createPacketDecoder({ monotonicOffsetMs: () => 1.7e12, nodeName: THIS_NODE });
-const reason = reasonNames(new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [5, 'SKB_DROP_REASON_SOCKET_FILTER'], [6, 'SKB_DROP_REASON_UDP_CSUM'], [16, 'SKB_DROP_REASON_NETFILTER_DROP']]));
+// Each plugin has its own decoder (and its own address table), as in the agent.
+const clock = kernelClock(1.7e12);
+const decodePacket = createPacketDecoder({ clock, nodeName: THIS_NODE });
+const reasonName = reasonNames(new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [5, 'SKB_DROP_REASON_SOCKET_FILTER'], [6, 'SKB_DROP_REASON_UDP_CSUM'], [16, 'SKB_DROP_REASON_NETFILTER_DROP']]));
+const decodeDrop = createDropDecoder({ reasonName, clock });
+const decodeRetrans = createRetransDecoder({ clock });
 
 function decodeBatch(fx: Fixture, recs: readonly Rec[]): Flow[] {
   const out: Flow[] = [];
@@ -37,9 +42,9 @@ function decodeBatch(fx: Fixture, recs: readonly Rec[]): Flow[] {
     const r = recs[i] as Rec;
     switch (r.kind) {
       case 'pp': out.push(decodePacket(fx.pp, r.off, PACKET_EVENT_SIZE)); break;
-      case 'drop': out.push(dropFlow(decodeDropEvent(fx.drops, r.off, DROP_EVENT_SIZE), reason)); break;
-      case 'retrans': out.push(retransFlow(decodeRetrans(fx.retrans, r.off, RETRANS_EVENT_SIZE))); break;
-      case 'dns': out.push(dnsFlow(r.rec)); break;
+      case 'drop': out.push(decodeDrop(fx.drops, r.off, DROP_EVENT_SIZE)); break;
+      case 'retrans': out.push(decodeRetrans(fx.retrans, r.off, RETRANS_EVENT_SIZE)); break;
+      case 'dns': out.push(dnsFlow(r.rec, clock)); break;
     }
   }
   return out;

@@ -40,7 +40,7 @@ export interface Fixture {
 }
 
 interface Addr { readonly v4: number; readonly v6: Uint8Array | undefined }
-interface Conn { readonly a: Addr; readonly b: Addr; readonly aPort: number; readonly bPort: number; readonly proto: number; readonly six: boolean; readonly obsOrig: readonly number[]; readonly obsReply: readonly number[]; readonly aInitiates: boolean }
+interface Conn { readonly a: Addr; readonly b: Addr; readonly aPort: number; readonly bPort: number; readonly proto: number; readonly six: boolean; readonly obsOrig: readonly number[]; readonly obsReply: readonly number[]; readonly aInitiates: boolean; readonly dropReason: number }
 
 const FROM_ENDPOINT = 0, TO_ENDPOINT = 1, FROM_NETWORK = 2, TO_NETWORK = 3;
 const v4s = (n: number): string => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
@@ -58,8 +58,15 @@ const v6s = (b: Uint8Array): string => {
 };
 
 export function buildFixture(o: FixtureOptions): Fixture {
+  // mulberry32: a linear congruential generator's low bits repeat with short periods, which made
+  // draws taken one after the other (protocol, then packets) depend on each other.
   let seed = 42;
-  const rnd = (m: number): number => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % m);
+  const rnd = (m: number): number => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * m);
+  };
   const cache = new IpCache();
   const nodeIp = (i: number): number => v4n(192, 168, i >> 8, i & 255);
   for (let i = 0; i < o.nodes; i++) cache.upsertNode({ kind: 'node', name: `node-${i}`, ips: [v4s(nodeIp(i))], zone: `zone-${'abc'[i % 3]}` });
@@ -92,7 +99,8 @@ export function buildFixture(o: FixtureOptions): Fixture {
     const r = rnd(100);
     const a = pick(local).addr;
     const proto = rnd(10) === 0 ? 17 : 6;
-    const base = { aPort: 30000 + rnd(30000), proto };
+    // A connection's drops mostly come from one place (a policy rule, a full queue): one reason each.
+    const base = { aPort: 30000 + rnd(30000), proto, dropReason: [2, 5, 6, 16][rnd(4)] as number };
     if (r < 35) { // this node's pod → a pod on another node
       const b = pick(remote).addr;
       conns.push({ ...base, a, b, bPort: 8080, six: !!(a.v6 && b.v6), obsOrig: [FROM_ENDPOINT, TO_NETWORK], obsReply: [FROM_NETWORK, TO_ENDPOINT], aInitiates: true });
@@ -180,7 +188,7 @@ function writePacketEvent(v: DataView, off: number, c: Conn, reply: boolean, tsN
 
 function writeTuple(v: DataView, off: number, c: Conn, reply: boolean, rnd: (m: number) => number): void {
   const [s, d, sp, dp] = reply ? [c.b, c.a, c.bPort, c.aPort] : [c.a, c.b, c.aPort, c.bPort];
-  v.setUint32(off + 8, [2, 5, 6, 16][rnd(4)] as number, true); // reason
+  v.setUint32(off + 8, rnd(10) === 0 ? 2 : c.dropReason, true); // reason: the connection's, sometimes NOT_SPECIFIED
   v.setUint32(off + 12, reply ? 1 : 2, true); // direction
   v.setUint32(off + 16, 60 + rnd(1400), true);
   const t = off + 24;

@@ -57,7 +57,7 @@ export interface Flow {
    * Packets per TCP flag when this flow aggregates several packets (packetparser at high
    * aggregation), slots as TCP_FLAG_SLOTS; undefined when every packet carried `tcpFlags`.
    */
-  tcpFlagCounts: Uint32Array | undefined;
+  tcpFlagCounts: readonly number[] | undefined;
   dns: DnsInfo | undefined;
   nodeName: string;
   /** Filled by the enricher only. */
@@ -79,32 +79,52 @@ export interface FlowConsumer {
   consume(batch: FlowBatch): void;
 }
 
-/** The one factory for flows, so every Flow has the same shape (one V8 hidden class). */
-export function createFlow(init: Partial<Flow> & Pick<Flow, 'srcIp' | 'dstIp' | 'verdict'>): Flow {
+/**
+ * A Flow with every field at its default: the one object literal flows come from, so every Flow has
+ * the same shape (one V8 hidden class). Hot decoders fill it field by field; everything else uses
+ * `createFlow`.
+ */
+export function newFlow(verdict: Verdict): Flow {
   return {
-    timeMs: init.timeMs ?? Date.now(),
-    srcIp: init.srcIp,
-    dstIp: init.dstIp,
-    ipVersion: init.ipVersion ?? (init.srcIp.includes(':') ? 6 : 4),
-    proto: init.proto ?? 0,
-    srcPort: init.srcPort ?? 0,
-    dstPort: init.dstPort ?? 0,
-    tcpFlags: init.tcpFlags ?? 0,
-    tcpTsval: init.tcpTsval ?? 0,
-    tcpTsecr: init.tcpTsecr ?? 0,
-    verdict: init.verdict,
-    dropReason: init.dropReason ?? '',
-    direction: init.direction ?? 'UNKNOWN',
-    observationPoint: init.observationPoint ?? 'UNKNOWN',
-    isReply: init.isReply,
-    packets: init.packets ?? 1,
-    bytes: init.bytes ?? 0,
-    tcpFlagCounts: init.tcpFlagCounts,
-    dns: init.dns,
-    nodeName: init.nodeName ?? '',
-    source: init.source,
-    destination: init.destination,
+    timeMs: 0,
+    srcIp: '',
+    dstIp: '',
+    ipVersion: 4,
+    proto: 0,
+    srcPort: 0,
+    dstPort: 0,
+    tcpFlags: 0,
+    tcpTsval: 0,
+    tcpTsecr: 0,
+    verdict,
+    dropReason: '',
+    direction: 'UNKNOWN',
+    observationPoint: 'UNKNOWN',
+    isReply: undefined,
+    packets: 1,
+    bytes: 0,
+    tcpFlagCounts: undefined,
+    dns: undefined,
+    nodeName: '',
+    source: undefined,
+    destination: undefined,
   };
+}
+
+/**
+ * A Flow from the fields given (the others at their defaults; `ipVersion` from the source address,
+ * `timeMs` now). For decoders off the hot path and for tests.
+ */
+export function createFlow(init: Partial<Flow> & Pick<Flow, 'srcIp' | 'dstIp' | 'verdict'>): Flow {
+  const f = newFlow(init.verdict) as unknown as Record<string, unknown>;
+  for (const k in init) {
+    const v = (init as Record<string, unknown>)[k];
+    if (v !== undefined) f[k] = v;
+  }
+  const flow = f as unknown as Flow;
+  if (init.ipVersion === undefined) flow.ipVersion = init.srcIp.includes(':') ? 6 : 4;
+  if (init.timeMs === undefined) flow.timeMs = Date.now();
+  return flow;
 }
 
 /** A consumer that discards everything: the flow sink when pod-level metrics are off. */

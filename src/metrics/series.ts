@@ -1,11 +1,16 @@
 /**
- * A metric family that aggregates on the hot path in a plain Map keyed by the joined label values,
- * and builds label objects only when scraped. prom-client's Registry accepts it as a metric (it
- * duck-types `name`, `help`, `type` and `get()`), so it is exposed with everything else.
+ * A metric family that aggregates on the hot path and builds label objects only when scraped.
+ * prom-client's Registry accepts it as a metric (it duck-types `name`, `help`, `type` and `get()`),
+ * so it is exposed with everything else.
  *
  * Why not prom-client's Gauge: `inc(labels)` hashes a label object per call; at a million flows a
- * second that is most of the budget. Here a flow costs two Map lookups on strings
- * whose hashes are already known, or none when the caller keeps the Series (see `Series.dead`).
+ * second that is most of the budget.
+ *
+ * Storage is by index: a series is a slot in `values` and `touched` (typed arrays, so an update
+ * writes numbers in place, with no boxed double and no object to chase), found from its label
+ * values through a two-level Map only when a caller does not already hold its index. Indexes are
+ * reused after a removal, and every removal counts in `removals` (which families may share): a
+ * caller that keeps indexes drops them all when that count has moved.
  */
 import type { MetricType } from './catalog.js';
 
@@ -14,23 +19,6 @@ export const SEP = '\x1f';
 
 export function cleanLabelValue(v: string): string {
   return v.includes(SEP) ? v.replaceAll(SEP, ' ') : v;
-}
-
-/**
- * One series. Callers may hold on to it between flows (the Metrics Module caches series per
- * context tail) as long as they check `dead`: a removed series is marked so and never revived.
- */
-export class Series {
-  value = 0;
-  touchedMs: number;
-  /** Removed from its family (expired, forgotten, cleared): look it up again. */
-  dead = false;
-  /** The family's overflow series: every flow folded into it must go through `series()` again. */
-  readonly overflow: boolean;
-  constructor(nowMs: number, overflow: boolean) {
-    this.touchedMs = nowMs;
-    this.overflow = overflow;
-  }
 }
 
 export interface FamilyOptions {
@@ -42,7 +30,16 @@ export interface FamilyOptions {
   readonly maxSeries: number;
   /** Called once per flow folded into the overflow series. */
   readonly onOverflow?: (n: number) => void;
+  /** Counts removals (shared by the families of one Metrics Module spec); default: the family's own. */
+  readonly removals?: RemovalCount;
 }
+
+/** How many series were removed so far: held indexes are good while it has not moved. */
+export interface RemovalCount {
+  n: number;
+}
+
+const INITIAL_CAPACITY = 64;
 
 export class SeriesFamily {
   readonly name: string;
@@ -50,9 +47,21 @@ export class SeriesFamily {
   readonly type: 'gauge' | 'counter';
   readonly labelNames: readonly string[];
   readonly aggregator = 'sum';
-  /** prefix (fixed label values) → tail (context label values, each after SEP) → series. */
-  readonly #series = new Map<string, Map<string, Series>>();
+  /**
+   * Value and last update (ms, kept only by callers that expire series) by index. Replaced when the
+   * family grows, so read them through the family each time, never keep the arrays.
+   */
+  values = new Float64Array(INITIAL_CAPACITY);
+  touched = new Float64Array(INITIAL_CAPACITY);
+  readonly removals: RemovalCount;
+  /** prefix (fixed label values) → tail (context label values, each after SEP) → index. */
+  readonly #index = new Map<string, Map<string, number>>();
+  readonly #prefixOf: (string | undefined)[] = [];
+  readonly #tailOf: (string | undefined)[] = [];
+  readonly #free: number[] = [];
+  #next = 0;
   #size = 0;
+  #overflowAt = -1;
   readonly #max: number;
   readonly #overflowPrefix: string;
   readonly #overflowTail: string;
@@ -68,6 +77,7 @@ export class SeriesFamily {
     this.#overflowPrefix = Array.from({ length: o.fixedLabels }, () => 'overflow').join(SEP);
     this.#overflowTail = (SEP + 'overflow').repeat(o.labelNames.length - o.fixedLabels);
     this.#onOverflow = o.onOverflow;
+    this.removals = o.removals ?? { n: 0 };
   }
 
   get size(): number {
@@ -75,83 +85,115 @@ export class SeriesFamily {
   }
 
   /**
-   * The series of `prefix` (fixed label values joined by SEP) and `tail` (the other values, each
-   * preceded by SEP), created if needed. Two levels, so that one tail string is hashed once and
-   * shared by every family a flow feeds. Past the budget, a new label set gets the overflow series
-   * (and `onOverflow(1)`): its `overflow` is true, so a caller must not keep it for later flows.
+   * The index of the series of `prefix` (fixed label values joined by SEP) and `tail` (the other
+   * values, each preceded by SEP), created if needed. Two levels, so that one tail string is hashed
+   * once and shared by every family a flow feeds. Past the budget, a new label set gets the overflow
+   * series (and `onOverflow(1)`): `isOverflow` says so, and a caller must not keep that index.
    */
-  series(prefix: string, tail: string, nowMs: number): Series {
-    let inner = this.#series.get(prefix);
-    let s = inner?.get(tail);
-    if (s !== undefined) return s;
-    let overflow = false;
+  index(prefix: string, tail: string, nowMs: number): number {
+    let inner = this.#index.get(prefix);
+    let i = inner?.get(tail);
+    if (i !== undefined) return i;
     if (this.#size >= this.#max) {
       this.#onOverflow?.(1);
+      if (this.#overflowAt >= 0) return this.#overflowAt;
       prefix = this.#overflowPrefix;
       tail = this.#overflowTail;
-      inner = this.#series.get(prefix);
-      s = inner?.get(tail);
-      if (s !== undefined) return s;
-      overflow = true;
+      inner = this.#index.get(prefix);
     }
-    if (inner === undefined) this.#series.set(prefix, (inner = new Map()));
-    s = new Series(nowMs, overflow);
-    inner.set(tail, s);
-    this.#size++;
-    return s;
+    if (inner === undefined) this.#index.set(prefix, (inner = new Map()));
+    i = this.#allocate(prefix, tail, nowMs);
+    inner.set(tail, i);
+    if (prefix === this.#overflowPrefix && tail === this.#overflowTail) this.#overflowAt = i;
+    return i;
   }
 
-  /** Adds `delta` to the series of `prefix` and `tail` (see `series`). */
+  isOverflow(i: number): boolean {
+    return i === this.#overflowAt;
+  }
+
+  /** Adds `delta` to the series of `prefix` and `tail` (see `index`). */
   add(prefix: string, tail: string, delta: number, nowMs: number): void {
-    const s = this.series(prefix, tail, nowMs);
-    s.value += delta;
-    s.touchedMs = nowMs;
+    const i = this.index(prefix, tail, nowMs);
+    this.values[i] = (this.values[i] as number) + delta;
+    this.touched[i] = nowMs;
   }
 
-  #deleteWhere(pred: (key: string, s: Series) => boolean): number {
-    let n = 0;
-    for (const [prefix, inner] of this.#series) {
-      for (const [tail, s] of inner) {
-        if (pred(prefix + tail, s)) {
-          s.dead = true;
-          inner.delete(tail);
-          n++;
-        }
-      }
-      if (inner.size === 0) this.#series.delete(prefix);
+  #allocate(prefix: string, tail: string, nowMs: number): number {
+    let i = this.#free.pop();
+    if (i === undefined) {
+      i = this.#next++;
+      if (i >= this.values.length) this.#grow();
     }
-    this.#size -= n;
+    this.values[i] = 0;
+    this.touched[i] = nowMs;
+    this.#prefixOf[i] = prefix;
+    this.#tailOf[i] = tail;
+    this.#size++;
+    return i;
+  }
+
+  #grow(): void {
+    const n = this.values.length * 2;
+    const values = new Float64Array(n);
+    values.set(this.values);
+    const touched = new Float64Array(n);
+    touched.set(this.touched);
+    this.values = values;
+    this.touched = touched;
+  }
+
+  #release(i: number): void {
+    this.removals.n++;
+    this.values[i] = 0;
+    this.#prefixOf[i] = undefined;
+    this.#tailOf[i] = undefined;
+    if (i === this.#overflowAt) this.#overflowAt = -1;
+    this.#free.push(i);
+    this.#size--;
+  }
+
+  #deleteWhere(pred: (i: number, prefix: string, tail: string) => boolean): number {
+    let n = 0;
+    for (const [prefix, inner] of this.#index) {
+      for (const [tail, i] of inner) {
+        if (!pred(i, prefix, tail)) continue;
+        inner.delete(tail);
+        this.#release(i);
+        n++;
+      }
+      if (inner.size === 0) this.#index.delete(prefix);
+    }
     return n;
   }
 
-  /** Removes series not touched since `cutoffMs`; returns how many. */
+  /** Removes series not updated since `cutoffMs`; returns how many. */
   expire(cutoffMs: number): number {
-    return this.#deleteWhere((_k, s) => s.touchedMs < cutoffMs);
+    const touched = this.touched;
+    return this.#deleteWhere((i) => (touched[i] as number) < cutoffMs);
   }
 
   /** Removes series for which `match(labelValues)` is true; returns how many. */
   removeWhere(match: (values: readonly string[]) => boolean): number {
-    return this.#deleteWhere((k) => match(k.split(SEP)));
+    return this.#deleteWhere((_i, prefix, tail) => match((prefix + tail).split(SEP)));
   }
 
   clear(): void {
-    for (const inner of this.#series.values()) for (const s of inner.values()) s.dead = true;
-    this.#series.clear();
-    this.#size = 0;
+    this.#deleteWhere(() => true);
   }
 
   /** prom-client's metric interface. */
   get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string>; value: number }[] } {
     const names = this.labelNames;
-    const values: { labels: Record<string, string>; value: number }[] = [];
-    for (const [prefix, inner] of this.#series) {
-      for (const [tail, s] of inner) {
+    const out: { labels: Record<string, string>; value: number }[] = [];
+    for (const [prefix, inner] of this.#index) {
+      for (const [tail, i] of inner) {
         const parts = (prefix + tail).split(SEP);
         const labels: Record<string, string> = {};
-        for (let i = 0; i < names.length; i++) labels[names[i] as string] = parts[i] ?? '';
-        values.push({ labels, value: s.value });
+        for (let k = 0; k < names.length; k++) labels[names[k] as string] = parts[k] ?? '';
+        out.push({ labels, value: this.values[i] as number });
       }
     }
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: out };
   }
 }

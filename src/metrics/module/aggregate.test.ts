@@ -44,7 +44,7 @@ describe('metrics module: tcp_flag_gauges from aggregated reports', () => {
   it('adds each flag\'s own packet count (non-zero slots only) when tcpFlagCounts is there', async () => {
     const { mod, text, sum } = setup(true, { contextOptions: [both('tcp_flag_gauges')] });
     //              FIN SYN SYNACK RST PSH ACK URG ECE CWR NS
-    const counts = Uint32Array.from([1, 0, 1, 0, 7, 40, 0, 0, 0, 0]);
+    const counts = [1, 0, 1, 0, 7, 40, 0, 0, 0, 0];
     mod.consume({ source: 'packetparser', flows: [pp(A, R, 'FROM_ENDPOINT', { packets: 41, tcpFlags: 0x1b, tcpFlagCounts: counts })] });
     assert.equal(await sum('adv_tcpflags_count', /flag="FIN"/), 1);
     assert.equal(await sum('adv_tcpflags_count', /flag="SYNACK"/), 1);

@@ -16,6 +16,7 @@ import { emit, LOCAL_DIRS, REMOTE_DIRS, type Compiled, type Emitter } from './em
 
 export type { Emitter } from './emit.js';
 import { OP_BYTES, OP_FLAGS, OP_PACKETS, slotCount } from './kinds.js';
+import type { RemovalCount } from '../series.js';
 import type { ContextLabel } from './spec.js';
 
 export interface EmitterInit extends Emitter {
@@ -40,6 +41,8 @@ export interface AggregatorOptions {
   readonly inScope: ((ep: Endpoint) => boolean) | undefined;
   /** Most memo objects (side values and tails) kept before the memos start afresh. */
   readonly maxMemo: number;
+  /** The removal count the spec's families share (tails forget their series indexes when it moves). */
+  readonly removals: RemovalCount;
 }
 
 const NONE: readonly Compiled[] = [];
@@ -180,12 +183,12 @@ export class Aggregator {
     const pairs = (s.pairs ??= new Map());
     let tail = pairs.get(d);
     if (tail === undefined) pairs.set(d, (tail = this.#budget.tail(s.frag + d.frag)));
-    return reply ? tail.reply(replyIndex(f.isReply), this.#budget) : tail;
+    return (reply ? tail.reply(replyIndex(f.isReply), this.#budget) : tail).valid(this.#o.removals.n);
   }
 
   #ownTail(k: SideKey, reply: boolean, f: Readonly<Flow>): Tail {
     const tail = (k.own ??= this.#budget.tail(k.frag));
-    return reply ? tail.reply(replyIndex(f.isReply), this.#budget) : tail;
+    return (reply ? tail.reply(replyIndex(f.isReply), this.#budget) : tail).valid(this.#o.removals.n);
   }
 
   #local(f: Readonly<Flow>, list: readonly Compiled[], t: number): void {

@@ -7,10 +7,16 @@
  * endpoint labels first, then `ip`, then `port` (label order carries no meaning in Prometheus).
  */
 import type { Endpoint } from '../../flow/index.js';
-import { SEP, cleanLabelValue, type Series } from '../series.js';
+import { SEP, cleanLabelValue } from '../series.js';
 import type { ContextLabel } from './spec.js';
 
 const UNKNOWN = 'unknown';
+
+/** A series of a slot whose fixed labels vary from flow to flow (a drop's reason), by index. */
+export interface PrefixedSeries {
+  readonly prefix: string;
+  readonly index: number;
+}
 const ENDPOINT_LABELS: readonly ContextLabel[] = ['namespace', 'podname', 'workload', 'service', 'zone'];
 
 function ordered(labels: readonly ContextLabel[]): ContextLabel[] {
@@ -59,15 +65,29 @@ export const replyIndex = (r: boolean | undefined): number => (r === undefined ?
 
 /**
  * One distinct context-label value string (a series key's tail) and the series the module found for
- * it, by slot, so that a flow with a known tail reaches its series without hashing anything.
+ * it, by slot (the index in its family), so that a flow with a known tail reaches its series
+ * without hashing anything. The indexes are good while no series was removed since they were
+ * found: `valid(removals)` forgets them all when the removal count has moved.
  */
 export class Tail {
-  readonly slots: (Series | undefined)[];
-  /** For slots whose prefix varies (drop reasons): the prefix of the series in the slot. */
-  slotPrefixes: (string | undefined)[] | undefined = undefined;
+  /** Series index by slot, -1 when none is known. */
+  readonly index: number[];
+  /** For slots whose prefix varies (drop reasons): the last few (prefix, series) used in the slot. */
+  prefixed: (PrefixedSeries[] | undefined)[] | undefined = undefined;
+  /** The removal count when the indexes were last checked. */
+  #removals = 0;
   #replies: Tail[] | undefined;
   constructor(readonly key: string, nSlots: number) {
-    this.slots = new Array<Series | undefined>(nSlots).fill(undefined);
+    this.index = new Array<number>(nSlots).fill(-1);
+  }
+  /** This tail, its indexes forgotten if series were removed since they were found. */
+  valid(removals: number): this {
+    if (removals !== this.#removals) {
+      this.#removals = removals;
+      this.index.fill(-1);
+      this.prefixed = undefined;
+    }
+    return this;
   }
   /** This tail followed by an `is_reply` value. */
   reply(i: number, budget: Budget): Tail {

@@ -5,7 +5,7 @@
  */
 import type { Flow } from '../../flow/index.js';
 import { SEP, cleanLabelValue, type SeriesFamily } from '../series.js';
-import type { Tail } from './context.js';
+import type { PrefixedSeries, Tail } from './context.js';
 import {
   OP_BYTES, OP_DNS_REQUEST, OP_DNS_RESPONSE, OP_DROP_BYTES, OP_DROP_PACKETS, OP_FLAGS, OP_PACKETS, dnsRequestPrefix, dnsResponsePrefix, type Kind,
 } from './kinds.js';
@@ -57,30 +57,51 @@ export function emit(e: Compiled, f: Readonly<Flow>, tail: Tail, dir: number, t:
   }
 }
 
-/** Adds to the series in slot `i` of this metric, found again through the tail when it is cached. */
+/**
+ * Adds to the series in slot `i` of this metric, found again through the tail when it is cached
+ * (the tail was checked with `valid` for this flow). `touched` is kept only for metrics with a TTL.
+ */
 function bump(e: Compiled, tail: Tail, i: number, delta: number, t: number): void {
   const k = e.slot + i;
-  let s = tail.slots[k];
-  if (s === undefined || s.dead) {
-    s = e.family.series(e.prefixes[i] as string, tail.key, t);
-    tail.slots[k] = s.overflow ? undefined : s;
+  const fam = e.family;
+  let x = tail.index[k] as number;
+  if (x < 0) {
+    x = fam.index(e.prefixes[i] as string, tail.key, t);
+    tail.index[k] = fam.isOverflow(x) ? -1 : x;
   }
-  s.value += delta;
-  s.touchedMs = t;
+  const values = fam.values;
+  values[x] = (values[x] as number) + delta;
+  if (e.ttlMs > 0) fam.touched[x] = t;
 }
 
-/** As #bump, for a slot that keeps the series of the last prefix used in it (a connection's drop reason). */
+/** Prefixes a slot remembers: a connection's drops usually have one reason, sometimes a few. */
+const PREFIXES_PER_SLOT = 4;
+
+/** As #bump, for a slot whose prefix varies (a drop's reason): it keeps the series of its last few prefixes. */
 function bumpPrefixed(e: Compiled, tail: Tail, i: number, prefix: string, delta: number, t: number): void {
   const k = e.slot + i;
-  const prefixes = (tail.slotPrefixes ??= new Array<string | undefined>(tail.slots.length).fill(undefined));
-  let s = tail.slots[k];
-  if (s === undefined || s.dead || prefixes[k] !== prefix) {
-    s = e.family.series(prefix, tail.key, t);
-    tail.slots[k] = s.overflow ? undefined : s;
-    prefixes[k] = prefix;
+  const fam = e.family;
+  const lists = (tail.prefixed ??= new Array<PrefixedSeries[] | undefined>(tail.index.length).fill(undefined));
+  let list = lists[k];
+  if (list === undefined) lists[k] = list = [];
+  let x = -1;
+  for (let j = 0; j < list.length; j++) {
+    const p = list[j] as PrefixedSeries;
+    if (p.prefix === prefix) {
+      x = p.index;
+      break;
+    }
   }
-  s.value += delta;
-  s.touchedMs = t;
+  if (x < 0) {
+    x = fam.index(prefix, tail.key, t);
+    if (!fam.isOverflow(x)) {
+      if (list.length >= PREFIXES_PER_SLOT) list.shift();
+      list.push({ prefix, index: x });
+    }
+  }
+  const values = fam.values;
+  values[x] = (values[x] as number) + delta;
+  if (e.ttlMs > 0) fam.touched[x] = t;
 }
 
 function dropPrefix(e: Compiled, reason: string, dir: number): string {

@@ -10,7 +10,7 @@ import {
 } from '../catalog.js';
 import { createApiServerLatency, type ApiServerLatency } from './apiserver.js';
 import type { MetricsRegistry } from '../registry.js';
-import { SeriesFamily } from '../series.js';
+import { SeriesFamily, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
 import { KINDS, type Kind } from './kinds.js';
@@ -87,17 +87,18 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       spec = next;
       if (!next) return;
       const overflow = opts.metrics.counter(metricsModuleSeriesOverflow);
+      const removals: RemovalCount = { n: 0 };
       for (const o of next.contextOptions) {
         const kind = KINDS[o.metricName];
         if (!kind) continue;
-        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, (k) => overflow.inc({ metric: kind.def.name }, k));
+        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, (k) => overflow.inc({ metric: kind.def.name }, k));
         opts.metrics.attach(e.family);
         emitters.push(e);
       }
       if (emitters.length) {
         agg = new Aggregator(emitters, {
           remote: opts.remoteContext, nodeName: opts.nodeName ?? '', inScope: scope(next.namespaces),
-          maxMemo: 4 * maxSeries + 65_536,
+          maxMemo: 4 * maxSeries + 65_536, removals,
         });
       }
       if (opts.isApiServer && next.contextOptions.some((o) => o.metricName.startsWith('node_apiserver_'))) {
@@ -133,7 +134,7 @@ function scope(filter: NamespaceFilter | undefined): ((ep: Endpoint) => boolean)
   return (ep) => !exc.has(ep.namespace);
 }
 
-function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: number, onOverflow: (n: number) => void): EmitterInit {
+function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: number, removals: RemovalCount, onOverflow: (n: number) => void): EmitterInit {
   const isReply = o.additionalLabels.includes('is_reply') && kind.def.name.includes('forward');
   const fixed = [...kind.def.labels];
   const ctxNames = remote
@@ -142,7 +143,7 @@ function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: 
   const labelNames = [...fixed, ...ctxNames, ...(isReply ? ['is_reply'] : [])];
   const family = new SeriesFamily({
     name: kind.def.name, help: kind.def.help, type: kind.def.type === 'counter' ? 'counter' : 'gauge',
-    labelNames, fixedLabels: fixed.length, maxSeries, onOverflow,
+    labelNames, fixedLabels: fixed.length, maxSeries, onOverflow, removals,
   });
   const podLabels = podLabelIndexes(labelNames, remote ? ['source_', 'destination_'] : ['']);
   return { family, kind, ttlMs: o.ttlMs, podLabels, sourceLabels: o.sourceLabels, destinationLabels: remote ? o.destinationLabels : [], isReply };

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { kernelClock } from '../ebpf-shared/clock.js';
 import { countMessages, decodeDnsEvent, dnsFlow, tryDecodeDnsEvent } from './decode.js';
 import { dnsEvent, dnsFrame, dnsQuery, dnsResponse } from './fixtures.js';
 
@@ -52,9 +53,11 @@ test('counts and flows: requests leave, responses arrive', () => {
   const rq = decode(dnsEvent(dnsFrame(q)));
   const rs = decode(dnsEvent(dnsFrame(dnsResponse(q, ['192.0.2.1']), { response: true })));
   assert.deepEqual(countMessages([rq, rs, rs]), { requests: 1, responses: 2 });
-  const f = dnsFlow(rs);
+  const clock = kernelClock(1000);
+  const f = dnsFlow(rs, clock);
+  assert.equal(f.timeMs, clock.toMs(rs.tsNs), 'kernel time, converted');
   assert.equal(f.verdict, 'DNS');
   assert.equal(f.direction, 'INGRESS');
   assert.deepEqual(f.dns, { query: 'a.test.', qtype: 'A', rcode: 'NOERROR', answers: ['192.0.2.1'], isResponse: true, numAnswers: 1 });
-  assert.equal(dnsFlow(rq).direction, 'EGRESS');
+  assert.equal(dnsFlow(rq, clock).direction, 'EGRESS');
 });

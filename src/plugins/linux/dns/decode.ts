@@ -3,7 +3,8 @@
  * u16 l3_off | u8 pkt_type | u8 pad | u8 data[1024] (the packet from its link header). The packet is
  * parsed here: IPv4/IPv6 (with extension headers), UDP or TCP (2-byte length prefix), then DNS.
  */
-import { createFlow, type Flow } from '../../../flow/index.js';
+import { newFlow, type Flow } from '../../../flow/index.js';
+import type { KernelClock } from '../ebpf-shared/clock.js';
 import { ipAt } from '../ebpf-shared/addr.js';
 import { DnsParseError, dnsRcodeName, dnsTypeName, tryParseDns, type DnsMessage } from './parser.js';
 
@@ -102,23 +103,28 @@ export function countMessages(records: readonly DnsRecord[]): { requests: number
 }
 
 /** The pod-level flow: queries leave (TO_NETWORK, EGRESS), responses arrive (FROM_NETWORK, INGRESS), as in Retina. */
-export function dnsFlow(r: DnsRecord): Flow {
+export function dnsFlow(r: DnsRecord, clock: KernelClock): Flow {
   const m = r.message;
   const q = m.questions[0];
-  const answers = m.answers.filter((a) => a.type === 1 || a.type === 28).map((a) => a.data);
-  return createFlow({
-    srcIp: r.srcIp, dstIp: r.dstIp, ipVersion: r.family, proto: r.proto, srcPort: r.srcPort, dstPort: r.dstPort,
-    verdict: 'DNS',
-    direction: m.isResponse ? 'INGRESS' : 'EGRESS',
-    observationPoint: m.isResponse ? 'FROM_NETWORK' : 'TO_NETWORK',
-    dns: {
-      query: q ? `${q.name}.` : '',
-      qtype: q ? dnsTypeName(q.type) : '',
-      rcode: dnsRcodeName(m.rcode),
-      answers,
-      isResponse: m.isResponse,
-      numAnswers: m.answerCount,
-    },
-  });
+  const answers: string[] = [];
+  for (const a of m.answers) if (a.type === 1 || a.type === 28) answers.push(a.data);
+  const f = newFlow('DNS');
+  f.timeMs = clock.toMs(r.tsNs);
+  f.srcIp = r.srcIp;
+  f.dstIp = r.dstIp;
+  f.ipVersion = r.family;
+  f.proto = r.proto;
+  f.srcPort = r.srcPort;
+  f.dstPort = r.dstPort;
+  f.direction = m.isResponse ? 'INGRESS' : 'EGRESS';
+  f.observationPoint = m.isResponse ? 'FROM_NETWORK' : 'TO_NETWORK';
+  f.dns = {
+    query: q ? `${q.name}.` : '',
+    qtype: q ? dnsTypeName(q.type) : '',
+    rcode: dnsRcodeName(m.rcode),
+    answers,
+    isResponse: m.isResponse,
+    numAnswers: m.answerCount,
+  };
+  return f;
 }
-

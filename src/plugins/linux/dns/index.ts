@@ -8,6 +8,7 @@ import { ResourceStack, definePlugin, type HookSpec } from '../../../plugin/inde
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
 import { dnsConfig, type DnsConfig } from './config.js';
+import { kernelClock } from '../ebpf-shared/clock.js';
 import { countMessages, dnsFlow, tryDecodeDnsEvent, type DnsRecord } from './decode.js';
 import { EVENTS_MAP, LOST_MAP } from './maps.js';
 
@@ -42,14 +43,15 @@ export const dns = definePlugin<DnsConfig>({
       requests.inc(0);
       responses.inc(0);
       const podLevel = ctx.agent.enablePodLevel;
+      const clock = kernelClock();
       wireEvents<DnsRecord | undefined>(s, ctx, obj, {
-        source: 'dns', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: tryDecodeDnsEvent,
+        source: 'dns', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: tryDecodeDnsEvent, clock,
         onRecords: (all) => {
           const records = all.filter((r): r is DnsRecord => r !== undefined);
           const n = countMessages(records);
           if (n.requests) requests.inc(n.requests);
           if (n.responses) responses.inc(n.responses);
-          if (podLevel) emitFlows(ctx, 'dns', records.map(dnsFlow));
+          if (podLevel) emitFlows(ctx, 'dns', records.map((r) => dnsFlow(r, clock)));
         },
       });
       // The socket starts receiving only once the ring buffer is drained, so nothing is missed.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DROP_EVENT_SIZE, decodeDropEvent, decodeDropKey, dropFlow, reasonNames } from './decode.js';
+import { kernelClock } from '../ebpf-shared/clock.js';
+import { DROP_EVENT_SIZE, createDropDecoder, decodeDropKey, reasonNames } from './decode.js';
 
 const kernel = new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [3, 'SKB_DROP_REASON_NO_SOCKET'], [12, 'SKB_DROP_REASON_NETFILTER_DROP'], [1, 'SKB_CONSUMED']]);
 
@@ -33,12 +34,19 @@ test('a drop event becomes a DROPPED flow with the reason name', () => {
   e.writeUInt16LE(9999, o + 58);
   e[o + 60] = 4;
   e[o + 61] = 17;
-  const r = decodeDropEvent(new DataView(e.buffer, e.byteOffset, e.length), o, DROP_EVENT_SIZE);
-  assert.deepEqual([r.srcIp, r.dstIp, r.srcPort, r.dstPort, r.proto, r.len, r.ifindex], ['10.1.2.3', '10.4.5.6', 5353, 9999, 17, 84, 7]);
-  const f = dropFlow(r, reasonNames(kernel));
+  const decode = createDropDecoder({ reasonName: reasonNames(kernel), clock: kernelClock(1000) });
+  const f = decode(new DataView(e.buffer, e.byteOffset, e.length), o, DROP_EVENT_SIZE);
+  assert.deepEqual([f.srcIp, f.dstIp, f.srcPort, f.dstPort, f.proto, f.ipVersion], ['10.1.2.3', '10.4.5.6', 5353, 9999, 17, 4]);
+  assert.equal(f.timeMs, 1000 + 5 / 1e6, 'kernel time, converted');
   assert.equal(f.verdict, 'DROPPED');
   assert.equal(f.dropReason, 'NO_SOCKET');
-  assert.equal(f.direction, 'INGRESS');
+  assert.deepEqual([f.direction, f.observationPoint], ['INGRESS', 'FROM_NETWORK']);
   assert.equal(f.bytes, 84);
-  assert.throws(() => decodeDropEvent(new DataView(e.buffer), 0, 10));
+  assert.equal(f.packets, 1);
+  assert.throws(() => decode(new DataView(e.buffer), 0, 10), /10 bytes/);
+  e.writeUInt32LE(2, o + 12);
+  e[o + 60] = 6;
+  Buffer.from('fd000000000000000000000000000001', 'hex').copy(e, o + 24);
+  const six = decode(new DataView(e.buffer, e.byteOffset, e.length), o, DROP_EVENT_SIZE);
+  assert.deepEqual([six.srcIp, six.ipVersion, six.direction, six.observationPoint], ['fd00::1', 6, 'EGRESS', 'TO_NETWORK']);
 });

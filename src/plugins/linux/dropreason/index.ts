@@ -8,7 +8,8 @@ import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type Plu
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { loadTracepointObject, onHook } from '../ebpf-shared/hooks.js';
 import { dropreasonConfig, type DropreasonConfig } from './config.js';
-import { decodeDropEvent, dropFlow, reasonNames } from './decode.js';
+import { kernelClock } from '../ebpf-shared/clock.js';
+import { createDropDecoder, reasonNames } from './decode.js';
 import { EVENTS_MAP, LOST_MAP, METRICS_MAP, readDropTotals } from './maps.js';
 
 const hooks: HookSpec[] = [
@@ -53,9 +54,10 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     publish();
     every(s, ctx.agent.metricsIntervalMs, publish);
     if (podLevel) {
+      const clock = kernelClock();
       wireEvents(s, ctx, obj, {
-        source: 'dropreason', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: decodeDropEvent,
-        onRecords: (records) => emitFlows(ctx, 'dropreason', records.map((r) => dropFlow(r, reasonName))),
+        source: 'dropreason', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: createDropDecoder({ reasonName, clock }), clock,
+        onRecords: (flows) => emitFlows(ctx, 'dropreason', flows),
       });
     }
     ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel });

@@ -2,6 +2,7 @@
 import { openRingBuffer, type BpfObject, type RecordDecoder, type RingBufferReader } from '../../../ffi/linux/index.js';
 import type { Flow } from '../../../flow/index.js';
 import { errMessage, every, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
+import type { KernelClock } from './clock.js';
 import { WAKEUP_TIMER_MS } from './hooks.js';
 
 export interface EventWiring<T> {
@@ -11,6 +12,8 @@ export interface EventWiring<T> {
   readonly decode: RecordDecoder<T>;
   /** Handles one drain's records (counters, flows). */
   readonly onRecords: (records: T[]) => void;
+  /** The decoder's clock, resynced every metrics interval. */
+  readonly clock?: KernelClock;
 }
 
 /**
@@ -37,6 +40,7 @@ export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj
     }),
   );
   every(s, ctx.agent.metricsIntervalMs, () => {
+    w.clock?.resync();
     try {
       const lost = ring.takeLost();
       if (lost > 0) ctx.self.lostEvents('kernel', lost);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { kernelClock } from '../ebpf-shared/clock.js';
 import { PACKET_EVENT_SIZE, createPacketDecoder } from './decode.js';
 
 /** A struct packet_event as the kernel writes it (packet_event.h). */
@@ -32,7 +33,7 @@ function record(o: { v6?: boolean; packets: number; counts?: number[] }): DataVi
 }
 
 test('a record decodes into one Flow: addresses, ports, points, flags, counts', () => {
-  const decode = createPacketDecoder({ monotonicOffsetMs: () => 1000 });
+  const decode = createPacketDecoder({ clock: kernelClock(1000) });
   const f = decode(record({ packets: 5, counts: [0, 0, 0, 0, 2, 5] }), 8, PACKET_EVENT_SIZE);
   assert.equal(f.timeMs, 3000);
   assert.deepEqual([f.srcIp, f.dstIp, f.srcPort, f.dstPort, f.proto, f.ipVersion], ['10.0.0.1', '10.0.0.2', 40000, 80, 6, 4]);
@@ -41,10 +42,13 @@ test('a record decodes into one Flow: addresses, ports, points, flags, counts', 
   assert.deepEqual([...(f.tcpFlagCounts ?? [])], [0, 0, 0, 0, 2, 5, 0, 0, 0, 0]);
   const one = decode(record({ v6: true, packets: 1 }), 8, PACKET_EVENT_SIZE);
   assert.deepEqual([one.srcIp, one.ipVersion, one.tcpFlagCounts], ['fd00::1', 6, undefined]);
+  const again = decode(record({ v6: true, packets: 1 }), 8, PACKET_EVENT_SIZE);
+  assert.equal(again.dstIp, 'fd00::2');
+  assert.deepEqual(Object.keys(f), Object.keys(again), 'one shape');
 });
 
 test('a short record or an unknown family throws (counted by the ring reader)', () => {
-  const decode = createPacketDecoder({ monotonicOffsetMs: () => 0 });
+  const decode = createPacketDecoder({ clock: kernelClock(0) });
   assert.throws(() => decode(record({ packets: 1 }), 8, 100), /100 bytes/);
   const bad = record({ packets: 1 });
   bad.setUint8(8 + 44, 5);

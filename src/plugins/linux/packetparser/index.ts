@@ -14,7 +14,8 @@ import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
 import { defaultRouteInterfaces } from '../packetforward/routes.js';
 import { packetparserConfig, type PacketparserConfig } from './config.js';
-import { createPacketDecoder, monotonicOffsetMs } from './decode.js';
+import { kernelClock } from '../ebpf-shared/clock.js';
+import { createPacketDecoder } from './decode.js';
 import {
   CONNTRACK_MAP, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE, decodeSweepResult, sweepInput, syncFilter,
   type SweepResult,
@@ -86,8 +87,8 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     s.defer(() => ctx.metrics.reset(GAUGES));
     if (!bypass) mirrorInterest(s, ctx, obj);
 
-    let offsetMs = monotonicOffsetMs();
-    const decode = createPacketDecoder({ monotonicOffsetMs: () => offsetMs });
+    const clock = kernelClock();
+    const decode = createPacketDecoder({ clock });
     const ring = wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
       onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),
@@ -100,7 +101,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const sweepResult = mapReader(obj.map(SWEEP_RESULT_MAP));
     const resultKey = u32Key(0);
     const runSweep = (final: boolean): SweepResult => {
-      offsetMs = monotonicOffsetMs();
+      clock.resync();
       testRunProgram(sweepProgram, sweepInput(final), 1);
       const r = sweepResult.read(resultKey);
       if (!r) throw new Error(`${SWEEP_RESULT_MAP} has no entry 0`);

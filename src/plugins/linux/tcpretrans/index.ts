@@ -8,7 +8,8 @@ import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type Plu
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { loadTracepointObject, onHook } from '../ebpf-shared/hooks.js';
 import { tcpretransConfig, type TcpretransConfig } from './config.js';
-import { decodeRetrans, retransFlow } from './decode.js';
+import { kernelClock } from '../ebpf-shared/clock.js';
+import { createRetransDecoder } from './decode.js';
 import { EVENTS_MAP, LOST_MAP, METRICS_MAP, deltaTracker, readRetransTotals } from './maps.js';
 
 const hooks: HookSpec[] = [
@@ -52,9 +53,10 @@ export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks:
     counter.inc(0);
     every(s, ctx.agent.metricsIntervalMs, publish);
     if (podLevel) {
+      const clock = kernelClock();
       wireEvents(s, ctx, obj, {
-        source: 'tcpretrans', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: decodeRetrans,
-        onRecords: (records) => emitFlows(ctx, 'tcpretrans', records.map(retransFlow)),
+        source: 'tcpretrans', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: createRetransDecoder({ clock }), clock,
+        onRecords: (flows) => emitFlows(ctx, 'tcpretrans', flows),
       });
     }
     ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel });
