@@ -8,4 +8,4 @@ export { kernelEnum, tracepointArgCount } from './btf.js';
 export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, tcpretransHooks, type HookChoice, type HookKind } from './hooks.js';
 export { enableBpfRunStats, testRunProgram } from './test-run.js';
 export { loadSys } from './sys.js';
-export { interfaceDriver } from './netdev.js';
+export { openLinkDumper, LINK_STAT_NAMES, type LinkDumper, type LinkInfo } from './netlink.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,8 @@ import { createMetricsRegistry } from '../../../metrics/index.js';
 import { everyIp, liveResourceStacks, type PluginContext } from '../../../plugin/index.js';
 import { plugins } from '../index.js';
 import type { LinuxutilConfig } from './config.js';
-import { SYS_CLASS_NET, createLinuxutilPlugin, linuxutil } from './index.js';
+import { LINK_STAT_NAMES, type LinkInfo } from '../../../ffi/linux/netlink.js';
+import { createLinuxutilPlugin, linuxutil } from './index.js';
 
 const keys = agentKeys({ os: 'linux', names: ['linuxutil'], defaults: ['linuxutil'] });
 
@@ -46,7 +47,7 @@ describe('linuxutil definition', () => {
     assert.equal(linuxutil.os, 'linux');
     assert.equal(linuxutil.defaultEnabled, true);
     assert.deepEqual(linuxutil.hooks.map((h) => (h.kind === 'file' ? `${h.path}${h.optional ? '?' : ''}` : h.kind)), [
-      '/proc/net/tcp', '/proc/net/tcp6?', '/proc/net/udp', '/proc/net/udp6?', '/proc/net/netstat', '/proc/net/snmp', '/proc/net/snmp6?', '/sys/class/net',
+      '/proc/net/tcp', '/proc/net/tcp6?', '/proc/net/udp', '/proc/net/udp6?', '/proc/net/netstat', '/proc/net/snmp', '/proc/net/snmp6?',
     ]);
     assert.deepEqual(linuxutil.emits.map((m) => m.name.replace('networkobservability_', '')), [
       'tcp_state', 'tcp_connection_remote', 'tcp_connection_stats', 'ip_connection_stats', 'udp_connection_stats', 'interface_stats',
@@ -62,7 +63,7 @@ describe('linuxutil definition', () => {
 
 describe('linuxutil on this host', () => {
   it('publishes all six families at start and on each tick, and stops without leaks', async () => {
-    const firstIf = readdirSync(SYS_CLASS_NET).sort().find((n) => n !== 'lo' && n !== 'bonding_masters');
+    const firstIf = readdirSync('/sys/class/net').sort().find((n) => n !== 'lo' && n !== 'bonding_masters');
     assert.ok(firstIf, 'this host needs an interface besides lo');
     const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\ninterfaceStatsExclude: [ifb*]\n');
     const before = liveResourceStacks();
@@ -120,10 +121,8 @@ describe('linuxutil status and stale series', () => {
     const net = join(root, 'proc', 'net');
     mkdirSync(net, { recursive: true });
     for (const f of ['tcp', 'tcp6', 'udp', 'udp6', 'netstat', 'snmp6']) copyFileSync(join(FIXTURES, `${f}.txt`), join(net, f));
-    const sys = join(root, 'sys');
-    mkdirSync(join(sys, 'rtlu-fake0', 'statistics'), { recursive: true });
-    writeFileSync(join(sys, 'rtlu-fake0', 'statistics', 'rx_packets'), '41\n');
-    const plugin = createLinuxutilPlugin({ procRoot: join(root, 'proc'), sysClassNet: sys });
+    let links: LinkInfo[] = [{ name: 'rtlu-fake0', ifindex: 7, kind: 'veth', stats: LINK_STAT_NAMES.map((n) => (n === 'rx_packets' ? 41 : 0)) }];
+    const plugin = createLinuxutilPlugin({ procRoot: join(root, 'proc'), links: () => links });
     const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\n');
     const before = liveResourceStacks();
     const handle = await plugin.start(ctx);
@@ -141,7 +140,7 @@ describe('linuxutil status and stale series', () => {
       body = (await registry.expose()).body;
       assert.match(body, /tcp_connection_stats\{statistic_name="ActiveOpens"\} 150$/m);
 
-      rmSync(join(sys, 'rtlu-fake0'), { recursive: true });
+      links = [];
       copyFileSync(join(FIXTURES, 'tcp-garbage.txt'), join(net, 'tcp'));
       await until(() => (statuses.at(-1) ?? '').startsWith('degraded: unparsed input'));
       assert.match(statuses.at(-1) as string, new RegExp(`${join(net, 'tcp')} line 4: unknown socket state 0x0C`));

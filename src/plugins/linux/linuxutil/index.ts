@@ -1,35 +1,34 @@
 /**
- * linuxutil: node-level TCP/UDP/IP counters from /proc/net and per-interface statistics from
- * /sys/class/net and ethtool, refreshed every metricsIntervalDuration. See README.md.
+ * linuxutil: node-level TCP/UDP/IP counters from /proc/net and per-interface statistics from a
+ * netlink link dump and ethtool, refreshed every metricsIntervalDuration. See README.md.
  */
 import { openEthtool, type EthtoolClient } from '../../../ffi/linux/ethtool.js';
+import { openLinkDumper } from '../../../ffi/linux/netlink.js';
 import { ResourceStack, definePlugin, errMessage, poll, type HookSpec, type PluginDefinition } from '../../../plugin/index.js';
 import { EMITS, degradedReason, publish, readAll } from './collect.js';
 import { linuxutilConfig, type LinuxutilConfig } from './config.js';
-import { InterfaceReader } from './interfaces.js';
+import { InterfaceReader, type LinkSource } from './interfaces.js';
 import { PROC_FILES } from './proc.js';
 
-export const SYS_CLASS_NET = '/sys/class/net';
 export const PROC = '/proc';
 
 /** Where the plugin reads; only tests change it (the agent runs `linuxutil`, built with the defaults). */
-export interface LinuxutilPaths {
+export interface LinuxutilSources {
   /** /proc, or a directory with the same `net/` files. */
   readonly procRoot?: string;
-  readonly sysClassNet?: string;
+  /** The interfaces and their counters (default: a netlink link dump of the agent's namespace). */
+  readonly links?: LinkSource;
 }
 
-export function createLinuxutilPlugin(paths: LinuxutilPaths = {}): PluginDefinition<LinuxutilConfig> {
-  const procRoot = paths.procRoot ?? PROC;
-  const sysClassNet = paths.sysClassNet ?? SYS_CLASS_NET;
+export function createLinuxutilPlugin(sources: LinuxutilSources = {}): PluginDefinition<LinuxutilConfig> {
+  const procRoot = sources.procRoot ?? PROC;
   const hooks: HookSpec[] = [
     ...Object.values(PROC_FILES).map((f): HookSpec => ({ kind: 'file', path: `${procRoot}/${f.path}`, ...(f.optional ? { optional: true } : {}) })),
-    { kind: 'file', path: sysClassNet },
   ];
   return definePlugin<LinuxutilConfig>({
     name: 'linuxutil',
     os: 'linux',
-    description: 'TCP socket states, TCP/IP/UDP kernel counters and per-interface statistics (/proc/net, /sys/class/net, ethtool)',
+    description: 'TCP socket states, TCP/IP/UDP kernel counters and per-interface statistics (/proc/net, netlink, ethtool)',
     defaultEnabled: true,
     config: linuxutilConfig,
     hooks,
@@ -43,7 +42,19 @@ export function createLinuxutilPlugin(paths: LinuxutilPaths = {}): PluginDefinit
         } catch (e) {
           ethtoolUnavailable = errMessage(e);
         }
-        const interfaces = new InterfaceReader(sysClassNet, ctx.config.interfaceStatsExclude, ethtool);
+        let links = sources.links;
+        if (!links) {
+          try {
+            const dumper = s.use(openLinkDumper());
+            links = () => dumper.dump();
+          } catch (e) {
+            // The /proc part still works; every tick reports the interfaces as unreadable (degraded).
+            links = () => {
+              throw e;
+            };
+          }
+        }
+        const interfaces = new InterfaceReader(links, ctx.config.interfaceStatsExclude, ethtool);
         let lastReason: string | undefined;
         // Released in reverse: the poll (waiting for a tick in flight) first, then the ethtool socket.
         await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {

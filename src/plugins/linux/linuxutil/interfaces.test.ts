@@ -1,26 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { EthtoolStats } from '../../../ffi/linux/ethtool.js';
+import { LINK_STAT_NAMES, type LinkInfo } from '../../../ffi/linux/netlink.js';
 import { InterfaceReader, ethtoolRows, globToRegExp, type EthtoolSource } from './interfaces.js';
 
-const roots: string[] = [];
-after(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
-
-/** A fake /sys/class/net: `{ if: { stat: 'text' } }`. */
-function sysfs(ifs: Record<string, Record<string, string>>): string {
-  const root = mkdtempSync(join(tmpdir(), 'rtlu-sys-'));
-  roots.push(root);
-  let index = 1;
-  for (const [name, stats] of Object.entries(ifs)) addInterface(root, name, stats, index++);
-  return root;
+/** A link as the netlink dump gives it: `stats` by name, the others 0. */
+function link(name: string, ifindex: number, stats: Record<string, number> = {}, kind = ''): LinkInfo {
+  return { name, ifindex, kind, stats: LINK_STAT_NAMES.map((n) => stats[n] ?? 0) };
 }
-function addInterface(root: string, name: string, stats: Record<string, string>, ifindex: number): void {
-  mkdirSync(join(root, name, 'statistics'), { recursive: true });
-  writeFileSync(join(root, name, 'ifindex'), `${ifindex}\n`);
-  for (const [k, v] of Object.entries(stats)) writeFileSync(join(root, name, 'statistics', k), v);
+
+/** The rows of one interface, as the reader writes them (every statistic, in name order). */
+function statRows(name: string, stats: Record<string, number>): [Record<string, string>, number][] {
+  return [...LINK_STAT_NAMES].sort().map((s) => [{ interface_name: name, statistic_name: s }, stats[s] ?? 0]);
 }
 
 /** A hand-written ethtool source that answers from a table and records who was asked. */
@@ -39,86 +30,76 @@ function fakeEthtool(answers: Record<string, EthtoolStats>): EthtoolSource & { a
 const notSupported: EthtoolStats = { ok: false, errno: 95, code: 'EOPNOTSUPP', op: 'GSSET_INFO' };
 
 describe('InterfaceReader', () => {
-  it('reads every statistics file per interface, skips lo and excluded names, adds ethtool err/drop stats', async () => {
-    const root = sysfs({
-      lo: { rx_packets: '5\n' },
-      eth0: { rx_packets: '10\n', tx_bytes: '2000\n', rx_dropped: '1\n' },
-      lxc12ab: { rx_packets: '3\n' },
-    });
-    writeFileSync(join(root, 'bonding_masters'), 'bond0\n'); // a file, not an interface
+  it('reads every counter per interface, skips lo and excluded names, adds ethtool err/drop stats', () => {
+    const links = [link('lo', 1, { rx_packets: 5 }), link('lxc12ab', 9, { rx_packets: 3 }, 'veth'), link('eth0', 2, { rx_packets: 10, tx_bytes: 2000, rx_dropped: 1 })];
     const ethtool = fakeEthtool({
       eth0: { ok: true, stats: [['rx_queue_0_drops', 4], ['rx_kicks', 9], ['rx_queue_1_drops', 0], ['tx_errors_total', 2], ['rx_queue_0_drops', 1], ['rx_dropped', 77]] },
     });
-    const r = await new InterfaceReader(root, ['lxc*'], ethtool).read();
+    const r = new InterfaceReader(() => links, ['lxc*'], ethtool).read();
     assert.deepEqual(r.failures, []);
     assert.deepEqual(r.interfaces, ['eth0']);
     assert.deepEqual(r.rows, [
-      [{ interface_name: 'eth0', statistic_name: 'rx_dropped' }, 1],
-      [{ interface_name: 'eth0', statistic_name: 'rx_packets' }, 10],
-      [{ interface_name: 'eth0', statistic_name: 'tx_bytes' }, 2000],
+      ...statRows('eth0', { rx_packets: 10, tx_bytes: 2000, rx_dropped: 1 }),
       [{ interface_name: 'eth0', statistic_name: 'rx_queue_0_drops' }, 5],
       [{ interface_name: 'eth0', statistic_name: 'rx_queue_1_drops' }, 0],
       [{ interface_name: 'eth0', statistic_name: 'tx_errors_total' }, 2],
-    ]);
+    ], 'the kernel\'s rx_dropped is kept over the driver\'s');
+    assert.equal(r.rows.length, 24 + 3);
     assert.deepEqual(ethtool.asked, ['eth0']);
   });
 
-  it('asks an EOPNOTSUPP interface once, and again only after it went away and came back', async () => {
-    const root = sysfs({ dummy0: { rx_packets: '1' } });
+  it('asks an EOPNOTSUPP interface once, and again only after it went away and came back', () => {
+    let links = [link('dummy0', 3, { rx_packets: 1 })];
     const ethtool = fakeEthtool({ dummy0: notSupported });
-    const reader = new InterfaceReader(root, [], ethtool);
-    await reader.read();
-    const second = await reader.read();
+    const reader = new InterfaceReader(() => links, [], ethtool);
+    reader.read();
+    const second = reader.read();
     assert.deepEqual(ethtool.asked, ['dummy0']);
     assert.deepEqual(second.failures, [], 'not supported is not a failure');
-    assert.deepEqual(second.rows, [[{ interface_name: 'dummy0', statistic_name: 'rx_packets' }, 1]]);
-    rmSync(join(root, 'dummy0'), { recursive: true });
-    assert.deepEqual((await reader.read()).rows, [], 'a vanished interface leaves no series');
-    addInterface(root, 'dummy0', { rx_packets: '0' }, 1);
-    await reader.read();
+    assert.deepEqual(second.rows, statRows('dummy0', { rx_packets: 1 }));
+    links = [];
+    assert.deepEqual(reader.read().rows, [], 'a vanished interface leaves no series');
+    links = [link('dummy0', 3)];
+    reader.read();
     assert.deepEqual(ethtool.asked, ['dummy0', 'dummy0']);
   });
 
-  it('makes the ethtool client forget interfaces that went away (pod veths churn)', async () => {
-    const root = sysfs({ lxcaaa: { rx_packets: '1' }, lxcbbb: { rx_packets: '1' } });
+  it('makes the ethtool client forget interfaces that went away (pod veths churn)', () => {
+    let links = [link('lxcaaa', 5), link('lxcbbb', 6)];
     const ethtool = fakeEthtool({ lxcaaa: { ok: true, stats: [] }, lxcbbb: { ok: true, stats: [] } });
-    const reader = new InterfaceReader(root, [], ethtool);
-    await reader.read();
-    rmSync(join(root, 'lxcaaa'), { recursive: true });
-    await reader.read();
-    await reader.read();
+    const reader = new InterfaceReader(() => links, [], ethtool);
+    reader.read();
+    links = [link('lxcbbb', 6)];
+    reader.read();
+    reader.read();
     assert.deepEqual(ethtool.forgotten, ['lxcaaa']);
   });
 
-  it('asks again when the same name comes back with another ifindex between two reads', async () => {
-    const root = sysfs({ veth9: { rx_packets: '1' } });
+  it('asks again when the same name comes back with another ifindex between two reads', () => {
+    let links = [link('veth9', 7)];
     const ethtool = fakeEthtool({ veth9: notSupported });
-    const reader = new InterfaceReader(root, [], ethtool);
-    await reader.read();
-    writeFileSync(join(root, 'veth9', 'ifindex'), '42\n');
-    await reader.read();
+    const reader = new InterfaceReader(() => links, [], ethtool);
+    reader.read();
+    links = [link('veth9', 42)];
+    reader.read();
     assert.deepEqual(ethtool.asked, ['veth9', 'veth9']);
   });
 
-  it('reports other ethtool errors and bad counter files, keeping what it read', async () => {
-    const root = sysfs({ eth1: { rx_packets: 'lots\n', tx_packets: '8\n' }, eth2: { rx_packets: '1' } });
-    const ethtool = fakeEthtool({ eth1: { ok: false, errno: 5, code: 'EIO', op: 'GSTATS' }, eth2: { ok: true, stats: [] } });
-    const r = await new InterfaceReader(root, [], ethtool).read();
+  it('reports other ethtool errors and links without counters, keeping what it read', () => {
+    const links: LinkInfo[] = [{ name: 'eth1', ifindex: 4, kind: '', stats: undefined }, link('eth2', 5, { rx_packets: 1 }), link('eth3', 6, { tx_packets: 8 })];
+    const ethtool = fakeEthtool({ eth2: { ok: true, stats: [] }, eth3: { ok: false, errno: 5, code: 'EIO', op: 'GSTATS' } });
+    const r = new InterfaceReader(() => links, [], ethtool).read();
     assert.deepEqual(r.failures.map((f) => `${f.what}: ${(f.error as Error).message}`), [
-      `${join(root, 'eth1/statistics/rx_packets')}: not a number: "lots"`,
-      'ethtool GSTATS eth1: EIO',
+      'ethtool GSTATS eth3: EIO',
+      'netlink IFLA_STATS64 of eth1: the kernel sent no counters',
     ]);
-    assert.deepEqual(r.rows, [
-      [{ interface_name: 'eth1', statistic_name: 'tx_packets' }, 8],
-      [{ interface_name: 'eth2', statistic_name: 'rx_packets' }, 1],
-    ]);
+    assert.deepEqual(r.rows, [...statRows('eth2', { rx_packets: 1 }), ...statRows('eth3', { tx_packets: 8 })]);
   });
 
-  it('reports an unreadable /sys/class/net and works without ethtool', async () => {
-    const missing = join(tmpdir(), 'rtlu-does-not-exist');
-    const r = await new InterfaceReader(missing, [], undefined).read();
+  it('reports a failed link dump and works without ethtool', () => {
+    const r = new InterfaceReader(() => { throw new Error('EPERM'); }, [], undefined).read();
     assert.deepEqual(r.rows, []);
-    assert.equal((r.failures[0]?.error as NodeJS.ErrnoException).code, 'ENOENT');
+    assert.deepEqual(r.failures.map((f) => `${f.what}: ${(f.error as Error).message}`), ['netlink link dump (RTM_GETLINK): EPERM']);
   });
 });
 

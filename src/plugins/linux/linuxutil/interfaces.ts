@@ -1,19 +1,22 @@
 /**
- * Per-interface statistics: every counter under /sys/class/net/<if>/statistics/ plus the driver's
- * ethtool stats whose names contain "err" or "drop" (Retina's filter). `lo` and excluded names are
- * skipped. Drivers without ethtool stats (EOPNOTSUPP) are remembered per interface (name and
- * ifindex) and not asked again until the interface goes away and comes back.
+ * Per-interface statistics: the kernel's counters of every interface (struct rtnl_link_stats64,
+ * the same 24 values as the files under /sys/class/net/<if>/statistics/, with the same names), all
+ * interfaces from one netlink link dump, plus the driver's ethtool stats whose names contain "err"
+ * or "drop" (Retina's filter). `lo` and excluded names are skipped. Drivers without ethtool stats
+ * (EOPNOTSUPP) are remembered per interface (name and ifindex) and not asked again until the
+ * interface goes away and comes back.
  */
-import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { EthtoolClient, EthtoolStats } from '../../../ffi/linux/ethtool.js';
 import { errnos } from '../../../ffi/linux/libc.js';
+import { LINK_STAT_NAMES, type LinkInfo } from '../../../ffi/linux/netlink.js';
 import type { Row } from './curated.js';
 import type { ReadFailure } from './proc.js';
-import { parseCounter } from './issues.js';
 
 /** The ethtool side, as the plugin sees it (a real client, or none when libc is unavailable). */
 export type EthtoolSource = Pick<EthtoolClient, 'stats' | 'forget'>;
+
+/** Every interface of the node's network namespace with its counters (a netlink dump; tests: a list). */
+export type LinkSource = () => readonly LinkInfo[];
 
 export interface InterfaceReading {
   readonly rows: readonly Row[];
@@ -21,6 +24,9 @@ export interface InterfaceReading {
   /** Interfaces read (not skipped). */
   readonly interfaces: readonly string[];
 }
+
+/** The statistics in name order (the order the rows come in), with their index in LINK_STAT_NAMES. */
+const STATS_BY_NAME = LINK_STAT_NAMES.map((name, i) => [name, i] as const).sort((a, b) => (a[0] < b[0] ? -1 : 1));
 
 /** Reads interfaces each tick; keeps the set of ethtool-less interfaces between ticks. */
 export class InterfaceReader {
@@ -30,37 +36,41 @@ export class InterfaceReader {
   readonly #exclude: readonly RegExp[];
 
   constructor(
-    readonly sysClassNet: string,
+    readonly links: LinkSource,
     exclude: readonly string[],
     readonly ethtool: EthtoolSource | undefined,
   ) {
     this.#exclude = exclude.map(globToRegExp);
   }
 
-  async read(): Promise<InterfaceReading> {
+  read(): InterfaceReading {
     const failures: ReadFailure[] = [];
-    let names: string[];
+    let all: readonly LinkInfo[];
     try {
-      names = (await readdir(this.sysClassNet)).sort();
+      all = this.links();
     } catch (e) {
-      return { rows: [], failures: [{ what: this.sysClassNet, error: e }], interfaces: [] };
+      return { rows: [], failures: [{ what: 'netlink link dump (RTM_GETLINK)', error: e }], interfaces: [] };
     }
-    names = names.filter((n) => n !== 'lo' && !this.#exclude.some((r) => r.test(n)));
-    const per = await Promise.all(names.map((n) => this.#one(n, failures)));
+    const links = all.filter((l) => l.name !== 'lo' && !this.#exclude.some((r) => r.test(l.name))).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const seen = new Set<string>();
     const rows: Row[] = [];
     const read: string[] = [];
-    per.forEach((r, i) => {
-      if (!r) return;
-      const name = names[i] as string;
-      read.push(name);
-      seen.add(r.key);
-      rows.push(...r.rows);
-    });
+    for (const l of links) {
+      if (!l.stats) {
+        failures.push({ what: `netlink IFLA_STATS64 of ${l.name}`, error: new Error('the kernel sent no counters') });
+        continue;
+      }
+      const key = `${l.name}#${l.ifindex}`;
+      seen.add(key);
+      read.push(l.name);
+      for (const [stat, i] of STATS_BY_NAME) rows.push([{ interface_name: l.name, statistic_name: stat }, l.stats[i] as number]);
+      this.#ethtoolRows(l.name, key, rows, failures);
+    }
     // An interface that went away is asked again when it comes back, and its cached names go.
     for (const key of this.#unsupported) if (!seen.has(key)) this.#unsupported.delete(key);
+    const present = new Set(read);
     for (const name of this.#cached) {
-      if (read.includes(name)) continue;
+      if (present.has(name)) continue;
       this.#cached.delete(name);
       this.ethtool?.forget(name);
     }
@@ -68,30 +78,20 @@ export class InterfaceReader {
     return { rows, failures, interfaces: read };
   }
 
-  /** Undefined when the entry is not an interface or vanished while being read. */
-  async #one(name: string, failures: ReadFailure[]): Promise<{ key: string; rows: Row[] } | undefined> {
-    const dir = join(this.sysClassNet, name);
-    const stats = await readStatistics(join(dir, 'statistics'), failures);
-    if (!stats) return undefined;
-    const ifindex = (await readFile(join(dir, 'ifindex'), 'utf8').catch(() => '')).trim();
-    const key = `${name}#${ifindex}`;
-    const rows: Row[] = stats.map(([stat, v]) => [{ interface_name: name, statistic_name: stat }, v] as const);
-    if (this.ethtool && !this.#unsupported.has(key)) {
-      const r = this.ethtool.stats(name);
-      this.#cached.add(name);
-      if (r.ok) {
-        const have = new Set(stats.map(([s]) => s));
-        for (const [stat, v] of ethtoolRows(r)) if (!have.has(stat)) rows.push([{ interface_name: name, statistic_name: stat }, v]);
-      } else if (r.errno === errnos.EOPNOTSUPP) {
-        this.#unsupported.add(key);
-        this.ethtool.forget(name);
-      } else if (r.errno === errnos.ENODEV) {
-        this.ethtool.forget(name);
-      } else {
-        failures.push({ what: `ethtool ${r.op} ${name}`, error: new Error(r.code) });
-      }
+  #ethtoolRows(name: string, key: string, rows: Row[], failures: ReadFailure[]): void {
+    if (!this.ethtool || this.#unsupported.has(key)) return;
+    const r = this.ethtool.stats(name);
+    this.#cached.add(name);
+    if (r.ok) {
+      for (const [stat, v] of ethtoolRows(r)) if (!(LINK_STAT_NAMES as readonly string[]).includes(stat)) rows.push([{ interface_name: name, statistic_name: stat }, v]);
+    } else if (r.errno === errnos.EOPNOTSUPP) {
+      this.#unsupported.add(key);
+      this.ethtool.forget(name);
+    } else if (r.errno === errnos.ENODEV) {
+      this.ethtool.forget(name);
+    } else {
+      failures.push({ what: `ethtool ${r.op} ${name}`, error: new Error(r.code) });
     }
-    return { key, rows };
   }
 }
 
@@ -103,44 +103,6 @@ export function ethtoolRows(r: Extract<EthtoolStats, { ok: true }>): [string, nu
     if (lower.includes('err') || lower.includes('drop')) out.set(name, (out.get(name) ?? 0) + v);
   }
   return [...out];
-}
-
-/**
- * Errors of a statistics file whose interface is going away: the file is gone, or the kernel's
- * netstat_show answers EINVAL once the device is no longer registered (dev_isalive). The interface
- * then has no series this tick, as if it had gone a moment earlier.
- */
-const VANISHED = new Set(['ENOENT', 'ENODEV', 'EINVAL']);
-
-/** `[name, value]` for each file of a statistics/ directory; undefined if the interface is gone. */
-async function readStatistics(dir: string, failures: ReadFailure[]): Promise<[string, number][] | undefined> {
-  let files: string[];
-  try {
-    files = (await readdir(dir)).sort();
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // bonding_masters, or the interface went away
-    failures.push({ what: dir, error: e });
-    return undefined;
-  }
-  const out: [string, number][] = [];
-  let gone = false;
-  await Promise.all(
-    files.map(async (f) => {
-      const path = join(dir, f);
-      try {
-        const text = (await readFile(path, 'utf8')).trim();
-        const v = parseCounter(text);
-        if (v === undefined) failures.push({ what: path, error: new Error(`not a number: ${JSON.stringify(text.slice(0, 40))}`) });
-        else out.push([f, v]);
-      } catch (e) {
-        if (VANISHED.has((e as NodeJS.ErrnoException).code ?? '')) gone = true;
-        else failures.push({ what: path, error: e });
-      }
-    }),
-  );
-  if (gone) return undefined;
-  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
 /** An interface pattern: a name, with `*` matching any run of characters (`lxc*`, `*-nic`). */

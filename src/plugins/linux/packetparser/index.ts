@@ -3,9 +3,8 @@
  * aggregation, on the host interfaces), with an in-kernel connection table. Records reach the
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
-import { readdir } from 'node:fs/promises';
 import {
-  attachTcAuto, interfaceDriver, loadSys, mapReader, mapWriter, openBpfObject, packetparserHooks, testRunProgram, u32Key,
+  attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
@@ -149,18 +148,16 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       ctx.log.info('host interface attached', { interface: name, ifindex, mode: h.mode });
     }
 
-    const probe = s.use(interfaceDriver());
+    const links = s.use(openLinkDumper());
     const watcher = s.use(
       createVethWatcher({
-        list: () => readdir('/sys/class/net'),
-        ifindex: (name) => sys.ifNameToIndex(name),
-        driver: (name) => probe.driver(name),
+        links: () => links.dump(),
         attach: (link: Link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
         exclude: new Set(hostInterfaces),
         log: ctx.log,
       }),
     );
-    await poll(s, timing.vethPollMs ?? 1000, () => watcher.poll(), (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`));
+    await poll(s, timing.vethPollMs ?? 1000, async () => watcher.poll(), (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`));
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     const sweep = (): void => {
