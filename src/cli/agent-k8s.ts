@@ -13,6 +13,8 @@ export interface AgentKubernetes extends AsyncDisposable {
   readonly cache: IpCache;
   readonly watch: AgentWatch;
   readonly client: RestClient;
+  /** This node's name (NODE_NAME), when the environment gives it. */
+  readonly nodeName: string | undefined;
 }
 
 export async function startAgentKubernetes(o: {
@@ -46,6 +48,7 @@ export async function startAgentKubernetes(o: {
     cache,
     watch,
     client,
+    nodeName,
     async [Symbol.asyncDispose]() {
       await watch[Symbol.asyncDispose]();
       client.close();

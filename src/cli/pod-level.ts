@@ -67,7 +67,7 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
   const interest = createInterestSet({ cache: k8s.cache, bypass: agent.bypassLookupIPOfInterest });
   const apiSub = apiServer.onChange((ips) => interest.setApiServerIps(ips));
   const interestLog = interest.onChange(() => log.debug('IPs of interest changed', { count: interest.ips().size, selection: interest.selection().kind }));
-  const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, isApiServer: (ip) => apiServer.has(ip) });
+  const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, isApiServer: (ip) => apiServer.has(ip), ...(k8s.nodeName ? { nodeName: k8s.nodeName } : {}) });
   const events = metrics.counter(catalog.k8sWatchEvents);
   const factory = createInformerFactory({ client: k8s.client, log, initialState: 'stream', onEvent: (event, resource) => events.inc({ resource, event }) });
   const spec = startSpecController({

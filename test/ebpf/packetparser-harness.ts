@@ -3,7 +3,8 @@
  * `ip netns exec`, so its endpoint watcher sees that namespace's veths, not the machine's), driven
  * by JSON lines on stdin; answers one JSON line per command on stdout.
  *
- * Commands: start {config, agent, interest (string[] | null: bypass), timing}, interest {ips},
+ * Commands: start {config, agent, interest (string[] | null: bypass), timing, apiServer (addresses:
+ * the flows also go through the Metrics Module's API-server latency stage)}, interest {ips},
  * flows (the flows since the previous call), lost, logs, metrics, block {argv} (spawnSync: the
  * event loop, and so the ring buffer's reader, stands still while it runs), runstats (BPF run-time
  * statistics on), stop.
@@ -11,7 +12,8 @@
 import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { AgentConfig } from '../../src/config/index.js';
-import type { Flow } from '../../src/flow/index.js';
+import type { Flow, FlowBatch } from '../../src/flow/index.js';
+import { createApiServerLatency } from '../../src/metrics/module/apiserver.js';
 import type { IpInterest } from '../../src/plugin/index.js';
 import type { PacketparserConfig } from '../../src/plugins/linux/packetparser/config.js';
 import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
@@ -45,6 +47,7 @@ interface Command {
   readonly timing?: PacketparserTiming;
   readonly ips?: string[];
   readonly argv?: string[];
+  readonly apiServer?: string[];
 }
 
 const compact = (f: Flow): PFlow => ({
@@ -77,7 +80,10 @@ async function run(c: Command): Promise<unknown> {
           return { [Symbol.dispose]: () => void listeners.delete(l) };
         },
       };
-      handle = await runPacketparser({ ...made.ctx, interest }, c.timing ?? {});
+      const api = c.apiServer ? new Set(c.apiServer) : undefined;
+      const latency = api ? createApiServerLatency({ metrics: made.got.metrics, isApiServer: (ip) => api.has(ip) }) : undefined;
+      const flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows.consume(b), latency.consume(b)) } : made.ctx.flows;
+      handle = await runPacketparser({ ...made.ctx, interest, flows }, c.timing ?? {});
       return { status: got.status };
     }
     case 'interest':

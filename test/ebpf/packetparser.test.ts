@@ -9,17 +9,17 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { leftoversAfterStop, requireKernel, sleep, stopAll } from './netns.js';
+import { leftoversAfterStop, metric, requireKernel, sleep, stopAll } from './netns.js';
 import { Harness, Topology, nodeArgv, total, type PFlow } from './packetparser-topology.js';
-import { TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
+import { TCP_PING, TCP_SEND, TCP_SINK, TCP_SLOW_ECHO, UDP_SEND, UDP_SINK } from './traffic.js';
 
 const N = 50;
 let topo: Topology;
 let h: Harness | undefined;
 const helpers: ChildProcess[] = [];
 
-async function sink(script: string, ns: Topology['node'], ip: string, port: string): Promise<void> {
-  const c = ns.spawnNode(script, [ip, port]);
+async function sink(script: string, ns: Topology['node'], ip: string, port: string, ...more: string[]): Promise<void> {
+  const c = ns.spawnNode(script, [ip, port, ...more]);
   helpers.push(c);
   await new Promise((r) => c.stdout?.once('data', r));
 }
@@ -198,5 +198,34 @@ test('lost records: a 4 KiB ring and a blocked event loop; received + lost = pac
   assert.equal(flows.length, got, 'only the burst');
   assert.ok(lost > 0, `the ring overflowed (got ${got})`);
   assert.equal(got + lost, 2 * M, `received ${got} + lost ${lost} = the ${2 * M} packets at A's and B's veths`);
+  await hh.call({ op: 'stop' });
+});
+
+test('API-server latency from packetparser records: one handshake per connection, one round trip per request, bounded by the server', async (t) => {
+  // The "API server" answers each request after 80 ms, behind the host interface; pod A talks to it.
+  // Every packet is seen twice (A's veth and the host interface) and must be matched once.
+  const hh = h as Harness;
+  const a = topo.pod('a');
+  const api = topo.world;
+  const [C, R, DELAY] = [3, 5, 80];
+  await sink(TCP_SLOW_ECHO, api.ns, api.ip, '7443', String(DELAY));
+  await hh.start({ hostInterfaces: ['pp-ext'] }, { dataAggregationLevel: 'low' }, [a.ip], {}, [api.ip]);
+  await hh.settle(300);
+  const out = await a.ns.node(TCP_PING, [String(C), api.ip, '7443', String(R)]);
+  assert.match(out, new RegExp(`done ${C} ${R}`));
+  await hh.settle(600);
+  const text = await hh.call<string>({ op: 'metrics' });
+  const n = (name: string, suffix: string): number => metric(text, `networkobservability_adv_node_apiserver_${name}_${suffix}`);
+  const hs = { count: n('tcp_handshake_latency', 'count'), sum: n('tcp_handshake_latency', 'sum') };
+  const rtt = { count: n('latency', 'count'), sum: n('latency', 'sum') };
+  t.diagnostic(`handshakes ${hs.count} (mean ${(hs.sum / hs.count).toFixed(2)} ms), round trips ${rtt.count} (mean ${(rtt.sum / rtt.count).toFixed(1)} ms)`);
+  assert.equal(hs.count, C, 'each SYN matched by its SYN-ACK once, though both were seen at two points');
+  assert.ok(hs.sum / C < 20, `handshakes on a veth take well under 20 ms (${hs.sum / C})`);
+  // As in Retina, a request's round trip ends at the first packet that echoes its TSval: the server's
+  // kernel acknowledges the request at once, and the answer 80 ms later echoes the same TSval and
+  // must not count again.
+  assert.equal(rtt.count, C * R, 'each request matched once');
+  assert.ok(rtt.sum / rtt.count < DELAY / 2, `mean round trip ${rtt.sum / rtt.count} ms: the acknowledgement, not the answer`);
+  assert.equal(metric(text, 'networkobservability_adv_node_apiserver_no_response', { no_response: 'no_response' }), 0);
   await hh.call({ op: 'stop' });
 });

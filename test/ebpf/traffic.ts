@@ -150,3 +150,40 @@ c.on('connect', () => {
 c.on('data', () => {});
 c.on('close', () => console.log('sent', n));
 `;
+
+/**
+ * A slow request/response server on argv[2]:argv[3]: answers each line with "pong\n" after argv[4]
+ * ms (a stand-in for the API server); prints "ready".
+ */
+export const TCP_SLOW_ECHO = `
+import net from 'node:net';
+const [host, port, delay] = process.argv.slice(1);
+const srv = net.createServer((c) => {
+  let buf = '';
+  c.on('data', (d) => { buf += d; for (let i; (i = buf.indexOf('\\n')) >= 0; buf = buf.slice(i + 1)) setTimeout(() => c.write('pong\\n'), Number(delay)); });
+  c.on('end', () => c.end());
+  c.on('error', () => {});
+});
+srv.listen(Number(port), host, () => console.log('ready'));
+process.on('SIGTERM', () => process.exit(0));
+`;
+
+/**
+ * argv[2] connections to argv[3]:argv[4], one after the other, each doing argv[5] request/response
+ * rounds ("ping\n", waits for "pong\n") and closing; prints "done C R".
+ */
+export const TCP_PING = `
+import net from 'node:net';
+const [conns, host, port, rounds] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+for (let c = 0; c < conns; c++) {
+  const s = net.connect(port, host);
+  await new Promise((r) => s.once('connect', r));
+  for (let i = 0; i < rounds; i++) {
+    s.write('ping\\n');
+    await new Promise((r) => s.once('data', r));
+  }
+  s.end();
+  await new Promise((r) => s.once('close', r));
+}
+console.log('done', conns, rounds);
+`;
