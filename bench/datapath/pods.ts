@@ -6,14 +6,9 @@
  * needed on the host and nothing leaves the machine. The UDP load comes from pktgen.c (one process,
  * one socket per pod namespace, sendmmsg), built here with the host's clang. Needs root.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cHelper } from '../../test/ebpf/c-helper.js';
 import { sh } from '../../test/ebpf/netns.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const PKTGEN_SRC = `${ROOT}bench/datapath/pktgen.c`;
-const PKTGEN = `${ROOT}.cache/bench/pktgen`;
 
 /** The service address pods send to, on the host's port-less bridge. */
 export const SERVICE_IP = '10.237.0.1';
@@ -26,13 +21,7 @@ export interface Pod {
 }
 
 export function pktgen(): string {
-  if (!existsSync(PKTGEN) || statSync(PKTGEN).mtimeMs < statSync(PKTGEN_SRC).mtimeMs) {
-    mkdirSync(`${ROOT}.cache/bench`, { recursive: true });
-    const cc = ['clang-14', 'clang', 'cc'].find((c) => { try { execFileSync('sh', ['-c', `command -v ${c}`]); return true; } catch { return false; } });
-    if (!cc) throw new Error('no C compiler (clang) to build bench/datapath/pktgen.c');
-    execFileSync(cc, ['-O2', '-Wall', '-o', PKTGEN, PKTGEN_SRC], { stdio: 'inherit' });
-  }
-  return PKTGEN;
+  return cHelper('bench/datapath/pktgen.c');
 }
 
 export class PodNode implements Disposable {

@@ -167,63 +167,153 @@ __noinline __u64 packetparser_tcp_ts(struct __sk_buff *skb, __u32 off, __u32 ole
 	return 0;
 }
 
-/* Ethernet (+ one 802.1Q tag), IPv4 or IPv6, then TCP/UDP ports and TCP flags; 0 when not IP. */
+/* The fields of each header, from a pointer to it: into the packet (parse(), the headers in the
+ * linear part) or to a stack copy (parse_copied(), the rare packet whose headers are not). */
+static __always_inline void ip4_fields(struct pp_pkt *p, const struct iphdr *ip)
+{
+	p->family = 4;
+	p->proto = ip->protocol;
+	__builtin_memcpy(p->saddr, &ip->saddr, 4);
+	__builtin_memcpy(p->daddr, &ip->daddr, 4);
+}
+
+static __always_inline void ip6_fields(struct pp_pkt *p, const struct ipv6hdr *ip6)
+{
+	p->family = 6;
+	p->proto = ip6->nexthdr;
+	__builtin_memcpy(p->saddr, &ip6->saddr, 16);
+	__builtin_memcpy(p->daddr, &ip6->daddr, 16);
+}
+
+/* Ports and flags from the fixed 20 bytes of a TCP header; returns its length (data offset). */
+static __always_inline __u32 tcp_fields(struct pp_pkt *p, const __u8 *th)
+{
+	p->sport = ((__u16)th[0] << 8) | th[1];
+	p->dport = ((__u16)th[2] << 8) | th[3];
+	p->flags = th[13] | ((th[12] & 1) ? TCP_NS_ : 0);
+	return (th[12] >> 4) * 4;
+}
+
+static __always_inline void udp_fields(struct pp_pkt *p, const __u8 *uh)
+{
+	p->sport = ((__u16)uh[0] << 8) | uh[1];
+	p->dport = ((__u16)uh[2] << 8) | uh[3];
+}
+
+static __always_inline void tcp_options(struct pp_pkt *p, struct __sk_buff *skb, __u32 l4, __u32 doff)
+{
+	if (doff <= 20)
+		return;
+	__u64 ts = packetparser_tcp_ts(skb, l4 + 20, doff - 20);
+	p->tsval = ts >> 32;
+	p->tsecr = (__u32)ts;
+}
+
+#define PP_NOT_IP 0
+#define PP_PARSED 1
+#define PP_COPY 2 /* the headers go on past the linear part: parse_copied() */
+
+/* Ethernet (+ one 802.1Q tag), IPv4 or IPv6, then TCP/UDP ports, TCP flags and timestamps, read in
+ * place (direct packet access: a helper call per header costs more than the rest of the parse).
+ * The packet is never changed: no bpf_skb_pull_data, which would un-clone TCP's skbs. Returns
+ * PP_COPY when a header is cut by the end of the linear part of a longer skb. */
 static __always_inline int parse(struct __sk_buff *skb, struct pp_pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	int cut = (__u32)(end - data) < skb->len; /* a header past `end` may still be in the pages */
+	if (data + 14 > end)
+		return cut ? PP_COPY : PP_NOT_IP;
+	__u16 proto = ((struct ethhdr *)data)->h_proto;
+	__u32 l3 = 14;
+	if (proto == bpf_htons(ETH_P_8021Q_)) {
+		if (data + 18 > end)
+			return cut ? PP_COPY : PP_NOT_IP;
+		proto = *(__u16 *)(data + 16);
+		l3 = 18;
+	}
+	__u8 *l4;
+	if (proto == bpf_htons(ETH_P_IP_)) {
+		struct iphdr *ip = data + l3;
+		if ((void *)(ip + 1) > end)
+			return cut ? PP_COPY : PP_NOT_IP;
+		if (ip->version != 4)
+			return PP_NOT_IP;
+		ip4_fields(p, ip);
+		if (ip->frag_off & bpf_htons(0x1fff))
+			return PP_PARSED; /* a later fragment: no ports */
+		l4 = (void *)ip + ip->ihl * 4;
+	} else if (proto == bpf_htons(ETH_P_IPV6_)) {
+		struct ipv6hdr *ip6 = data + l3;
+		if ((void *)(ip6 + 1) > end)
+			return cut ? PP_COPY : PP_NOT_IP;
+		ip6_fields(p, ip6);
+		l4 = (void *)(ip6 + 1);
+	} else {
+		return PP_NOT_IP;
+	}
+	if (p->proto == IPPROTO_TCP_) {
+		if ((void *)(l4 + 20) > end)
+			return cut ? PP_COPY : PP_PARSED;
+		__u32 doff = tcp_fields(p, l4);
+		if (doff >= 32 && (void *)(l4 + 32) <= end && l4[20] == 1 && l4[21] == 1 && l4[22] == 8 && l4[23] == 10) {
+			/* Linux's layout after the handshake: NOP, NOP, timestamps. */
+			p->tsval = ((__u32)l4[24] << 24) | ((__u32)l4[25] << 16) | ((__u32)l4[26] << 8) | l4[27];
+			p->tsecr = ((__u32)l4[28] << 24) | ((__u32)l4[29] << 16) | ((__u32)l4[30] << 8) | l4[31];
+		} else {
+			tcp_options(p, skb, (__u32)((void *)l4 - data), doff);
+		}
+	} else if (p->proto == IPPROTO_UDP_) {
+		if ((void *)(l4 + 4) > end)
+			return cut ? PP_COPY : PP_PARSED;
+		udp_fields(p, l4);
+	}
+	return PP_PARSED;
+}
+
+/* The same parse on copies of the headers (bpf_skb_load_bytes), for packets parse() sends here. */
+static __always_inline int parse_copied(struct __sk_buff *skb, struct pp_pkt *p)
 {
 	__u16 proto;
 	__u32 l3 = 14;
+	__builtin_memset(p, 0, sizeof(*p));
 	if (bpf_skb_load_bytes(skb, 12, &proto, 2))
-		return 0;
+		return PP_NOT_IP;
 	if (proto == bpf_htons(ETH_P_8021Q_)) {
 		if (bpf_skb_load_bytes(skb, 16, &proto, 2))
-			return 0;
+			return PP_NOT_IP;
 		l3 = 18;
 	}
 	__u32 l4;
 	if (proto == bpf_htons(ETH_P_IP_)) {
 		struct iphdr ip;
 		if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) || ip.version != 4)
-			return 0;
-		p->family = 4;
-		p->proto = ip.protocol;
-		__builtin_memcpy(p->saddr, &ip.saddr, 4);
-		__builtin_memcpy(p->daddr, &ip.daddr, 4);
+			return PP_NOT_IP;
+		ip4_fields(p, &ip);
 		if (ip.frag_off & bpf_htons(0x1fff))
-			return 1; /* a later fragment: no ports */
+			return PP_PARSED;
 		l4 = l3 + ip.ihl * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6_)) {
 		struct ipv6hdr ip6;
 		if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)))
-			return 0;
-		p->family = 6;
-		p->proto = ip6.nexthdr;
-		__builtin_memcpy(p->saddr, &ip6.saddr, 16);
-		__builtin_memcpy(p->daddr, &ip6.daddr, 16);
+			return PP_NOT_IP;
+		ip6_fields(p, &ip6);
 		l4 = l3 + sizeof(ip6);
 	} else {
-		return 0;
+		return PP_NOT_IP;
 	}
 	if (p->proto == IPPROTO_TCP_) {
-		__u8 th[14];
+		__u8 th[20];
 		if (bpf_skb_load_bytes(skb, l4, th, sizeof(th)))
-			return 1;
-		p->sport = ((__u16)th[0] << 8) | th[1];
-		p->dport = ((__u16)th[2] << 8) | th[3];
-		p->flags = th[13] | ((th[12] & 1) ? TCP_NS_ : 0);
-		__u32 doff = (th[12] >> 4) * 4;
-		if (doff > 20) {
-			__u64 ts = packetparser_tcp_ts(skb, l4 + 20, doff - 20);
-			p->tsval = ts >> 32;
-			p->tsecr = (__u32)ts;
-		}
+			return PP_PARSED;
+		tcp_options(p, skb, l4, tcp_fields(p, th));
 	} else if (p->proto == IPPROTO_UDP_) {
 		__u8 uh[4];
 		if (bpf_skb_load_bytes(skb, l4, uh, sizeof(uh)))
-			return 1;
-		p->sport = ((__u16)uh[0] << 8) | uh[1];
-		p->dport = ((__u16)uh[2] << 8) | uh[3];
+			return PP_PARSED;
+		udp_fields(p, uh);
 	}
-	return 1;
+	return PP_PARSED;
 }
 
 static __always_inline int interesting(const __u8 *addr, __u8 family)
@@ -334,7 +424,10 @@ static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p,
 static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
 {
 	struct pp_pkt p = {};
-	if (!parse(skb, &p))
+	int parsed = parse(skb, &p);
+	if (parsed == PP_COPY)
+		parsed = parse_copied(skb, &p);
+	if (parsed != PP_PARSED)
 		return;
 	if (!bypass_lookup && !interesting(p.saddr, p.family) && !interesting(p.daddr, p.family))
 		return;
@@ -391,9 +484,13 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
 	__u32 seen_before = v->flags_seen[reply & 1];
 	if ((seen_before | f) != seen_before)
 		v->flags_seen[reply & 1] |= f; /* racy only for flag bits, never counts */
-	if (tcp && (f & (TCP_FIN_ | TCP_RST_)))
+	if (tcp && (f & (TCP_FIN_ | TCP_RST_)) && !v->closing)
 		v->closing = 1;
-	v->expires_ns = now + lifetime(v, p.proto);
+	/* Both directions run on different CPUs: refresh the expiry at most once a second (or when it
+	 * must shrink, after FIN or RST), so the entry's first cache line is not written per packet. */
+	__u64 exp = now + lifetime(v, p.proto);
+	if (exp < v->expires_ns || exp - v->expires_ns > NS_PER_SEC)
+		v->expires_ns = exp;
 	if (count_totals) {
 		__sync_fetch_and_add(&v->total_packets[reply & 1], 1);
 		__sync_fetch_and_add(&v->total_bytes[reply & 1], len);
