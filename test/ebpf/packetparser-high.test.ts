@@ -11,8 +11,8 @@ import { after, before, test } from 'node:test';
 import { TCP_FLAG_SLOTS } from '../../src/flow/index.js';
 import { runPacketparser } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext } from './fake-context.js';
-import { bpfIdsOf, leftoversAfterStop, metric, requireKernel, sleep, stopAll, type Netns } from './netns.js';
-import { Harness, Topology, total, type PFlow } from './packetparser-topology.js';
+import { bpfIdsOf, leftoversAfterStop, metric, requireKernel, sleep, type Netns } from './netns.js';
+import { Harness, Topology, tearDown, total, type PFlow } from './packetparser-topology.js';
 import { TCP_PACED_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
 
 let topo: Topology;
@@ -32,14 +32,7 @@ before(async () => {
   h = new Harness(topo.node);
 });
 
-after(async () => {
-  try {
-    await stopAll(helpers);
-    await h?.[Symbol.asyncDispose]();
-  } finally {
-    topo?.destroy();
-  }
-});
+after(() => tearDown(helpers, h, topo));
 
 const STATS = ['rx_packets', 'rx_bytes', 'tx_packets', 'tx_bytes'] as const;
 function stats(ns: Netns, ifname: string): Record<(typeof STATS)[number], number> {

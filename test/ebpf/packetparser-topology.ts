@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { nodeBinary } from '../e2e/agent-process.js';
 import type { PFlow } from './packetparser-harness.js';
-import { Netns, bpfIdsOf, pinNeighbours, sh, sleep, vethPair, type BpfIds } from './netns.js';
+import { Netns, bpfIdsOf, pinNeighbours, sh, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
 
 export type { PFlow };
 
@@ -174,4 +174,14 @@ export function total(flows: readonly PFlow[], pred: (f: PFlow) => boolean): { r
     bytes += f.bytes;
   }
   return { records, packets, bytes };
+}
+
+/** The suites' teardown: helpers stopped, the harness ended, the namespaces removed (even if one of those failed). */
+export async function tearDown(helpers: readonly ChildProcess[], harness: Harness | undefined, topo: Topology | undefined): Promise<void> {
+  try {
+    await stopAll(helpers);
+    await harness?.[Symbol.asyncDispose]();
+  } finally {
+    topo?.destroy();
+  }
 }

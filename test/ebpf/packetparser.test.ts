@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { leftoversAfterStop, metric, requireKernel, sleep, stopAll } from './netns.js';
-import { Harness, Topology, nodeArgv, total, type PFlow } from './packetparser-topology.js';
+import { leftoversAfterStop, metric, requireKernel, sleep } from './netns.js';
+import { Harness, Topology, nodeArgv, tearDown, total, type PFlow } from './packetparser-topology.js';
 import { TCP_PING, TCP_SEND, TCP_SINK, TCP_SLOW_ECHO, UDP_SEND, UDP_SINK } from './traffic.js';
 
 const N = 50;
@@ -36,14 +36,7 @@ before(async () => {
   }
 });
 
-after(async () => {
-  try {
-    await stopAll(helpers);
-    await h?.[Symbol.asyncDispose]();
-  } finally {
-    topo?.destroy();
-  }
-});
+after(() => tearDown(helpers, h, topo));
 
 const from = (f: PFlow, src: string, dst: string): boolean => f.src === src && f.dst === dst;
 

@@ -2,6 +2,7 @@
  * What every eBPF plugin does when a hook is missing (one log line naming the hook, then a
  * PermanentError), and the load-and-attach the tracepoint plugins share.
  */
+import { enumKey, type KeySpec } from '../../../config/index.js';
 import { attachBySection, openBpfObject, type BpfObject, type HookChoice } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
 import { PermanentError, errMessage, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
@@ -50,4 +51,17 @@ export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknow
   );
   s.use(onHook(ctx.log, hook.label, () => attachBySection(obj.program(hook.program), hook.label)));
   return obj;
+}
+
+/** How a plugin attaches its tc programs: tcx (Linux 6.6+, BPF links), clsact (tc filters), or auto. */
+export type TcMode = 'auto' | 'tcx' | 'clsact';
+
+/** A plugin's tc mode key (packetForwardTcMode, packetParserTcMode): one declaration, one wording. */
+export function tcModeKey(key: string, plugin: string): KeySpec<TcMode> {
+  return enumKey<TcMode>(
+    key,
+    'auto',
+    ['auto', 'tcx', 'clsact'],
+    `Ours: how ${plugin} attaches its tc programs: tcx (Linux 6.6+; detached by the kernel even if the agent is killed), clsact, or auto (tcx where the kernel has it).`,
+  );
 }

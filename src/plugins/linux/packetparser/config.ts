@@ -3,13 +3,14 @@
  * dataSamplingRate, conntrackReportInterval, enableConntrackMetrics, bypassLookupIPOfInterest,
  * packetParserRingBufferSize, filterMapMaxEntries) are agent keys, in ctx.agent.
  */
-import { enumKey, intKey, listKey, type ConfigSpec } from '../../../config/index.js';
+import { intKey, listKey, type ConfigSpec } from '../../../config/index.js';
+import { tcModeKey, type TcMode } from '../ebpf-shared/hooks.js';
 
 export interface PacketparserConfig {
   /** Host interfaces watched with dataAggregationLevel low; empty: the default routes' interfaces. */
   readonly hostInterfaces: readonly string[];
   /** tcx (Linux 6.6+), clsact, or auto: tcx where the kernel has it. */
-  readonly tcMode: 'auto' | 'tcx' | 'clsact';
+  readonly tcMode: TcMode;
   /** Entries of the in-kernel connection table (LRU). */
   readonly conntrackMaxEntries: number;
 }
@@ -20,12 +21,7 @@ export const packetparserConfig: ConfigSpec<PacketparserConfig> = {
     [],
     "Ours: the host interfaces packetparser also watches when dataAggregationLevel is low (empty: the default routes' interfaces, found at start).",
   ),
-  tcMode: enumKey<'auto' | 'tcx' | 'clsact'>(
-    'packetParserTcMode',
-    'auto',
-    ['auto', 'tcx', 'clsact'],
-    'Ours: how packetparser attaches its tc programs: tcx (Linux 6.6+), clsact, or auto (tcx where the kernel has it).',
-  ),
+  tcMode: tcModeKey('packetParserTcMode', 'packetparser'),
   conntrackMaxEntries: intKey(
     'packetParserConntrackMaxEntries',
     65_536,
