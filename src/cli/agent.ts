@@ -15,7 +15,7 @@ import { createLogger, errorFields, type Logger } from '../log/index.js';
 import { catalog, createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
 import { startHttpServer } from '../server/index.js';
-import { configErrorExit, readCommandLine, untilSignalled, version, within } from './command.js';
+import { catchSignals, configErrorExit, readCommandLine, version, within } from './command.js';
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
 
@@ -42,6 +42,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
 
   const log = createLogger({ level: agent.logLevel, component: 'agent' });
+  const shutdown = catchSignals(log);
   log.info('starting retina-agent', {
     version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
     btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
@@ -73,7 +74,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
   const http = server;
 
-  const done = untilSignalled(log, async () => {
+  const done = shutdown.run(async () => {
     let code = 0;
     try {
       if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
@@ -90,9 +91,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return code;
   });
 
-  await manager.start();
-  const st = manager.status();
-  log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
+  // Stopped during start-up: nothing is attached yet, and nothing will be.
+  if (shutdown.signal === undefined) {
+    await manager.start();
+    const st = manager.status();
+    log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
+  }
   return done;
 }
 

@@ -57,33 +57,56 @@ export async function within<T>(work: PromiseLike<T>, ms: number): Promise<T | '
   }
 }
 
+/** A command's shutdown: SIGTERM and SIGINT are caught from the moment it exists. */
+export interface Shutdown {
+  /** The first signal so far (SIGTERM or SIGINT), if one came. */
+  readonly signal: string | undefined;
+  /**
+   * Runs `stop` once the first signal has come (at once if it came during start-up) and resolves
+   * with the exit code it returns (1 if it throws).
+   */
+  run(stop: () => Promise<number>): Promise<number>;
+}
+
 /**
- * On the first SIGTERM or SIGINT, runs `stop` (which returns the exit code) and resolves with its
- * code; if stopping takes longer than HARD_EXIT_MS the process exits with 1.
+ * Catches SIGTERM and SIGINT from now on, so that a signal that comes while the command is still
+ * starting (a pod deleted during start-up) is not the default action, which ends the process on the
+ * spot, but a clean stop as soon as there is something to stop. Once a signal came, the process
+ * exits with 1 after HARD_EXIT_MS whatever stopping is doing; later signals are only logged.
  */
-export function untilSignalled(log: Logger, stop: () => Promise<number>): Promise<number> {
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const onSignal = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      log.info('shutting down', { signal });
-      setTimeout(() => {
-        log.error('shutdown took too long; exiting', { afterMs: HARD_EXIT_MS });
-        process.exit(1);
-      }, HARD_EXIT_MS).unref();
-      stop().then(
-        (code) => {
-          log.info('stopped', { exitCode: code });
-          resolve(code);
-        },
-        (e: unknown) => {
-          log.error('stopped with errors', { error: e instanceof Error ? errorFields(e) : String(e) });
-          resolve(1);
-        },
-      );
-    };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
-  });
+export function catchSignals(log: Logger): Shutdown {
+  let signal: string | undefined;
+  let wake!: () => void;
+  const came = new Promise<void>((r) => (wake = r));
+  const onSignal = (s: string): void => {
+    if (signal !== undefined) {
+      log.info('already shutting down', { signal: s });
+      return;
+    }
+    signal = s;
+    log.info('shutting down', { signal: s });
+    setTimeout(() => {
+      log.error('shutdown took too long; exiting', { afterMs: HARD_EXIT_MS });
+      process.exit(1);
+    }, HARD_EXIT_MS).unref();
+    wake();
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  return {
+    get signal() {
+      return signal;
+    },
+    async run(stop) {
+      await came;
+      try {
+        const code = await stop();
+        log.info('stopped', { exitCode: code });
+        return code;
+      } catch (e) {
+        log.error('stopped with errors', { error: e instanceof Error ? errorFields(e) : String(e) });
+        return 1;
+      }
+    },
+  };
 }

@@ -8,7 +8,7 @@ import { collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../co
 import { createRestClient, loadRestConfig } from '../k8s/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { operatorConfig, operatorKeys } from '../operator/index.js';
-import { configErrorExit, readCommandLine, untilSignalled, version, within } from './command.js';
+import { catchSignals, configErrorExit, readCommandLine, version, within } from './command.js';
 import { runOperator } from './operator-run.js';
 
 const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
@@ -36,6 +36,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return configErrorExit('retina-operator', e);
   }
   const log = createLogger({ level: cfg.logLevel, component: 'operator' });
+  const shutdown = catchSignals(log);
   let client;
   try {
     const rc = await loadRestConfig({ kubeconfig: flags.values['kubeconfig'] as string | undefined, env, prefer: 'client-node' });
@@ -55,7 +56,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return 1;
   }
   const running = op;
-  return untilSignalled(log, async () => {
+  return shutdown.run(async () => {
     let code = 0;
     try {
       if ((await within(running[Symbol.asyncDispose](), cfg.shutdownTimeoutMs)) === 'timeout') code = 1;

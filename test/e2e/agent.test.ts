@@ -273,3 +273,36 @@ describe('bad configuration exits 2 naming the key', () => {
     assert.ok(err.includes('--config') && err.includes('/nonexistent'), err);
   });
 });
+
+describe('a signal during start-up', () => {
+  test('SIGTERM before the plugins start: a clean stop with exit 0, no plugin started, not death by the signal', async () => {
+    // An API server that accepts connections and never answers: the pod-level start-up waits up to
+    // 3 s for the API server's addresses, so the signal lands while the agent is still starting.
+    const silent = await listen();
+    const sockets = new Set<import('node:net').Socket>();
+    silent.on('connection', (s) => sockets.add(s));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const kubeconfig = configFile('silent-kubeconfig.yaml', [
+        'apiVersion: v1', 'kind: Config', 'current-context: silent',
+        'clusters:', '- name: silent', '  cluster:', `    server: https://127.0.0.1:${port}`, '    insecure-skip-tls-verify: true',
+        'users:', '- name: u', '  user:', '    token: t',
+        'contexts:', '- name: silent', '  context:', '    cluster: silent', '    user: u', '',
+      ].join('\n'));
+      const config = configFile('startup.yaml', `${agentYaml(['linuxutil'])}enablePodLevel: true\n`);
+      await using agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', kubeconfig], env: agentEnv({ NODE_NAME: 'e2e-node' }) });
+      await agent.waitForLog((l) => l.msg === 'starting retina-agent', '"starting retina-agent"');
+      agent.child.kill('SIGTERM');
+      const exit = await agent.waitExit(STOP_MS + 5000);
+      assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM during start-up; stderr:\n${agent.stderr}`);
+      const lines = assertJsonLogs(agent);
+      const at = (msg: string): number => lines.findIndex((l) => l.msg === msg);
+      assert.ok(at('shutting down') >= 0 && at('shutting down') < at('http server listening'), 'the signal was caught while starting, before the HTTP server was up');
+      assert.equal(lines.find((l) => l.msg === 'stopped')?.['exitCode'], 0);
+      assert.ok(!lines.some((l) => l.msg === 'plugin started' || l.msg === 'plugins started'), 'no plugin was started after the signal');
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+});
