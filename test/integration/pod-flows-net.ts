@@ -79,12 +79,14 @@ export class PodNs {
   }
 
   /**
-   * nftables counters of what this pod sends to each address (output hook, every protocol): the
-   * ground truth for adv_forward_count. `read(ip)` gives the packets counted so far.
+   * nftables counters of what this pod sends from its pod address to each address (output hook,
+   * every protocol): the ground truth for adv_forward_count by source pod. `read(ip)` gives the
+   * packets counted so far. The source must be the pod's address: the kernel sends some neighbour
+   * probes from the link-local address (fe80::), which no flow can attribute to the pod.
    */
   countSent(ips: readonly string[]): { read(ip: string): number } {
     const name = (ip: string): string => `to_${ips.indexOf(ip)}`;
-    const rules = ips.map((ip) => `  ${ip.includes(':') ? 'ip6' : 'ip'} daddr ${ip} counter name ${name(ip)}`);
+    const rules = ips.map((ip) => (ip.includes(':') ? `  ip6 saddr ${this.ip6} ip6 daddr ${ip}` : `  ip saddr ${this.ip4} ip daddr ${ip}`) + ` counter name ${name(ip)}`);
     this.run('nft', ['-f', '-'], `table inet pfcount {\n${ips.map((ip) => ` counter ${name(ip)} {}`).join('\n')}\n chain out {\n  type filter hook output priority 0;\n${rules.join('\n')}\n }\n}\n`);
     return {
       read: (ip) => {
