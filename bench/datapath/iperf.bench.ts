@@ -8,8 +8,7 @@
  */
 import { cpus, release } from 'node:os';
 import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
-import { bpfIdsOf, sh } from '../../test/ebpf/netns.js';
-import { Bed, median } from './setup.js';
+import { Bed, HookTimes, median } from './setup.js';
 
 const ROUNDS = Number(process.env['BENCH_IPERF_ROUNDS'] ?? 4);
 const SECONDS = Number(process.env['BENCH_IPERF_SECONDS'] ?? 5);
@@ -17,18 +16,7 @@ const SECONDS = Number(process.env['BENCH_IPERF_SECONDS'] ?? 5);
 await using bed = new Bed();
 // The kernel's per-program run time (held by an fd for this run only): what our hooks cost per packet.
 using _stats = enableBpfRunStats();
-const hookTime = new Map<string, { ns: number; runs: number }>();
-function collectHookTime(pid: number): void {
-  const ours = new Set(bpfIdsOf(pid).progs);
-  const progs = JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_time_ns?: number; run_cnt?: number }[];
-  for (const p of progs) {
-    if (!ours.has(p.id)) continue;
-    const t = hookTime.get(p.name ?? String(p.id)) ?? { ns: 0, runs: 0 };
-    t.ns += p.run_time_ns ?? 0;
-    t.runs += p.run_cnt ?? 0;
-    hookTime.set(p.name ?? String(p.id), t);
-  }
-}
+const hookTime = new HookTimes();
 const bps = (r: Record<string, unknown>): number => ((r['end'] as { sum_received: { bits_per_second: number } }).sum_received.bits_per_second);
 bed.iperf(['-t', '1']); // warm-up
 const off: number[] = [];
@@ -41,7 +29,7 @@ for (let i = 0; i < ROUNDS; i++) {
     } else {
       await using agent = await bed.agent();
       on.push(bps(bed.iperf(['-t', String(SECONDS)])));
-      collectHookTime(agent.proc.pid);
+      hookTime.collect(agent.proc.pid);
     }
   }
 }
@@ -57,7 +45,7 @@ console.log(JSON.stringify({
   throughputRatio: Number(ratio.toFixed(4)),
   pairedRatioMedian: Number(paired.toFixed(4)),
   runsGbps: { off: off.map((x) => Number((x / 1e9).toFixed(3))), on: on.map((x) => Number((x / 1e9).toFixed(3))) },
-  hooks: Object.fromEntries([...hookTime].map(([name, t]) => [name, { runs: t.runs, nsPerRun: Number((t.ns / Math.max(1, t.runs)).toFixed(1)) }])),
-  hookCpuPercentOfOneCore: Number(((100 * [...hookTime.values()].reduce((n, t) => n + t.ns, 0)) / (on.length * SECONDS * 1e9)).toFixed(2)),
+  hooks: hookTime.perProgram(),
+  hookCpuPercentOfOneCore: Number(((100 * hookTime.seconds()) / (on.length * SECONDS)).toFixed(2)),
   goalRatio: 0.98,
 }));

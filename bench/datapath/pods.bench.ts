@@ -8,7 +8,8 @@
  * host, with the agent running packetparser vs the agent without it, alternated (ABBA): goal ratio
  * at least 0.97. The agent runs the default plugins plus packetparser, with the default
  * metricsIntervalDuration (10 s) unless BENCH_METRICS_INTERVAL says otherwise; its CPU is also
- * measured idle (the 100 pods, no load), and during the iperf3 runs.
+ * measured idle (the 100 pods, no load), and during the iperf3 runs, with what each of its BPF
+ * programs cost in the kernel per run during the runs with packetparser (BPF run-time statistics).
  * Env: BENCH_PODS (100), BENCH_PPS (100000), BENCH_PODS_SECONDS (10), BENCH_METRICS_INTERVAL (10s),
  * BENCH_IPERF_ROUNDS (4), BENCH_IPERF_SECONDS (5). Needs root, kernel BTF, iperf3, clang, and the
  * test control plane (built by make).
@@ -17,12 +18,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
 import { objectPath, collectionPath, resources, type RestClient } from '../../src/k8s/index.js';
 import { AGENT_BIN, AgentProcess, agentEnv, get } from '../../test/e2e/agent-process.js';
 import { sleep, stopAll } from '../../test/ebpf/netns.js';
 import { createNamespace, deleteNamespace, eventually, startCluster } from '../../test/integration/harness.js';
 import { startOperator, uniqueId } from '../../test/integration/operator-helpers.js';
-import { cpuSeconds, median } from './setup.js';
+import { HookTimes, cpuSeconds, median } from './setup.js';
 import { PodNode, SERVICE_IP, output } from './pods.js';
 
 const PODS = Number(process.env['BENCH_PODS'] ?? 100);
@@ -181,6 +183,9 @@ async function iperfRatio(): Promise<Record<string, unknown>> {
       }
     }
   };
+  // What the hooks cost in the kernel during the runs with packetparser (BPF run-time statistics).
+  using _stats = enableBpfRunStats();
+  const hooks = new HookTimes();
   try {
     await sleep(500);
     const off: number[] = [];
@@ -193,6 +198,7 @@ async function iperfRatio(): Promise<Record<string, unknown>> {
         const t0 = Date.now();
         (mode === 'on' ? on : off).push(await run());
         cpu[mode].push(((cpuSeconds(agent.proc.pid) - c0) / ((Date.now() - t0) / 1000)) * 100);
+        if (mode === 'on') hooks.collect(agent.proc.pid);
       }
     }
     return {
@@ -201,6 +207,7 @@ async function iperfRatio(): Promise<Record<string, unknown>> {
       pairedRatioMedian: Number(median(on.map((x, i) => x / (off[i] as number))).toFixed(4)),
       runsGbps: { off: off.map((x) => Number((x / 1e9).toFixed(3))), on: on.map((x) => Number((x / 1e9).toFixed(3))) },
       agentCpuPercentDuringRuns: { off: cpu.off.map((x) => Number(x.toFixed(1))), on: cpu.on.map((x) => Number(x.toFixed(1))) },
+      hooksWithPacketparser: hooks.perProgram(),
       goalRatio: 0.97,
     };
   } finally {

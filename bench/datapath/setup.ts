@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Netns, NsAgent, requireKernel, stopAll, vethPair } from '../../test/ebpf/netns.js';
+import { Netns, NsAgent, bpfIdsOf, requireKernel, sh, stopAll, vethPair } from '../../test/ebpf/netns.js';
 
 export const ALL_EBPF = 'enabledPlugin: [packetforward, dropreason, dns, tcpretrans]\n';
 
@@ -59,3 +59,33 @@ export const median = (xs: readonly number[]): number => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
+
+/**
+ * What a process's BPF programs cost in the kernel, summed over calls to `collect` (BPF run-time
+ * statistics: they count only while someone holds `enableBpfRunStats()`). Programs are keyed by
+ * name, so an agent restarted between runs adds to the same entries.
+ */
+export class HookTimes {
+  readonly #times = new Map<string, { ns: number; runs: number }>();
+  /** Adds the run counts and run times of `pid`'s programs (read at its end of a run: they start at 0 with each agent). */
+  collect(pid: number): void {
+    const ours = new Set(bpfIdsOf(pid).progs);
+    const progs = JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_time_ns?: number; run_cnt?: number }[];
+    for (const p of progs) {
+      if (!ours.has(p.id)) continue;
+      const name = p.name ?? String(p.id);
+      const t = this.#times.get(name) ?? { ns: 0, runs: 0 };
+      t.ns += p.run_time_ns ?? 0;
+      t.runs += p.run_cnt ?? 0;
+      this.#times.set(name, t);
+    }
+  }
+  /** Runs and ns per run, by program. */
+  perProgram(): Record<string, { runs: number; nsPerRun: number }> {
+    return Object.fromEntries([...this.#times].map(([name, t]) => [name, { runs: t.runs, nsPerRun: Number((t.ns / Math.max(1, t.runs)).toFixed(1)) }]));
+  }
+  /** Total run time in seconds. */
+  seconds(): number {
+    return [...this.#times.values()].reduce((n, t) => n + t.ns, 0) / 1e9;
+  }
+}
