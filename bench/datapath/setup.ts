@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Netns, NsAgent, bpfIdsOf, requireKernel, sh, stopAll, vethPair } from '../../test/ebpf/netns.js';
+import { Netns, NsAgent, progRunStats, requireKernel, stopAll, vethPair } from '../../test/ebpf/netns.js';
 
 export const ALL_EBPF = 'enabledPlugin: [packetforward, dropreason, dns, tcpretrans]\n';
 
@@ -69,14 +69,10 @@ export class HookTimes {
   readonly #times = new Map<string, { ns: number; runs: number }>();
   /** Adds the run counts and run times of `pid`'s programs (read at its end of a run: they start at 0 with each agent). */
   collect(pid: number): void {
-    const ours = new Set(bpfIdsOf(pid).progs);
-    const progs = JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_time_ns?: number; run_cnt?: number }[];
-    for (const p of progs) {
-      if (!ours.has(p.id)) continue;
-      const name = p.name ?? String(p.id);
+    for (const [name, r] of progRunStats(pid)) {
       const t = this.#times.get(name) ?? { ns: 0, runs: 0 };
-      t.ns += p.run_time_ns ?? 0;
-      t.runs += p.run_cnt ?? 0;
+      t.ns += r.ns;
+      t.runs += r.runs;
       this.#times.set(name, t);
     }
   }

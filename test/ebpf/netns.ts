@@ -178,6 +178,19 @@ export function bpfIdsOf(pid: number): BpfIds {
 }
 
 /**
+ * Runs and run time (ns) so far of the BPF programs process `pid` holds, by program name (id when it
+ * has none). They count only while BPF run-time statistics are on (`enableBpfRunStats()`).
+ */
+export function progRunStats(pid: number): Map<string, { runs: number; ns: number }> {
+  const ours = new Set(bpfIdsOf(pid).progs);
+  const out = new Map<string, { runs: number; ns: number }>();
+  for (const p of JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_cnt?: number; run_time_ns?: number }[]) {
+    if (ours.has(p.id)) out.set(p.name ?? String(p.id), { runs: p.run_cnt ?? 0, ns: p.run_time_ns ?? 0 });
+  }
+  return out;
+}
+
+/**
  * What is left of ours after a stop: tc filters on `ifnames` (in `ns`), and the programs and links the
  * agent held (`owned`, taken while it ran: other processes on this host may run the same programs).
  */

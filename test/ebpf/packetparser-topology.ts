@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { nodeBinary } from '../e2e/agent-process.js';
 import type { PFlow } from './packetparser-harness.js';
-import { Netns, bpfIdsOf, pinNeighbours, sh, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
+import { Netns, bpfIdsOf, pinNeighbours, progRunStats, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
 
 export type { PFlow };
 
@@ -139,13 +139,7 @@ export class Harness implements AsyncDisposable {
   }
   /** Runs and run time (ns) of the harness's programs so far (after `runstats`), by program name. */
   runStats(): Map<string, { runs: number; ns: number }> {
-    const ids = new Set(this.bpf().progs);
-    const out = new Map<string, { runs: number; ns: number }>();
-    for (const p of JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { id: number; name?: string; run_cnt?: number; run_time_ns?: number }[]) {
-      if (!ids.has(p.id) || !p.name) continue;
-      out.set(p.name, { runs: p.run_cnt ?? 0, ns: p.run_time_ns ?? 0 });
-    }
-    return out;
+    return progRunStats(this.pid);
   }
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
