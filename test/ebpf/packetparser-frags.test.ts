@@ -9,9 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { cHelper } from './c-helper.js';
+import { LineQueue } from './line-queue.js';
 import { Netns, leftoversAfterStop, requireKernel } from './netns.js';
 import { Harness, tearDown, type PFlow } from './packetparser-topology.js';
 
@@ -25,20 +25,8 @@ const DST6 = 'fd00:243::1';
 let node: Netns;
 let tap: ChildProcess;
 let h: Harness | undefined;
-const tapLines: string[] = [];
-const lineWaiters: ((l: string) => void)[] = [];
-
-function nextLine(timeoutMs = 10_000): Promise<string> {
-  const l = tapLines.shift();
-  if (l !== undefined) return Promise.resolve(l);
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('tapfrags did not answer')), timeoutMs);
-    lineWaiters.push((x) => {
-      clearTimeout(t);
-      resolve(x);
-    });
-  });
-}
+let tapLines: LineQueue;
+const nextLine = (): Promise<string> => tapLines.next(10_000, () => new Error('tapfrags did not answer'));
 
 /** Writes `n` frames through the tap; resolves once they are written. */
 async function send(kind: 'udp4' | 'udp6' | 'tcp4', n: number, src: string, dst: string, sport: number, dport: number, size: number, tsval = 0): Promise<void> {
@@ -50,11 +38,7 @@ before(async () => {
   requireKernel();
   node = new Netns('ppfrag');
   tap = spawn('ip', ['netns', 'exec', node.name, cHelper('test/ebpf/tapfrags.c'), TAP], { stdio: ['pipe', 'pipe', 'inherit'] });
-  createInterface({ input: tap.stdout as NodeJS.ReadableStream }).on('line', (l) => {
-    const w = lineWaiters.shift();
-    if (w) w(l);
-    else tapLines.push(l);
-  });
+  tapLines = new LineQueue(tap.stdout as NodeJS.ReadableStream);
   assert.equal(await nextLine(), 'ready');
   node.run('ip', ['link', 'set', TAP, 'up']);
   node.run('ethtool', ['-K', TAP, 'gro', 'off']);

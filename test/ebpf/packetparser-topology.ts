@@ -5,9 +5,9 @@
  * runs in the node namespace inside packetparser-harness.js, driven through `Harness`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { nodeBinary } from '../e2e/agent-process.js';
+import { LineQueue } from './line-queue.js';
 import type { PFlow } from './packetparser-harness.js';
 import { Netns, bpfIdsOf, pinNeighbours, progRunStats, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
 
@@ -81,32 +81,20 @@ interface Reply {
 /** The plugin, running in `ns` inside packetparser-harness.js. */
 export class Harness implements AsyncDisposable {
   readonly child: ChildProcess;
-  readonly #replies: Reply[] = [];
-  readonly #waiters: ((r: Reply) => void)[] = [];
+  readonly #replies: LineQueue;
   #stderr = '';
   constructor(readonly ns: Netns) {
     const script = fileURLToPath(new URL('./packetparser-harness.js', import.meta.url));
     this.child = spawn('ip', ['netns', 'exec', ns.name, nodeBinary(), script], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stderr?.setEncoding('utf8').on('data', (s: string) => (this.#stderr = (this.#stderr + s).slice(-4000)));
-    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const r = JSON.parse(line) as Reply;
-      const w = this.#waiters.shift();
-      if (w) w(r);
-      else this.#replies.push(r);
-    });
+    this.#replies = new LineQueue(this.child.stdout as NodeJS.ReadableStream);
   }
   get pid(): number {
     return this.child.pid as number;
   }
   async call<T>(cmd: Record<string, unknown>, timeoutMs = 60_000): Promise<T> {
     this.child.stdin?.write(`${JSON.stringify(cmd)}\n`);
-    const r = this.#replies.shift() ?? (await new Promise<Reply>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`harness: no answer to ${String(cmd['op'])}; stderr: ${this.#stderr}`)), timeoutMs);
-      this.#waiters.push((x) => {
-        clearTimeout(t);
-        resolve(x);
-      });
-    }));
+    const r = JSON.parse(await this.#replies.next(timeoutMs, () => new Error(`harness: no answer to ${String(cmd['op'])}; stderr: ${this.#stderr}`))) as Reply;
     if (!r.ok) throw new Error(`harness ${String(cmd['op'])}: ${r.error ?? '?'}`);
     return r.result as T;
   }
