@@ -112,7 +112,7 @@ describe('plugin manager', () => {
     const p = counting('runner');
     const { manager, metrics } = setup([p.def]);
     await manager.start();
-    p.stats.ctx?.status.degraded('one file unreadable');
+    p.stats.ctx?.status.degraded('reader', 'one file unreadable');
     assert.equal(manager.status()[0]?.state, 'degraded');
     assert.equal(manager.ready(), true);
     p.stats.ctx?.status.failed(new Error('ring buffer gone'));
@@ -122,6 +122,68 @@ describe('plugin manager', () => {
     await waitFor(() => p.stats.starts === 2 && manager.ready());
     await manager[Symbol.asyncDispose]();
     assert.equal(p.stats.stops, 2);
+  });
+
+  it('keeps one reason per source: one loop reporting ok does not clear another loop\'s problem', async () => {
+    const p = counting('multi');
+    const { manager } = setup([p.def]);
+    await manager.start();
+    const status = p.stats.ctx!.status;
+    status.degraded('watcher', 'veth lxc1 not attached: EBUSY');
+    status.degraded('sweep', 'map read failed');
+    status.ok('counters'); // another loop, every interval
+    assert.equal(manager.status()[0]?.state, 'degraded');
+    assert.deepEqual(manager.status()[0]?.degraded, { watcher: 'veth lxc1 not attached: EBUSY', sweep: 'map read failed' });
+    assert.equal(manager.status()[0]?.detail, 'watcher: veth lxc1 not attached: EBUSY; sweep: map read failed');
+    status.ok('sweep');
+    assert.equal(manager.status()[0]?.state, 'degraded');
+    assert.deepEqual(manager.status()[0]?.degraded, { watcher: 'veth lxc1 not attached: EBUSY' });
+    status.ok('watcher');
+    assert.equal(manager.status()[0]?.state, 'running');
+    assert.equal(manager.status()[0]?.degraded, undefined);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('a plugin restart removes only its own self-metric series; other plugins\' counts stay', async () => {
+    const a = counting('plugin-a');
+    const b = counting('plugin-b');
+    const { manager, metrics } = setup([a.def, b.def]);
+    await manager.start();
+    a.stats.ctx!.self.lostEvents('kernel', 3);
+    a.stats.ctx!.self.parsedPackets(5);
+    b.stats.ctx!.self.lostEvents('kernel', 7);
+    b.stats.ctx!.self.lostEvents('parser', 2);
+    b.stats.ctx!.self.parsedPackets(11);
+    a.stats.ctx!.status.failed(new Error('ring buffer gone'));
+    await waitFor(() => a.stats.starts === 2 && manager.ready());
+    const text = (await metrics.expose()).body;
+    assert.match(text, /lost_events_counter\{type="kernel",reason="plugin-b"\} 7/);
+    assert.match(text, /lost_events_counter\{type="parser",reason="plugin-b"\} 2/);
+    assert.doesNotMatch(text, /lost_events_counter\{[^}]*reason="plugin-a"/);
+    // A node total without a plugin label: a restart must not zero it.
+    assert.match(text, /parsed_packets_counter 16/);
+    // A data family both plugins write is not reset either (each plugin resets what it owns).
+    assert.match(text, /tcp_state\{state="plugin-b"\} 1/);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('a failure reported while the plugin is still starting is acted on once start returns', async () => {
+    let starts = 0;
+    let stops = 0;
+    const def = definePlugin<object>({
+      name: 'early', os: 'linux', description: '', defaultEnabled: true, config: {}, hooks: [], emits: [],
+      start: (ctx) => ResourceStack.build((s) => {
+        starts++;
+        s.defer(() => void stops++);
+        if (starts === 1) ctx.status.failed(new Error('first drain failed'));
+      }),
+    });
+    const { manager, metrics } = setup([def]);
+    await manager.start();
+    await waitFor(() => stops === 1);
+    await waitFor(() => starts === 2 && manager.ready());
+    assert.match((await metrics.expose()).body, /failed_to_reconcile\{reason="early"\} 1/);
+    await manager[Symbol.asyncDispose]();
   });
 
   it('stops everything in reverse order and leaks no stacks', async () => {

@@ -5,9 +5,10 @@
  */
 import { pick, type AgentConfig, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
-import type { Logger } from '../log/index.js';
+import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { PermanentError, errMessage, everyIp, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
+import { DEFAULT_BACKOFF, backoffDelay, type BackoffOptions } from './backoff.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';
 
 export interface PluginStatus {
@@ -16,18 +17,13 @@ export interface PluginStatus {
   /** ISO time of the last state change. */
   readonly since: string;
   readonly lastError?: string;
-  /** Why the plugin is degraded, if it is. */
+  /** Why the plugin is degraded, if it is: every source's reason, `source: reason; ...`. */
   readonly detail?: string;
+  /** The degraded sources and their reasons (each loop of a plugin reports on its own). */
+  readonly degraded?: Readonly<Record<string, string>>;
   readonly failures: number;
   /** ISO time of the next start attempt while failed. */
   readonly nextRetry?: string;
-}
-
-export interface BackoffOptions {
-  readonly initialMs: number;
-  readonly maxMs: number;
-  /** 0..1: the delay is scaled by a random factor in [1 - jitter, 1 + jitter]. */
-  readonly jitter: number;
 }
 
 export interface ManagerOptions {
@@ -52,10 +48,15 @@ export interface PluginManager extends AsyncDisposable {
   ready(): boolean;
 }
 
-const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.2 };
+/** Self-metric families the manager writes for every plugin (ctx.self); never reset as a whole. */
+const SELF_FAMILIES = new Set([catalog.lostEventsCounter.name, catalog.parsedPacketsCounter.name]);
 
 export function createPluginManager(opts: ManagerOptions): PluginManager {
-  const runners = opts.plugins.map((d) => new Runner(d, opts));
+  // Families more than one plugin writes are never reset as a whole by one plugin's restart.
+  const writers = new Map<string, number>();
+  for (const d of opts.plugins) for (const m of new Set(d.emits.map((e) => e.name))) writers.set(m, (writers.get(m) ?? 0) + 1);
+  const shared = new Set([...SELF_FAMILIES, ...[...writers].filter(([, n]) => n > 1).map(([m]) => m)]);
+  const runners = opts.plugins.map((d) => new Runner(d, opts, shared));
   let stopped = false;
   return {
     async start() {
@@ -83,7 +84,10 @@ class Runner {
   state: PluginState = 'stopped';
   #since = new Date();
   #lastError: string | undefined;
-  #detail: string | undefined;
+  /** The sources that reported degraded, with their reasons; the plugin is degraded while any is. */
+  readonly #problems = new Map<string, string>();
+  /** The lost_events_counter `type`s this plugin wrote (its series are labelled reason=<plugin>). */
+  readonly #lostTypes = new Set<string>();
   #failures = 0;
   #attempt = 0;
   #handle: AsyncDisposable | undefined;
@@ -91,12 +95,18 @@ class Runner {
   #retry: NodeJS.Timeout | undefined;
   #nextRetry: Date | undefined;
   #stopping = false;
+  /** A failure reported while starting, handled when start returns. */
+  #earlyFailure: { err: unknown } | undefined;
+  /** The release of a plugin that failed while running, which stop() waits for. */
+  #releasing: Promise<void> | undefined;
   readonly #log: Logger;
   readonly #backoff: BackoffOptions;
 
   constructor(
     readonly def: AnyPluginDefinition,
     readonly opts: ManagerOptions,
+    /** Families this runner must not reset as a whole: the self-metrics and those others write too. */
+    readonly shared: ReadonlySet<string>,
   ) {
     this.#log = opts.log.child({ component: 'plugin', plugin: def.name });
     this.#backoff = opts.backoff ?? DEFAULT_BACKOFF;
@@ -109,7 +119,7 @@ class Runner {
       since: this.#since.toISOString(),
       failures: this.#failures,
       ...(this.#lastError !== undefined ? { lastError: this.#lastError } : {}),
-      ...(this.#detail !== undefined ? { detail: this.#detail } : {}),
+      ...(this.#problems.size ? { detail: [...this.#problems].map(([k, v]) => `${k}: ${v}`).join('; '), degraded: Object.fromEntries(this.#problems) } : {}),
       ...(this.#nextRetry !== undefined ? { nextRetry: this.#nextRetry.toISOString() } : {}),
     };
   }
@@ -127,7 +137,8 @@ class Runner {
     this.#retry = undefined;
     this.#nextRetry = undefined;
     const id = ++this.#attempt;
-    this.#detail = undefined;
+    this.#problems.clear();
+    this.#earlyFailure = undefined;
     this.#set('starting');
     const missing = missingHooks(this.def.hooks, this.opts.info);
     if (missing.length) {
@@ -142,15 +153,18 @@ class Runner {
       log: this.#log,
       metrics: this.opts.metrics,
       self: {
-        lostEvents: (type, n) => this.opts.metrics.counter(catalog.lostEventsCounter).inc({ type, reason: this.def.name }, n),
+        lostEvents: (type, n) => {
+          this.#lostTypes.add(type);
+          this.opts.metrics.counter(catalog.lostEventsCounter).inc({ type, reason: this.def.name }, n);
+        },
         parsedPackets: (n) => this.opts.metrics.counter(catalog.parsedPacketsCounter).inc(n),
       },
       flows: this.opts.flows,
       interest: this.opts.interest ?? everyIp,
       signal: abort.signal,
       status: {
-        ok: () => this.#report(id, 'running'),
-        degraded: (reason) => this.#report(id, 'degraded', reason),
+        ok: (source) => this.#report(id, source, undefined),
+        degraded: (source, reason) => this.#report(id, source, reason),
         failed: (err) => void this.#runtimeFailure(id, err),
       },
     };
@@ -168,9 +182,12 @@ class Runner {
       }
       this.#handle = handle;
       // The plugin may already have reported degraded during start; keep that.
-      this.#set(this.#detail !== undefined ? 'degraded' : 'running');
+      this.#set(this.#problems.size ? 'degraded' : 'running');
       this.#lastError = undefined;
       this.#log.info('plugin started', { state: this.state });
+      const early = this.#earlyFailure as { err: unknown } | undefined;
+      this.#earlyFailure = undefined;
+      if (early) void this.#runtimeFailure(id, early.err);
     } catch (e) {
       abort.abort();
       // A start that finishes after its timeout is released as soon as it resolves.
@@ -183,36 +200,71 @@ class Runner {
     }
   }
 
-  #report(id: number, state: 'running' | 'degraded', detail?: string): void {
+  /** `reason` undefined: `source` is ok again. */
+  #report(id: number, source: string, reason: string | undefined): void {
     if (id !== this.#attempt || this.#stopping) return;
-    if (state === 'degraded' && this.#detail !== detail) this.#log.warn('plugin degraded', { reason: detail });
-    if (state === 'running' && this.#detail !== undefined) this.#log.info('plugin recovered');
-    this.#detail = state === 'degraded' ? detail : undefined;
+    const had = this.#problems.get(source);
+    if (reason === had) return;
+    if (reason === undefined) {
+      this.#problems.delete(source);
+      this.#log.info('plugin source recovered', { source });
+    } else {
+      this.#problems.set(source, reason);
+      this.#log.warn('plugin degraded', { source, reason });
+    }
     // While starting, the state is settled when start() returns.
-    if (this.state === 'running' || this.state === 'degraded') this.#set(state);
+    if (this.state === 'running' || this.state === 'degraded') this.#set(this.#problems.size ? 'degraded' : 'running');
   }
 
+  /**
+   * Removes this plugin's series: the families only it writes, and its own series of the shared
+   * self-metric families (lost_events_counter{reason=<plugin>}), so other plugins' counts stay.
+   * parsed_packets_counter has no plugin label (as in Retina): it is a node total and is kept.
+   */
+  #removeSeries(): void {
+    this.opts.metrics.reset(this.def.emits.filter((d) => !this.shared.has(d.name)));
+    const lost = this.opts.metrics.counter(catalog.lostEventsCounter);
+    for (const type of this.#lostTypes) lost.remove({ type, reason: this.def.name });
+    this.#lostTypes.clear();
+  }
+
+  /**
+   * A running plugin reported a failure (its ring cannot be read, an attachment is gone): dispose
+   * its stack, remove its series, and start it again with backoff. A failure reported while it is
+   * still starting is handled as soon as start returns.
+   */
   async #runtimeFailure(id: number, err: unknown): Promise<void> {
-    if (id !== this.#attempt || this.#stopping || this.state === 'failed') return;
+    if (id !== this.#attempt || this.#stopping) return;
+    if (this.state === 'starting') {
+      this.#earlyFailure ??= { err };
+      return;
+    }
+    if (this.state !== 'running' && this.state !== 'degraded') return;
     const handle = this.#handle;
     this.#handle = undefined;
     this.#abort?.abort();
-    this.#fail(err, id);
-    if (handle) {
+    this.#lastError = errMessage(err);
+    this.#set('failed');
+    this.#log.error('plugin failed while running; stopping it', { error: err instanceof Error ? errorFields(err) : String(err) });
+    const release = (async () => {
       try {
-        await handle[Symbol.asyncDispose]();
+        await handle?.[Symbol.asyncDispose]();
       } catch (e) {
         this.#log.warn('stopping the failed plugin left errors', { error: errMessage(e) });
       }
-      this.opts.metrics.reset(this.def.emits);
-    }
+      this.#removeSeries();
+    })();
+    this.#releasing = release;
+    await release;
+    this.#releasing = undefined;
+    this.#fail(err, id);
   }
 
   #fail(err: unknown, id: number): void {
     if (id !== this.#attempt) return;
     this.#failures++;
     this.#lastError = errMessage(err);
-    this.#detail = undefined;
+    this.#problems.clear();
     this.#set('failed');
     this.opts.metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: this.def.name });
     const permanent = err instanceof PermanentError;
@@ -220,10 +272,7 @@ class Runner {
       this.#log.error('plugin failed; not retrying', { error: this.#lastError, permanent });
       return;
     }
-    const b = this.#backoff;
-    const base = Math.min(b.maxMs, b.initialMs * 2 ** Math.min(this.#failures - 1, 30));
-    const rnd = this.opts.random ?? Math.random;
-    const delay = Math.max(0, Math.round(base * (1 + b.jitter * (2 * rnd() - 1))));
+    const delay = backoffDelay(this.#backoff, this.#failures, this.opts.random ?? Math.random);
     this.#nextRetry = new Date(Date.now() + delay);
     this.#log.error('plugin failed; retrying', { error: this.#lastError, retryInMs: delay, failures: this.#failures });
     this.#retry = setTimeout(() => void this.attempt(), delay);
@@ -240,9 +289,10 @@ class Runner {
     this.#handle = undefined;
     this.#attempt++;
     try {
+      await this.#releasing;
       if (handle) await handle[Symbol.asyncDispose]();
     } finally {
-      this.opts.metrics.reset(this.def.emits);
+      this.#removeSeries();
       this.#set('stopped');
       this.#log.info('plugin stopped');
     }

@@ -20,12 +20,16 @@ export type HookSpec =
 
 export type PluginState = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped';
 
-/** How a running plugin tells the manager about its health. */
+/**
+ * How a running plugin tells the manager about its health. A plugin has several independent loops
+ * (a counter read, a watcher, a sweep); each reports under its own `source`, so one loop's `ok`
+ * cannot clear another loop's problem. The plugin is degraded while any source is.
+ */
 export interface StatusReporter {
-  /** Working, with all its data. */
-  ok(): void;
-  /** Working, but some data is missing (a PartialReadError, say). */
-  degraded(reason: string): void;
+  /** `source` works, with all its data (clears that source's problem only). */
+  ok(source: string): void;
+  /** `source` works, but some data is missing (a PartialReadError, an interface not attached). */
+  degraded(source: string, reason: string): void;
   /** Stopped working; the manager stops it and retries with backoff (unless the error is permanent). */
   failed(err: unknown): void;
 }

@@ -32,7 +32,7 @@ export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { c
     flows: { consume: (b) => void got.batches.push(b) },
     interest: everyIp,
     signal: new AbortController().signal,
-    status: { ok: () => void got.status.push('ok'), degraded: (r) => void got.status.push(`degraded: ${r}`), failed: (e) => void got.status.push(`failed: ${String(e)}`) },
+    status: { ok: (src) => void got.status.push(`ok: ${src}`), degraded: (src, r) => void got.status.push(`degraded: ${src}: ${r}`), failed: (e) => void got.status.push(`failed: ${String(e)}`) },
   };
   return { ctx, got };
 }

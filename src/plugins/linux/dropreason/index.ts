@@ -46,9 +46,9 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
         const rows = readDropTotals(totals, reasonName);
         replaceSeries(ctx.metrics.gauge(catalog.dropCount), rows.count);
         replaceSeries(ctx.metrics.gauge(catalog.dropBytes), rows.bytes);
-        ctx.status.ok();
+        ctx.status.ok(METRICS_MAP);
       } catch (e) {
-        ctx.status.degraded(`reading ${METRICS_MAP}: ${errMessage(e)}`);
+        ctx.status.degraded(METRICS_MAP, `reading ${METRICS_MAP}: ${errMessage(e)}`);
       }
     };
     publish();

@@ -35,7 +35,7 @@ function recordingStatus(): StatusReporter & { readonly calls: Report[]; reached
   return {
     calls,
     ok: () => push({ kind: 'ok' }),
-    degraded: (reason) => push({ kind: 'degraded', reason }),
+    degraded: (_source, reason) => push({ kind: 'degraded', reason }),
     failed: (error) => push({ kind: 'failed', error }),
     reached(n) {
       if (calls.length >= n) return Promise.resolve();

@@ -47,9 +47,9 @@ export function createInfinibandPlugin(opts: InfinibandOptions = {}): PluginDefi
           if (signal.aborted) return;
           replaceSeries(counters, counterRows(snap.counters));
           replaceSeries(status, statusRows(snap.statusParams));
-          if (snap.failed.length > 0) ctx.status.degraded(describeFailures(snap.failed));
-          else ctx.status.ok();
-        }, (e) => ctx.status.degraded(`reading InfiniBand statistics failed: ${errMessage(e)}`));
+          if (snap.failed.length > 0) ctx.status.degraded('statistics', describeFailures(snap.failed));
+          else ctx.status.ok('statistics');
+        }, (e) => ctx.status.degraded('statistics', `reading InfiniBand statistics failed: ${errMessage(e)}`));
       }),
   });
 }

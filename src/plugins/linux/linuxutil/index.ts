@@ -64,9 +64,9 @@ export function createLinuxutilPlugin(sources: LinuxutilSources = {}): PluginDef
           const reason = degradedReason(reading, ethtoolUnavailable);
           if (reason !== lastReason) ctx.log.debug('linuxutil reading changed completeness', { complete: reason === undefined });
           lastReason = reason;
-          if (reason === undefined) ctx.status.ok();
-          else ctx.status.degraded(reason);
-        }, (e) => ctx.status.degraded(`linuxutil tick failed: ${errMessage(e)}`));
+          if (reason === undefined) ctx.status.ok('statistics');
+          else ctx.status.degraded('statistics', reason);
+        }, (e) => ctx.status.degraded('statistics', `linuxutil tick failed: ${errMessage(e)}`));
       }),
   });
 }

@@ -54,9 +54,9 @@ export const packetforward = definePlugin<PacketforwardConfig>({
             count.set({ direction: t.direction }, t.packets);
             bytes.set({ direction: t.direction }, t.bytes);
           }
-          ctx.status.ok();
+          ctx.status.ok(METRICS_MAP);
         } catch (e) {
-          ctx.status.degraded(`reading ${METRICS_MAP}: ${errMessage(e)}`);
+          ctx.status.degraded(METRICS_MAP, `reading ${METRICS_MAP}: ${errMessage(e)}`);
         }
       };
       publish();

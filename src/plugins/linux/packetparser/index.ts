@@ -55,7 +55,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
   return ResourceStack.build(async (s) => {
     if (!ctx.agent.enablePodLevel) {
       ctx.log.warn('enablePodLevel is false: packetparser attaches nothing');
-      ctx.status.degraded('enablePodLevel is false: packetparser has nothing to feed');
+      ctx.status.degraded('enablePodLevel', 'enablePodLevel is false: packetparser has nothing to feed');
       return;
     }
     const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);
@@ -157,7 +157,10 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
         log: ctx.log,
       }),
     );
-    await poll(s, timing.vethPollMs ?? 1000, async () => watcher.poll(), (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`));
+    await poll(s, timing.vethPollMs ?? 1000, async () => {
+      watcher.poll();
+      ctx.status.ok('endpoint watcher');
+    }, (e) => ctx.status.degraded('endpoint watcher', errMessage(e)));
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     const sweep = (): void => {
@@ -167,8 +170,9 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
           const values = [r.packetsTx, r.packetsRx, r.bytesTx, r.bytesRx, r.live];
           gauges.forEach((g, i) => g.set(values[i] ?? 0));
         }
+        ctx.status.ok('conntrack sweep');
       } catch (e) {
-        ctx.status.degraded(`conntrack sweep: ${errMessage(e)}`);
+        ctx.status.degraded('conntrack sweep', errMessage(e));
       }
     };
     const gcMs = timing.gcIntervalMs ?? (high ? Math.min(15_000, ctx.agent.conntrackReportIntervalMs) : 15_000);
@@ -176,7 +180,6 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     ctx.log.info('eBPF hooks attached', {
       hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length,
     });
-    ctx.status.ok();
   });
 }
 
@@ -190,8 +193,9 @@ function mirrorInterest(s: ResourceStack, ctx: PluginContext<PacketparserConfig>
       const r = syncFilter(writer, current, ctx.interest.ips(), max);
       if (r.overflow) ctx.log.warn('IPs of interest left out: the filter map is full', { count: r.overflow, filterMapMaxEntries: max });
       if (r.invalid) ctx.log.warn('IPs of interest that are not addresses were ignored', { count: r.invalid });
+      ctx.status.ok('filter map');
     } catch (e) {
-      ctx.status.degraded(`filter map: ${errMessage(e)}`);
+      ctx.status.degraded('filter map', errMessage(e));
     }
   };
   apply();

@@ -45,9 +45,9 @@ export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks:
     const publish = (): void => {
       try {
         counter.inc(delta(readRetransTotals(reader).segs));
-        ctx.status.ok();
+        ctx.status.ok(METRICS_MAP);
       } catch (e) {
-        ctx.status.degraded(`reading ${METRICS_MAP}: ${errMessage(e)}`);
+        ctx.status.degraded(METRICS_MAP, `reading ${METRICS_MAP}: ${errMessage(e)}`);
       }
     };
     counter.inc(0);
