@@ -11,11 +11,11 @@ import {
   type ConfigSpec,
 } from '../config/index.js';
 import { discardFlows } from '../flow/index.js';
-import { createLogger, errorFields, type Logger } from '../log/index.js';
-import { catalog, createMetricsRegistry } from '../metrics/index.js';
+import { createLogger, errorFields } from '../log/index.js';
+import { createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
 import { startHttpServer } from '../server/index.js';
-import { catchSignals, configErrorExit, readCommandLine, version, within } from './command.js';
+import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
 
@@ -43,6 +43,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
   const log = createLogger({ level: agent.logLevel, component: 'agent' });
   const shutdown = catchSignals(log);
+  const fatal = exitOnFatal(log);
   log.info('starting retina-agent', {
     version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
     btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
@@ -59,22 +60,23 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   // Pod level: enricher -> Metrics Module, and the IPs of interest (pod-level.ts).
   const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s }) : undefined;
 
-  installSafetyNets(log, () => metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: 'uncaught' }));
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({
     plugins: enabled, values, agent, info: platform.info, log, metrics, flows: podLevel?.flows ?? discardFlows, ...(podLevel ? { interest: podLevel.interest } : {}),
   });
 
+  // Liveness: the process answers, and is not on its way out (see README, /healthz).
+  const health = (): string | undefined => (fatal.error !== undefined ? `exiting after ${fatal.error}` : shutdown.signal !== undefined ? `shutting down (${shutdown.signal})` : undefined);
   let server;
   try {
-    server = await startHttpServer({ host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager });
+    server = await startHttpServer({ host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager, health });
   } catch (e) {
     log.error('cannot start the HTTP server', { error: errorFields(e as Error), host: agent.apiServerHost, port: agent.apiServerPort });
     return 1;
   }
   const http = server;
 
-  const done = shutdown.run(async () => {
+  const stop = async (): Promise<number> => {
     let code = 0;
     try {
       if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
@@ -89,7 +91,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
     await http[Symbol.asyncDispose]();
     return code;
-  });
+  };
+  fatal.onExit(stop);
+  const done = shutdown.run(stop);
 
   // Stopped during start-up: nothing is attached yet, and nothing will be.
   if (shutdown.signal === undefined) {
@@ -98,16 +102,4 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
   }
   return done;
-}
-
-/** A bug in one component must not take the agent down: log it, count it, keep serving. */
-function installSafetyNets(log: Logger, count: () => void): void {
-  process.on('uncaughtException', (e) => {
-    count();
-    log.error('uncaught exception', { error: errorFields(e) });
-  });
-  process.on('unhandledRejection', (e) => {
-    count();
-    log.error('unhandled rejection', { error: e instanceof Error ? errorFields(e) : String(e) });
-  });
 }

@@ -110,3 +110,56 @@ export function catchSignals(log: Logger): Shutdown {
     },
   };
 }
+
+/** Exit status after an uncaught exception or unhandled rejection (EX_SOFTWARE: a bug). */
+export const EXIT_FATAL = 70;
+/** How long the best-effort cleanup after a fatal error may take before the process exits. */
+export const FATAL_CLEANUP_MS = 3_000;
+
+/** What a command knows about a fatal error: the process is on its way out. */
+export interface Fatal {
+  /** The fatal error's message, once one happened (for /healthz). */
+  readonly error: string | undefined;
+  /** What to release before exiting (detach hooks, release the Lease); replaced by a later call. */
+  onExit(cleanup: () => Promise<unknown>): void;
+}
+
+/**
+ * An uncaught exception or an unhandled rejection leaves the process in a state nobody planned
+ * for, so it is not swallowed: it is logged with its stack, `cleanup` runs for at most `cleanupMs`
+ * (best effort: kernel hooks are detached, a Lease released), and the process exits with
+ * EXIT_FATAL so that the kubelet restarts it. A second one during the cleanup is only logged.
+ */
+export function exitOnFatal(log: Logger, cleanupMs = FATAL_CLEANUP_MS): Fatal {
+  let error: string | undefined;
+  let cleanup: (() => Promise<unknown>) | undefined;
+  const onFatal = (kind: string, e: unknown): void => {
+    const fields = { error: e instanceof Error ? errorFields(e) : String(e) };
+    if (error !== undefined) {
+      log.error(`${kind} while exiting after a fatal error`, fields);
+      return;
+    }
+    error = `${kind}: ${e instanceof Error ? e.message : String(e)}`;
+    // Also if the event loop runs dry before the cleanup is done.
+    process.exitCode = EXIT_FATAL;
+    log.error(`${kind}; cleaning up and exiting`, { ...fields, exitCode: EXIT_FATAL, cleanupMs });
+    const run = cleanup;
+    void (async () => {
+      const outcome = await within(Promise.resolve().then(() => run?.()), cleanupMs).catch((err: unknown) => err);
+      if (outcome === 'timeout') log.error('cleanup after the fatal error took too long', { cleanupMs });
+      else if (outcome instanceof Error) log.error('cleanup after the fatal error failed', { error: errorFields(outcome) });
+      // Let the log lines reach stderr before exiting.
+      setImmediate(() => process.exit(EXIT_FATAL));
+    })();
+  };
+  process.on('uncaughtException', (e) => onFatal('uncaught exception', e));
+  process.on('unhandledRejection', (e) => onFatal('unhandled rejection', e));
+  return {
+    get error() {
+      return error;
+    },
+    onExit(fn) {
+      cleanup = fn;
+    },
+  };
+}

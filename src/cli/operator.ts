@@ -8,7 +8,7 @@ import { collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../co
 import { createRestClient, loadRestConfig } from '../k8s/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { operatorConfig, operatorKeys } from '../operator/index.js';
-import { catchSignals, configErrorExit, readCommandLine, version, within } from './command.js';
+import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
 import { runOperator } from './operator-run.js';
 
 const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
@@ -37,6 +37,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
   const log = createLogger({ level: cfg.logLevel, component: 'operator' });
   const shutdown = catchSignals(log);
+  const fatal = exitOnFatal(log);
   let client;
   try {
     const rc = await loadRestConfig({ kubeconfig: flags.values['kubeconfig'] as string | undefined, env, prefer: 'client-node' });
@@ -46,7 +47,6 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     log.error('no Kubernetes API to talk to', { error: errorFields(e as Error) });
     return 1;
   }
-  process.on('unhandledRejection', (e) => log.error('unhandled rejection', { error: e instanceof Error ? errorFields(e) : String(e) }));
   let op;
   try {
     op = await runOperator({ config: cfg, client, log, crdDir: CRD_DIR });
@@ -56,7 +56,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return 1;
   }
   const running = op;
-  return shutdown.run(async () => {
+  const stop = async (): Promise<number> => {
     let code = 0;
     try {
       if ((await within(running[Symbol.asyncDispose](), cfg.shutdownTimeoutMs)) === 'timeout') code = 1;
@@ -66,5 +66,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
     client.close();
     return code;
-  });
+  };
+  fatal.onExit(stop);
+  return shutdown.run(stop);
 }

@@ -32,9 +32,15 @@ const shape = winston.format((info) => {
   return info;
 });
 
-export function errorFields(err: Error): Record<string, unknown> {
+/**
+ * An Error as log fields: message, name, the stack (where it was thrown: what a bug report needs),
+ * and its cause, recursively.
+ */
+export function errorFields(err: Error, depth = 0): Record<string, unknown> {
   const f: Record<string, unknown> = { message: err.message, name: err.name };
-  if (err.cause instanceof Error) f['cause'] = err.cause.message;
+  if (err.stack !== undefined) f['stack'] = err.stack;
+  // A cause chain can loop; a few levels say enough.
+  if (err.cause instanceof Error) f['cause'] = depth < 4 ? errorFields(err.cause, depth + 1) : err.cause.message;
   else if (err.cause !== undefined) f['cause'] = String(err.cause);
   return f;
 }

@@ -1,6 +1,7 @@
 /**
- * The agent's HTTP server: GET /metrics (Prometheus text), /healthz (the process serves), /readyz
- * (200 when every enabled plugin runs, 503 otherwise; JSON lists each plugin's state and last error).
+ * The agent's HTTP server: GET /metrics (Prometheus text), /healthz (liveness: 200 while the process
+ * answers and `health` reports nothing fatal, else 503 with the reason), /readyz (200 when every
+ * enabled plugin runs, 503 otherwise; JSON lists each plugin's state, last error and degraded sources).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,11 @@ export interface HttpServerOptions<S> {
   readonly log: Logger;
   readonly expose: () => Promise<{ contentType: string; body: string }>;
   readonly readiness: ReadinessSource<S>;
+  /**
+   * Why the process is not live (it is exiting after a fatal error, say), or undefined when it is.
+   * A blocked event loop needs no check here: the probe then times out.
+   */
+  readonly health?: () => string | undefined;
 }
 
 export interface HttpServer extends AsyncDisposable {
@@ -48,9 +54,12 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
         send(res, 200, contentType, body, req.method === 'HEAD');
         return;
       }
-      case '/healthz':
-        send(res, 200, 'application/json', JSON.stringify({ status: 'ok', uptimeSeconds: Math.round((Date.now() - started) / 1000) }) + '\n');
+      case '/healthz': {
+        const problem = opts.health?.();
+        const body = { status: problem === undefined ? 'ok' : 'failing', ...(problem !== undefined ? { reason: problem } : {}), uptimeSeconds: Math.round((Date.now() - started) / 1000) };
+        send(res, problem === undefined ? 200 : 503, 'application/json', JSON.stringify(body) + '\n', req.method === 'HEAD');
         return;
+      }
       case '/readyz': {
         const ready = opts.readiness.ready();
         const body = { status: ready ? 'ready' : 'not ready', plugins: opts.readiness.status() };
