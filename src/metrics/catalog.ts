@@ -66,6 +66,12 @@ export const advNodeApiserverNoResponse = def(`${DATA}adv_node_apiserver_no_resp
 // --- the agent's own health -------------------------------------------------------------------
 export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);
+/**
+ * lost_events_counter `type` values (where events were lost), Retina's where it has one: `kernel`,
+ * the ring was full; `parser`, a record that reached the agent but could not be decoded (too short,
+ * a bad value); `pipeline`, a pod-level stage threw. `reason` is the plugin (or stage) name.
+ */
+export const lostEventTypes = Object.freeze({ kernel: 'kernel', parser: 'parser', pipeline: 'pipeline' } as const);
 export const parsedPacketsCounter = def(`${SELF}parsed_packets_counter`, 'counter', 'Packet records parsed', []);
 export const expiredMetricsCounter = def(`${SELF}expired_metrics_counter`, 'counter', 'Series removed by TTL', ['metric']);
 export const metricsModuleSeriesOverflow = def(`${SELF}metrics_module_series_overflow_total`, 'counter', 'Ours: flows folded into the overflow series because a metric reached its series budget', ['metric']);

@@ -24,8 +24,13 @@ export interface RingBufferOptions<T> {
   readonly decode: RecordDecoder<T>;
   /** Called once per drain with the records decoded (never with an empty array). */
   readonly onBatch: (records: T[]) => void;
-  /** A decoder or batch consumer threw (counted, the drain goes on). */
-  readonly onError?: (err: unknown) => void;
+  /** A decoder (one record) or the batch consumer (`lost` records) threw; the drain goes on. */
+  readonly onError?: (err: unknown, lost: number) => void;
+  /**
+   * ring_buffer__consume failed: the ring cannot be read (the caller fails the plugin, whose
+   * restart opens it afresh). Without it, such errors go to onError.
+   */
+  readonly onConsumeError?: (err: Error) => void;
   /** The object's per-CPU counter of records the kernel could not reserve room for. */
   readonly lostMap?: BpfMap;
   /** Watch the epoll fd from the event loop (default true; false: the caller calls drain()). */
@@ -83,7 +88,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       onBatch(out);
     } catch (e) {
       stats.errors++;
-      onError(e);
+      onError(e, out.length);
     }
   };
   let pos = 0;
@@ -111,7 +116,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       batch.push(decode(data, off, len));
     } catch (e) {
       stats.errors++;
-      onError(e);
+      onError(e, 1);
     }
     if (batch.length >= maxBatch) flush();
     return 0;
@@ -135,7 +140,9 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     stats.drains++;
     if (n < 0) {
       stats.errors++;
-      onError(new Error(`ring_buffer__consume(${map.name}): ${errnoText(-n)}`));
+      const err = new Error(`ring_buffer__consume(${map.name}): ${errnoText(-n)}`);
+      if (opts.onConsumeError) opts.onConsumeError(err);
+      else onError(err, 0);
     }
     if (batch.length) flush();
     return Math.max(n, 0);

@@ -1,6 +1,7 @@
 /** The event side shared by the eBPF plugins: drain a ring buffer into flow batches, count losses. */
 import { openRingBuffer, type BpfObject, type RecordDecoder, type RingBufferReader } from '../../../ffi/linux/index.js';
 import type { Flow } from '../../../flow/index.js';
+import { catalog } from '../../../metrics/index.js';
 import { errMessage, every, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
 import type { KernelClock } from './clock.js';
 import { WAKEUP_TIMER_MS } from './hooks.js';
@@ -18,11 +19,14 @@ export interface EventWiring<T> {
 
 /**
  * Opens the object's ring buffer, drained from the event loop, and reports kernel-side losses
- * (ring full) every metrics interval as lost_events_counter{type="kernel"}. Errors in decoding are
- * counted and logged at most once per interval.
+ * (ring full) every metrics interval as lost_events_counter{type="kernel"}, and records that failed
+ * to decode as lost_events_counter{type="parser"} (also logged, at most once per interval). A ring
+ * that cannot be read any more (ring_buffer__consume failed) fails the plugin, so the manager
+ * restarts it.
  */
 export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj: BpfObject, w: EventWiring<T>): RingBufferReader {
   let errors = 0;
+  let undecoded = 0;
   let lastError = '';
   const ring = s.use(
     openRingBuffer(obj.map(w.eventsMap), {
@@ -33,25 +37,29 @@ export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj
         ctx.self.parsedPackets(records.length);
         w.onRecords(records);
       },
-      onError: (e) => {
+      onError: (e, lost) => {
         errors++;
+        undecoded += lost;
         lastError = errMessage(e);
       },
+      onConsumeError: (e) => ctx.status.failed(e),
     }),
   );
   every(s, ctx.agent.metricsIntervalMs, () => {
     w.clock?.resync();
     try {
       const lost = ring.takeLost();
-      if (lost > 0) ctx.self.lostEvents('kernel', lost);
+      if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
     } catch (e) {
       lastError = errMessage(e);
       errors++;
     }
+    if (undecoded) ctx.self.lostEvents(catalog.lostEventTypes.parser, undecoded);
     if (errors) {
-      ctx.log.warn('event records failed to decode', { count: errors, error: lastError, source: w.source });
+      ctx.log.warn('event records failed to decode', { count: errors, lost: undecoded, error: lastError, source: w.source });
       errors = 0;
     }
+    undecoded = 0;
   });
   return ring;
 }

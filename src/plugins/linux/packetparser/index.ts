@@ -110,7 +110,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     s.defer(() => {
       runSweep(true);
       const lost = ring.takeLost(); // what the final sweep and the last interval could not write
-      if (lost > 0) ctx.self.lostEvents('kernel', lost);
+      if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
     });
 
     const sys = loadSys();
