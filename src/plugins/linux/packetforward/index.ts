@@ -49,6 +49,13 @@ export const packetforward = definePlugin<PacketforwardConfig>({
       const count = ctx.metrics.gauge(catalog.forwardCount);
       const bytes = ctx.metrics.gauge(catalog.forwardBytes);
       const publish = (): void => {
+        // An interface deleted (or replaced under its name) took our tc programs with it: fail, so
+        // the manager restarts the plugin, which attaches to the interfaces as they are now.
+        const lost = ifindexes.find(({ name, ifindex }) => sys.ifNameToIndex(name) !== ifindex);
+        if (lost) {
+          ctx.status.failed(new Error(`interface ${lost.name} (ifindex ${lost.ifindex}) is gone, and its tc programs with it`));
+          return;
+        }
         try {
           for (const t of readForwardTotals(reader)) {
             count.set({ direction: t.direction }, t.packets);
