@@ -91,6 +91,24 @@ describe('plugin manager', () => {
     await manager[Symbol.asyncDispose]();
   });
 
+  it('retries a start that failed with EAGAIN, ENOMEM or EBUSY even when wrapped as permanent', async () => {
+    let starts = 0;
+    const busy = Object.assign(new Error('cannot attach to tc ingress of ifindex 3: EBUSY (16)'), { code: 'EBUSY' });
+    const def = definePlugin<object>({
+      name: 'busy', os: 'linux', description: '', defaultEnabled: true, config: {}, hooks: [], emits: [],
+      start: () => ResourceStack.build(() => {
+        if (++starts <= 2) throw new PermanentError('hook tc', { cause: busy });
+      }),
+    });
+    const { manager } = setup([def]);
+    await manager.start();
+    assert.equal(manager.status()[0]?.state, 'failed');
+    assert.ok(manager.status()[0]?.nextRetry, 'a retry is scheduled');
+    await waitFor(() => manager.ready());
+    assert.equal(starts, 3);
+    await manager[Symbol.asyncDispose]();
+  });
+
   it('fails a plugin whose hooks the host lacks, naming the hook', async () => {
     const def = { ...counting('needy').def, hooks: [{ kind: 'tracepoint', target: 'skb/kfree_skb' }] } as AnyPluginDefinition;
     const { manager } = setup([def], {}, fakePlatform({ hasTracepoint: () => false }));

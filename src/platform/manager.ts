@@ -7,7 +7,7 @@ import { pick, type AgentConfig, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
-import { PermanentError, errMessage, everyIp, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
+import { PermanentError, errMessage, everyIp, isPermanent, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
 import { DEFAULT_BACKOFF, backoffDelay, type BackoffOptions } from './backoff.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';
 
@@ -267,7 +267,7 @@ class Runner {
     this.#problems.clear();
     this.#set('failed');
     this.opts.metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: this.def.name });
-    const permanent = err instanceof PermanentError;
+    const permanent = isPermanent(err);
     if (permanent || this.#stopping) {
       this.#log.error('plugin failed; not retrying', { error: this.#lastError, permanent });
       return;

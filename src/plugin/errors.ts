@@ -17,3 +17,23 @@ export function errMessage(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
 }
+
+/** System errors that say "not now" rather than "never": out of memory, busy, try again. */
+export const RETRYABLE_ERRNOS: ReadonlySet<string> = new Set(['EAGAIN', 'ENOMEM', 'EBUSY']);
+
+/** The retryable errno (`code`, as Node's system errors and our FFI errors carry it) in `e` or its causes. */
+export function retryableErrno(e: unknown): string | undefined {
+  for (let x = e, depth = 0; x instanceof Error && depth < 8; x = x.cause, depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && RETRYABLE_ERRNOS.has(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * Whether retrying cannot help: a PermanentError (a missing hook), unless what it wraps is a
+ * transient system error (EAGAIN, ENOMEM, EBUSY), which is retried like any other error.
+ */
+export function isPermanent(e: unknown): boolean {
+  return e instanceof PermanentError && retryableErrno(e) === undefined;
+}

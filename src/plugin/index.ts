@@ -1,5 +1,5 @@
 export { ResourceStack, every, poll, liveResourceStacks } from './lifecycle.js';
-export { PermanentError, PartialReadError, errMessage } from './errors.js';
+export { PermanentError, PartialReadError, RETRYABLE_ERRNOS, errMessage, isPermanent, retryableErrno } from './errors.js';
 export {
   definePlugin,
   everyIp,

@@ -2,7 +2,7 @@
  * Attaching programs that libbpf attaches by their section (tp_btf/..., raw tracepoints) and socket
  * filters. Each attach returns a Disposable that detaches.
  */
-import { errnoText, lastErrno, libbpfLogTail, loadLibbpf } from './libbpf.js';
+import { errnoError, lastErrno, libbpfLogTail, loadLibbpf } from './libbpf.js';
 import type { BpfProgram } from './object.js';
 import { loadSys } from './sys.js';
 
@@ -10,7 +10,7 @@ import { loadSys } from './sys.js';
 export function attachBySection(prog: BpfProgram, what: string): Disposable {
   const l = loadLibbpf();
   const link: unknown = l.attach(prog.handle);
-  if (!link) throw new Error(`cannot attach ${prog.name} to ${what}: ${errnoText(lastErrno())}${libbpfLogTail(l)}`);
+  if (!link) throw errnoError(`cannot attach ${prog.name} to ${what}`, lastErrno(), libbpfLogTail(l));
   let done = false;
   return {
     [Symbol.dispose]() {

@@ -144,6 +144,19 @@ export function errnoText(errno: number): string {
   return hit ? `${hit[0]} (${errno})` : `errno ${errno}`;
 }
 
+/**
+ * An Error for a failed call: `what: EBUSY (16)` plus `detail`, with the errno's name in `code` (as
+ * Node's own system errors have it) and its number in `errno`, so callers can classify it
+ * (EAGAIN, ENOMEM, EBUSY are worth retrying; see src/plugin/errors.ts).
+ */
+export function errnoError(what: string, errno: number, detail = ''): Error & { code: string; errno: number } {
+  const e = new Error(`${what}: ${errnoText(errno)}${detail}`) as Error & { code: string; errno: number };
+  const hit = Object.entries(koffi.os.errno).find(([, v]) => v === errno);
+  e.code = hit ? hit[0] : `errno ${errno}`;
+  e.errno = errno;
+  return e;
+}
+
 /** The last few libbpf log lines, for an error message. */
 export function libbpfLogTail(l: Libbpf, lines = 6): string {
   const tail = l.recentLog.slice(-lines);

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rodataLayout } from './btf.js';
-import { errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, type Libbpf } from './libbpf.js';
+import { errnoError, errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, type Libbpf } from './libbpf.js';
 import { loadLibc } from './libc.js';
 
 export interface BpfLoadOptions {
@@ -61,11 +61,11 @@ export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObjec
   const path = bpfObjectPath(name);
   if (!existsSync(path)) throw new Error(`BPF object ${path} is missing: run \`make native\` (needs clang and kernel BTF)`);
   const obj: unknown = l.openFile(path, null);
-  if (!obj) throw new Error(`cannot open BPF object ${path}: ${errnoText(lastErrno())}${libbpfLogTail(l)}`);
+  if (!obj) throw errnoError(`cannot open BPF object ${path}`, lastErrno(), libbpfLogTail(l));
   try {
     configure(l, obj, name, opts);
     const rc = l.objectLoad(obj) as number;
-    if (rc < 0) throw new Error(`cannot load BPF object ${name}: ${errnoText(lastErrno(rc))}${libbpfLogTail(l)}`);
+    if (rc < 0) throw errnoError(`cannot load BPF object ${name}`, lastErrno(rc), libbpfLogTail(l));
   } catch (e) {
     l.objectClose(obj);
     throw e;
@@ -87,13 +87,13 @@ function configure(l: Libbpf, obj: unknown, name: string, opts: BpfLoadOptions):
     const h: unknown = l.findProgram(obj, p);
     if (!h) throw new Error(`BPF object ${name} has no program ${p}`);
     const rc = l.setAttachTarget(h, 0, target) as number;
-    if (rc < 0) throw new Error(`the kernel has no ${target} to attach ${p} to: ${errnoText(lastErrno(rc))}`);
+    if (rc < 0) throw errnoError(`the kernel has no ${target} to attach ${p} to`, lastErrno(rc));
   }
   for (const [mapName, n] of Object.entries(opts.maxEntries ?? {})) {
     const m: unknown = l.findMap(obj, mapName);
     if (!m) throw new Error(`BPF object ${name} has no map ${mapName}`);
     const rc = l.setMaxEntries(m, n) as number;
-    if (rc < 0) throw new Error(`cannot size map ${mapName} to ${n}: ${errnoText(lastErrno(rc))}`);
+    if (rc < 0) throw errnoError(`cannot size map ${mapName} to ${n}`, lastErrno(rc));
   }
   const vars = Object.entries(opts.rodata ?? {});
   if (!vars.length) return;

@@ -5,7 +5,7 @@
  * filters on that interface goes; one that was there before stays (others may use it). Filters are
  * detached by their handle and priority.
  */
-import { errnoText, lastErrno, loadLibbpf } from './libbpf.js';
+import { errnoError, errnoText, lastErrno, loadLibbpf } from './libbpf.js';
 import type { BpfProgram } from './object.js';
 import { loadSys } from './sys.js';
 
@@ -34,7 +34,7 @@ export function attachTc(prog: BpfProgram, ifindex: number, direction: TcDirecti
   const qdisc = { sz: TC_HOOK_SIZE, ifindex, attach_point: BPF_TC_INGRESS | BPF_TC_EGRESS, parent: 0 };
   const created = l.tcHookCreate(qdisc) as number;
   if (created < 0 && -created !== EEXIST) {
-    throw new Error(`cannot create clsact qdisc on ifindex ${ifindex}: ${errnoText(lastErrno(created))}`);
+    throw errnoError(`cannot create clsact qdisc on ifindex ${ifindex}`, lastErrno(created));
   }
   if (created === 0) ourQdiscs.set(ifindex, 0);
   if (ourQdiscs.has(ifindex)) ourQdiscs.set(ifindex, (ourQdiscs.get(ifindex) ?? 0) + 1);
@@ -43,7 +43,7 @@ export function attachTc(prog: BpfProgram, ifindex: number, direction: TcDirecti
   const rc = l.tcAttach(hook, opts) as number;
   if (rc < 0) {
     release(ifindex);
-    throw new Error(`cannot attach ${prog.name} to tc ${direction} of ifindex ${ifindex}: ${errnoText(lastErrno(rc))}`);
+    throw errnoError(`cannot attach ${prog.name} to tc ${direction} of ifindex ${ifindex}`, lastErrno(rc));
   }
   const { handle, priority } = opts;
   let done = false;
@@ -78,7 +78,7 @@ const BPF_TCX_EGRESS = 47;
 export function attachTcx(prog: BpfProgram, ifindex: number, direction: TcDirection): TcAttachment {
   const l = loadLibbpf();
   const fd = l.linkCreate(prog.fd, ifindex, direction === 'ingress' ? BPF_TCX_INGRESS : BPF_TCX_EGRESS, null) as number;
-  if (fd < 0) throw new Error(`cannot attach ${prog.name} to TCX ${direction} of ifindex ${ifindex}: ${errnoText(lastErrno(fd))}`);
+  if (fd < 0) throw errnoError(`cannot attach ${prog.name} to TCX ${direction} of ifindex ${ifindex}`, lastErrno(fd));
   let done = false;
   return {
     mode: 'tcx', ifindex, direction, handle: 0, priority: 0,

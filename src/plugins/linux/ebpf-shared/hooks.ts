@@ -1,17 +1,26 @@
 /**
  * What every eBPF plugin does when a hook is missing (one log line naming the hook, then a
- * PermanentError), and the load-and-attach the tracepoint plugins share.
+ * PermanentError) or only busy for now (EAGAIN, ENOMEM, EBUSY: a retryable error), and the
+ * load-and-attach the tracepoint plugins share.
  */
 import { enumKey, type KeySpec } from '../../../config/index.js';
 import { attachBySection, openBpfObject, type BpfObject, type HookChoice } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
-import { PermanentError, errMessage, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
+import { PermanentError, errMessage, retryableErrno, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
 
-/** Runs `fn` (choose, load or attach for `hook`); a failure fails this plugin alone, permanently. */
+/**
+ * Runs `fn` (choose, load or attach for `hook`); a failure fails this plugin alone: permanently when
+ * the hook is missing, with retries when the kernel said EAGAIN, ENOMEM or EBUSY.
+ */
 export function onHook<T>(log: Logger, hook: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
+    const transient = retryableErrno(e);
+    if (transient !== undefined) {
+      log.warn('eBPF hook not available now; will retry', { hook, errno: transient, error: errMessage(e) });
+      throw new Error(`hook ${hook}: ${errMessage(e)}`, { cause: e });
+    }
     log.error('eBPF hook unavailable', { hook, error: errMessage(e) });
     throw new PermanentError(`hook ${hook}: ${errMessage(e)}`, { cause: e });
   }
