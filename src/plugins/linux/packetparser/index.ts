@@ -20,13 +20,14 @@ import {
   type SweepResult,
 } from './maps.js';
 import { createVethWatcher, type Link } from './veths.js';
+import { createAttachFailures } from './attach-status.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
 const GAUGES = [
   catalog.conntrackPacketsTx, catalog.conntrackPacketsRx, catalog.conntrackBytesTx, catalog.conntrackBytesRx, catalog.conntrackTotalConnections,
 ];
-const EMITS = [catalog.parsedPacketsCounter, catalog.lostEventsCounter, ...GAUGES];
+const EMITS = [catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES];
 
 export const packetparser = definePlugin<PacketparserConfig>({
   name: 'packetparser',
@@ -148,17 +149,20 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       ctx.log.info('host interface attached', { interface: name, ifindex, mode: h.mode });
     }
 
+    const failures = createAttachFailures(ctx, 'packetparser');
+    s.defer(() => ctx.metrics.reset([catalog.interfaceAttachFailed]));
     const links = s.use(openLinkDumper());
     const watcher = s.use(
       createVethWatcher({
         links: () => links.dump(),
-        attach: (link: Link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
+        attach: (link: Link) => failures.attach(link, () => attachPair(endpoint, link.ifindex, `veth ${link.name}`)),
         exclude: new Set(hostInterfaces),
         log: ctx.log,
       }),
     );
     await poll(s, timing.vethPollMs ?? 1000, async () => {
       watcher.poll();
+      if (failures.failing.size) failures.prune((name) => sys.ifNameToIndex(name));
       ctx.status.ok('endpoint watcher');
     }, (e) => ctx.status.degraded('endpoint watcher', errMessage(e)));
 
