@@ -28,7 +28,7 @@ function contextFor(def: AnyPluginDefinition, statuses: string[]): { ctx: Plugin
       config: pick(def.config, values), agent: agentConfig(keys, values), log: silentLogger, metrics,
       self: { lostEvents: () => undefined, parsedPackets: () => undefined },
       flows: discardFlows, interest: everyIp, signal: abort.signal,
-      status: { ok: () => statuses.push('ok'), degraded: (r) => statuses.push(`degraded: ${r}`), failed: (e) => statuses.push(`failed: ${String(e)}`) },
+      status: { ok: () => statuses.push('ok'), degraded: (source, r) => statuses.push(`degraded: ${source}: ${r}`), failed: (e) => statuses.push(`failed: ${String(e)}`) },
     },
   };
 }

@@ -32,7 +32,7 @@ function context(yaml: string) {
     self: { lostEvents: () => undefined, parsedPackets: () => undefined },
     status: {
       ok: () => void statuses.push('ok'),
-      degraded: (reason) => void statuses.push(`degraded: ${reason}`),
+      degraded: (_source, reason) => void statuses.push(`degraded: ${reason}`),
       failed: (err) => void statuses.push(`failed: ${String(err)}`),
     },
   };
