@@ -247,6 +247,8 @@ class Runner {
     this.#set('failed');
     this.#log.error('plugin failed while running; stopping it', { error: err instanceof Error ? errorFields(err) : String(err) });
     const release = (async () => {
+      // Not inside the caller's stack: failed() may come from a ring drain or an FFI callback.
+      await new Promise((r) => setImmediate(r));
       try {
         await handle?.[Symbol.asyncDispose]();
       } catch (e) {
