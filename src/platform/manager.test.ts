@@ -2,19 +2,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { agentConfig, agentKeys, collectSpecs, loadValues } from '../config/index.js';
 import { discardFlows } from '../flow/index.js';
-import { silentLogger } from '../log/index.js';
+import { silentLogger, type LogFields, type Logger } from '../log/index.js';
 import { catalog, createMetricsRegistry } from '../metrics/index.js';
 import { PermanentError, ResourceStack, definePlugin, liveResourceStacks, type AnyPluginDefinition, type PluginContext } from '../plugin/index.js';
 import { fakePlatform } from '../../test/fakes/platform.js';
 import { createPluginManager } from './manager.js';
 
-function setup(plugins: AnyPluginDefinition[], env: Record<string, string> = {}, info = fakePlatform()) {
+function setup(plugins: AnyPluginDefinition[], env: Record<string, string> = {}, info = fakePlatform(), log: Logger = silentLogger) {
   const keys = agentKeys({ os: 'linux', names: plugins.map((p) => p.name), defaults: plugins.map((p) => p.name) });
   const values = loadValues({ env: { RETINA_PLUGINSTARTTIMEOUT: '300ms', ...env }, specs: collectSpecs(keys) });
   const agent = agentConfig(keys, values);
   const metrics = createMetricsRegistry({ processMetrics: false });
   const manager = createPluginManager({
-    plugins, values, agent, info, log: silentLogger, metrics, flows: discardFlows,
+    plugins, values, agent, info, log, metrics, flows: discardFlows,
     backoff: { initialMs: 20, maxMs: 80, jitter: 0 },
   });
   return { manager, metrics };
@@ -106,6 +106,18 @@ describe('plugin manager', () => {
     assert.ok(manager.status()[0]?.nextRetry, 'a retry is scheduled');
     await waitFor(() => manager.ready());
     assert.equal(starts, 3);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('logs a start failure with the stack of the error', async () => {
+    const lines: { msg: string; fields: LogFields }[] = [];
+    const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (msg, fields = {}) => void lines.push({ msg, fields }), child: () => log };
+    const bad = counting('stacky', { failStarts: 1 });
+    const { manager } = setup([bad.def], {}, fakePlatform(), log);
+    await manager.start();
+    const line = lines.find((l) => l.msg === 'plugin failed; retrying');
+    assert.equal(line?.fields['error'], 'stacky start failed #1');
+    assert.match(String(line?.fields['stack']), /^Error: stacky start failed #1\n\s+at /);
     await manager[Symbol.asyncDispose]();
   });
 

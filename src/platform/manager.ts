@@ -48,6 +48,9 @@ export interface PluginManager extends AsyncDisposable {
   ready(): boolean;
 }
 
+/** The stack of an Error, as a log field (where a start failed is what a bug report needs). */
+const stackOf = (e: unknown): { stack?: string } => (e instanceof Error && e.stack !== undefined ? { stack: e.stack } : {});
+
 /** Self-metric families the manager writes for every plugin (ctx.self); never reset as a whole. */
 const SELF_FAMILIES = new Set([catalog.lostEventsCounter.name, catalog.parsedPacketsCounter.name]);
 
@@ -271,12 +274,12 @@ class Runner {
     this.opts.metrics.counter(catalog.pluginManagerFailedToReconcile).inc({ reason: this.def.name });
     const permanent = isPermanent(err);
     if (permanent || this.#stopping) {
-      this.#log.error('plugin failed; not retrying', { error: this.#lastError, permanent });
+      this.#log.error('plugin failed; not retrying', { error: this.#lastError, permanent, ...stackOf(err) });
       return;
     }
     const delay = backoffDelay(this.#backoff, this.#failures, this.opts.random ?? Math.random);
     this.#nextRetry = new Date(Date.now() + delay);
-    this.#log.error('plugin failed; retrying', { error: this.#lastError, retryInMs: delay, failures: this.#failures });
+    this.#log.error('plugin failed; retrying', { error: this.#lastError, retryInMs: delay, failures: this.#failures, ...stackOf(err) });
     this.#retry = setTimeout(() => void this.attempt(), delay);
     this.#retry.unref();
   }
