@@ -226,6 +226,7 @@ class Runner {
    */
   #removeSeries(): void {
     this.opts.metrics.reset(this.def.emits.filter((d) => !this.shared.has(d.name)));
+    if (!this.#lostTypes.size) return;
     const lost = this.opts.metrics.counter(catalog.lostEventsCounter);
     for (const type of this.#lostTypes) lost.remove({ type, reason: this.def.name });
     this.#lostTypes.clear();
