@@ -38,11 +38,13 @@ export const packetforward = definePlugin<PacketforwardConfig>({
       const obj = s.use(onHook(ctx.log, 'tc', () => openBpfObject('packetforward', { programs: choices.map((c) => c.program) })));
       s.defer(() => ctx.metrics.reset(EMITS));
       const modes = new Set<string>();
+      let staleFiltersRemoved = 0;
       for (const { name, ifindex } of ifindexes) {
         for (const c of choices) {
           const dir = c.target === 'ingress' ? 'ingress' : 'egress';
           const att = s.use(onHook(ctx.log, `${c.label} on ${name}`, () => attachTcAuto(obj.program(c.program), ifindex, dir, ctx.config.tcMode)));
           modes.add(att.mode);
+          staleFiltersRemoved += att.staleRemoved;
         }
       }
       const reader = perCpuReader(obj.map(METRICS_MAP));
@@ -61,6 +63,6 @@ export const packetforward = definePlugin<PacketforwardConfig>({
       };
       publish();
       every(s, ctx.agent.metricsIntervalMs, publish);
-      ctx.log.info('eBPF hooks attached', { hooks: choices.map((c) => c.label), interfaces, mode: [...modes].join(',') });
+      ctx.log.info('eBPF hooks attached', { hooks: choices.map((c) => c.label), interfaces, mode: [...modes].join(','), staleFiltersRemoved });
     }),
 });

@@ -119,6 +119,8 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       const held: TcAttachment[] = [];
       try {
         for (const c of pair) held.push(attachTcAuto(obj.program(c.program), ifindex, c.target === 'ingress' ? 'ingress' : 'egress', tcMode));
+        const stale = held.reduce((n, h) => n + h.staleRemoved, 0);
+        if (stale) ctx.log.info('stale tc filters of an earlier run removed', { interface: what, count: stale });
       } catch (e) {
         for (const h of held.reverse()) h[Symbol.dispose]();
         throw new Error(`${what}: ${errMessage(e)}`, { cause: e });

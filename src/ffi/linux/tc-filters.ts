@@ -1,0 +1,121 @@
+/**
+ * What sits on a clsact qdisc: an rtnetlink filter dump (RTM_GETTFILTER) of one interface's ingress
+ * or egress parent, with each BPF filter's program id (TCA_BPF_ID) and the name and id of that
+ * program (BPF_OBJ_GET_INFO_BY_FD). tc.ts uses it to remove only filters of ours: leftovers of an
+ * earlier run of the same program, and never a filter or qdisc another program put there. The parser
+ * is pure (tested on bytes); a socket is opened per dump (rtnetlink.ts), never at import time.
+ */
+import { errnoName } from './libc.js';
+import { loadLibbpf } from './libbpf.js';
+import { NLMSG_HDRLEN, cString, dumpRequest, forEachAttr, openRouteSocket, walkDump } from './rtnetlink.js';
+import { loadSys } from './sys.js';
+
+export type TcParent = 'ingress' | 'egress';
+
+export interface TcFilter {
+  readonly direction: TcParent;
+  /** TCA_KIND: 'bpf', 'matchall', 'u32', ... */
+  readonly kind: string;
+  /** 0 for the message that only announces a priority (no filter of its own). */
+  readonly handle: number;
+  readonly priority: number;
+  /** The protocol in network order, as tcm_info carries it (ETH_P_ALL: 0x0300). */
+  readonly protocol: number;
+  readonly chain: number;
+  /** TCA_BPF_ID: the eBPF program of a `bpf` filter; undefined for classic BPF and other kinds. */
+  readonly progId: number | undefined;
+  /** TCA_BPF_NAME: what the attacher called it (libbpf: "<program>:[<id>]", tc: "<file>:[<section>]"). */
+  readonly bpfName: string | undefined;
+}
+
+const RTM_NEWTFILTER = 44;
+const RTM_GETTFILTER = 46;
+const TCMSG_LEN = 20;
+const TCA_KIND = 1;
+const TCA_OPTIONS = 2;
+const TCA_CHAIN = 11;
+const TCA_BPF_NAME = 7;
+const TCA_BPF_ID = 11;
+/** TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS / TC_H_MIN_EGRESS). */
+const CLSACT_PARENT: Record<TcParent, number> = { ingress: 0xfffffff2, egress: 0xfffffff3 };
+
+/**
+ * Parses the messages in `v[0, len)` of the filter dump with sequence number `seq` into `out`.
+ * Returns true when the dump is complete (NLMSG_DONE); throws on NLMSG_ERROR and on a truncated message.
+ */
+export function parseFilterMessages(v: DataView, len: number, seq: number, direction: TcParent, out: TcFilter[]): boolean {
+  return walkDump(v, len, seq, 'RTM_GETTFILTER', (type, m, mlen) => {
+    if (type !== RTM_NEWTFILTER || mlen < NLMSG_HDRLEN + TCMSG_LEN) return;
+    const t = m + NLMSG_HDRLEN;
+    const info = v.getUint32(t + 16, true);
+    let kind = '';
+    let chain = 0;
+    let progId: number | undefined;
+    let bpfName: string | undefined;
+    forEachAttr(v, t + TCMSG_LEN, m + mlen, (atype, at, alen) => {
+      if (atype === TCA_KIND) kind = cString(v, at, alen);
+      else if (atype === TCA_CHAIN && alen >= 4) chain = v.getUint32(at, true);
+      else if (atype === TCA_OPTIONS) {
+        forEachAttr(v, at, at + alen, (otype, o, olen) => {
+          if (otype === TCA_BPF_ID && olen >= 4) progId = v.getUint32(o, true);
+          else if (otype === TCA_BPF_NAME) bpfName = cString(v, o, olen);
+        });
+      }
+    });
+    const bpf = kind === 'bpf';
+    out.push({
+      direction, kind, handle: v.getUint32(t + 8, true), priority: info >>> 16, protocol: info & 0xffff, chain,
+      progId: bpf ? progId : undefined, bpfName: bpf ? bpfName : undefined,
+    });
+  });
+}
+
+/** The request: nlmsghdr + tcmsg (ifindex, the clsact parent of `direction`), 36 bytes. */
+export function filterDumpRequest(seq: number, ifindex: number, direction: TcParent): Uint8Array {
+  const { bytes, view } = dumpRequest(RTM_GETTFILTER, seq, TCMSG_LEN);
+  view.setInt32(NLMSG_HDRLEN + 4, ifindex, true);
+  view.setUint32(NLMSG_HDRLEN + 12, CLSACT_PARENT[direction], true);
+  return bytes;
+}
+
+/**
+ * Every tc filter on the clsact `direction` of `ifindex` now (none when the interface has no clsact
+ * qdisc or is gone). One NETLINK_ROUTE socket per call, closed before it returns; throws when the
+ * kernel refuses or the socket fails.
+ */
+export function listTcFilters(ifindex: number, direction: TcParent): TcFilter[] {
+  const out: TcFilter[] = [];
+  const socket = openRouteSocket();
+  try {
+    socket.dump(filterDumpRequest(1, ifindex, direction), (v, n) => parseFilterMessages(v, n, 1, direction, out));
+  } finally {
+    socket[Symbol.dispose]();
+  }
+  return out;
+}
+
+/** struct bpf_prog_info: id at 4, name[16] at 64; the buffer is larger than any kernel's struct needs here. */
+const PROG_INFO_SIZE = 256;
+
+/** The id and kernel name (at most 15 characters) of the BPF program behind `fd`; throws when the kernel refuses. */
+export function progIdentity(fd: number): { id: number; name: string } {
+  const info = Buffer.alloc(PROG_INFO_SIZE);
+  const len = [PROG_INFO_SIZE];
+  const rc = loadLibbpf().objGetInfo(fd, info, len) as number;
+  if (rc < 0) throw new Error(`BPF_OBJ_GET_INFO_BY_FD failed: ${errnoName(-rc)}`);
+  const v = new DataView(info.buffer, info.byteOffset, info.length);
+  return { id: info.readUInt32LE(4), name: cString(v, 64, 16) };
+}
+
+/** The name of loaded BPF program `id`, or undefined when it is gone or cannot be opened. */
+export function progNameById(id: number): string | undefined {
+  const fd = loadLibbpf().progFdById(id) as number;
+  if (fd < 0) return undefined;
+  try {
+    return progIdentity(fd).name;
+  } catch {
+    return undefined;
+  } finally {
+    loadSys().close(fd);
+  }
+}
