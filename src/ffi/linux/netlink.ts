@@ -6,7 +6,7 @@
  * read instead of thousands of file reads. The parser is pure (tested on bytes); the socket is
  * opened by `openLinkDumper()` (rtnetlink.ts), never at import time.
  */
-import { NLMSG_HDRLEN, cString, dumpRequest, forEachAttr, openRouteSocket, walkDump } from './rtnetlink.js';
+import { NLMSG_HDRLEN, attrEnd, attrLength, attrType, cString, dumpRequest, openRouteSocket, walkDump } from './rtnetlink.js';
 
 /** The counters of struct rtnl_link_stats64, in order: the names of the files in statistics/. */
 export const LINK_STAT_NAMES = [
@@ -33,11 +33,10 @@ const IFLA_STATS64 = 23;
 const IFLA_INFO_KIND = 1;
 
 function kindOf(v: DataView, off: number, end: number): string {
-  let kind = '';
-  forEachAttr(v, off, end, (type, at, len) => {
-    if (type === IFLA_INFO_KIND) kind = cString(v, at, len);
-  });
-  return kind;
+  for (let a = off, next; (next = attrEnd(v, a, end)) > 0; a = next) {
+    if (attrType(v, a) === IFLA_INFO_KIND) return cString(v, a + 4, attrLength(v, a));
+  }
+  return '';
 }
 
 /**
@@ -48,20 +47,21 @@ function kindOf(v: DataView, off: number, end: number): string {
 export function parseLinkMessages(v: DataView, len: number, seq: number, out: LinkInfo[]): boolean {
   return walkDump(v, len, seq, 'RTM_GETLINK', (type, m, mlen) => {
     if (type !== RTM_NEWLINK || mlen < NLMSG_HDRLEN + IFINFOMSG_LEN) return;
-    const ifindex = v.getInt32(m + NLMSG_HDRLEN + 4, true);
     let name = '';
     let kind = '';
     let stats: number[] | undefined;
-    forEachAttr(v, m + NLMSG_HDRLEN + IFINFOMSG_LEN, m + mlen, (atype, at, alen) => {
-      if (atype === IFLA_IFNAME) name = cString(v, at, alen);
-      else if (atype === IFLA_LINKINFO) kind = kindOf(v, at, at + alen);
+    for (let a = m + NLMSG_HDRLEN + IFINFOMSG_LEN, next; (next = attrEnd(v, a, m + mlen)) > 0; a = next) {
+      const atype = attrType(v, a);
+      const alen = attrLength(v, a);
+      if (atype === IFLA_IFNAME) name = cString(v, a + 4, alen);
+      else if (atype === IFLA_LINKINFO) kind = kindOf(v, a + 4, a + 4 + alen);
       else if (atype === IFLA_STATS64 && alen >= LINK_STAT_NAMES.length * 8) {
         stats = new Array<number>(LINK_STAT_NAMES.length);
         // 4-byte aligned only: two u32 halves (exact below 2^53).
-        for (let i = 0; i < LINK_STAT_NAMES.length; i++) stats[i] = v.getUint32(at + i * 8, true) + v.getUint32(at + 4 + i * 8, true) * 4294967296;
+        for (let i = 0; i < LINK_STAT_NAMES.length; i++) stats[i] = v.getUint32(a + 4 + i * 8, true) + v.getUint32(a + 8 + i * 8, true) * 4294967296;
       }
-    });
-    out.push({ ifindex, name, kind, stats });
+    }
+    out.push({ ifindex: v.getInt32(m + NLMSG_HDRLEN + 4, true), name, kind, stats });
   });
 }
 

@@ -22,15 +22,18 @@ export function cString(v: DataView, off: number, len: number): string {
   return Buffer.from(v.buffer, v.byteOffset + off, end - off).toString('utf8');
 }
 
-/** Calls `fn(type, payloadOffset, payloadLength)` for each attribute in `v[off, end)` (flags masked off). */
-export function forEachAttr(v: DataView, off: number, end: number, fn: (type: number, at: number, len: number) => void): void {
-  for (let a = off; a + 4 <= end;) {
-    const len = v.getUint16(a, true);
-    if (len < 4 || a + len > end) break;
-    fn(v.getUint16(a + 2, true) & NLA_TYPE_MASK, a + 4, len - 4);
-    a += align4(len);
-  }
+/**
+ * Attribute walks without callbacks (the walk is inlined where it is used):
+ * `for (let a = off, next; (next = attrEnd(v, a, end)) > 0; a = next)` visits each attribute in
+ * `v[off, end)`; its type is `attrType(v, a)`, its payload starts at `a + 4` and is `attrLength(v, a)` long.
+ */
+export function attrEnd(v: DataView, a: number, end: number): number {
+  if (a + 4 > end) return -1;
+  const len = v.getUint16(a, true);
+  return len < 4 || a + len > end ? -1 : a + align4(len);
 }
+export const attrType = (v: DataView, a: number): number => v.getUint16(a + 2, true) & NLA_TYPE_MASK;
+export const attrLength = (v: DataView, a: number): number => v.getUint16(a, true) - 4;
 
 /**
  * Walks the messages in `v[0, len)` that belong to the dump with sequence number `seq`, calling
@@ -84,19 +87,31 @@ const RECV_BUFFER = 64 * 1024;
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */
 type Fn = (...args: any[]) => any;
 
+let calls: { send: Fn; recv: Fn } | undefined;
+/** send and recv, declared once (tc-filters.ts opens a socket per dump). */
+function socketCalls(): { send: Fn; recv: Fn } {
+  if (calls) return calls;
+  const lib = libcLibrary();
+  calls = {
+    send: lib.func('long send(int fd, const uint8_t *buf, size_t len, int flags)') as Fn,
+    recv: lib.func('long recv(int fd, void *buf, size_t len, int flags)') as Fn,
+  };
+  return calls;
+}
+
 /**
  * Opens a NETLINK_ROUTE socket for dumps (closed on dispose). The kernel writes a dump while the
  * agent reads it, so each recv has data at once; it is made non-blocking anyway, and a dump that
- * stalls fails instead of blocking the event loop.
+ * stalls fails instead of blocking the event loop. The kernel sizes a dump's chunks to the largest
+ * recv buffer it has seen on the socket (at least about 8 KiB for the first), so `recvBytes` of 16
+ * KiB or more always holds a chunk; a larger buffer means fewer recv calls for a large dump.
  */
-export function openRouteSocket(): RouteSocket {
-  const lib = libcLibrary();
+export function openRouteSocket(recvBytes = RECV_BUFFER): RouteSocket {
   const libc = loadLibc();
-  const send = lib.func('long send(int fd, const uint8_t *buf, size_t len, int flags)') as Fn;
-  const recv = lib.func('long recv(int fd, void *buf, size_t len, int flags)') as Fn;
+  const { send, recv } = socketCalls();
   const fd = libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   if (fd < 0) throw new Error(`cannot open a netlink socket: ${errnoName(-fd)}`);
-  let buf: NativeBuffer | undefined = libc.alloc(RECV_BUFFER);
+  let buf: NativeBuffer | undefined = libc.alloc(recvBytes);
   return {
     dump(request, parse) {
       if (!buf) throw new Error('the netlink socket is closed');

@@ -7,7 +7,7 @@
  */
 import { errnoName } from './libc.js';
 import { loadLibbpf } from './libbpf.js';
-import { NLMSG_HDRLEN, cString, dumpRequest, forEachAttr, openRouteSocket, walkDump } from './rtnetlink.js';
+import { NLMSG_HDRLEN, attrEnd, attrLength, attrType, cString, dumpRequest, openRouteSocket, walkDump } from './rtnetlink.js';
 import { loadSys } from './sys.js';
 
 export type TcParent = 'ingress' | 'egress';
@@ -52,16 +52,19 @@ export function parseFilterMessages(v: DataView, len: number, seq: number, direc
     let chain = 0;
     let progId: number | undefined;
     let bpfName: string | undefined;
-    forEachAttr(v, t + TCMSG_LEN, m + mlen, (atype, at, alen) => {
-      if (atype === TCA_KIND) kind = cString(v, at, alen);
-      else if (atype === TCA_CHAIN && alen >= 4) chain = v.getUint32(at, true);
+    for (let a = t + TCMSG_LEN, next; (next = attrEnd(v, a, m + mlen)) > 0; a = next) {
+      const atype = attrType(v, a);
+      const alen = attrLength(v, a);
+      if (atype === TCA_KIND) kind = cString(v, a + 4, alen);
+      else if (atype === TCA_CHAIN && alen >= 4) chain = v.getUint32(a + 4, true);
       else if (atype === TCA_OPTIONS) {
-        forEachAttr(v, at, at + alen, (otype, o, olen) => {
-          if (otype === TCA_BPF_ID && olen >= 4) progId = v.getUint32(o, true);
-          else if (otype === TCA_BPF_NAME) bpfName = cString(v, o, olen);
-        });
+        for (let o = a + 4, onext; (onext = attrEnd(v, o, a + 4 + alen)) > 0; o = onext) {
+          const otype = attrType(v, o);
+          if (otype === TCA_BPF_ID && attrLength(v, o) >= 4) progId = v.getUint32(o + 4, true);
+          else if (otype === TCA_BPF_NAME) bpfName = cString(v, o + 4, attrLength(v, o));
+        }
       }
-    });
+    }
     const bpf = kind === 'bpf';
     out.push({
       direction, kind, handle: v.getUint32(t + 8, true), priority: info >>> 16, protocol: info & 0xffff, chain,
@@ -78,6 +81,9 @@ export function filterDumpRequest(seq: number, ifindex: number, direction: TcPar
   return bytes;
 }
 
+/** A clsact parent holds a few filters: one small buffer (allocating 64 KiB per dump cost more than the dump). */
+const FILTER_DUMP_BUFFER = 16 * 1024;
+
 /**
  * Every tc filter on the clsact `direction` of `ifindex` now (none when the interface has no clsact
  * qdisc or is gone). One NETLINK_ROUTE socket per call, closed before it returns; throws when the
@@ -85,7 +91,7 @@ export function filterDumpRequest(seq: number, ifindex: number, direction: TcPar
  */
 export function listTcFilters(ifindex: number, direction: TcParent): TcFilter[] {
   const out: TcFilter[] = [];
-  const socket = openRouteSocket();
+  const socket = openRouteSocket(FILTER_DUMP_BUFFER);
   try {
     socket.dump(filterDumpRequest(1, ifindex, direction), (v, n) => parseFilterMessages(v, n, 1, direction, out));
   } finally {
