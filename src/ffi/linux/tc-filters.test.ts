@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { filterDumpRequest, parseFilterMessages, type TcFilter } from './tc-filters.js';
-import { isStaleOf } from './tc.js';
+import { isLeftover, kernelProgName } from './tc-leftovers.js';
 
 /** Netlink bytes: an attribute (len, type, payload padded to 4) or a message (nlmsghdr + body). */
 const pad4 = (b: Buffer): Buffer => Buffer.concat([b, Buffer.alloc(((b.length + 3) & ~3) - b.length)]);
@@ -72,31 +72,37 @@ describe('tc filter dumps', () => {
   });
 });
 
-describe('which tc filters are ours (isStaleOf)', () => {
-  const self = { id: 50, name: 'packetforward_i' };
+describe('which tc filters are ours (isLeftover)', () => {
+  const names = new Set(['packetforward_ingress', 'packetparser_endpoint_ingress'].map(kernelProgName));
+  const keep = new Set([50]);
   const f = (over: Partial<TcFilter>): TcFilter => ({
     direction: 'ingress', kind: 'bpf', handle: 1, priority: 0xc000, protocol: 0x0300, chain: 0, progId: 42, bpfName: 'packetforward_i:[42]', ...over,
   });
-  const names = new Map([[42, 'packetforward_i'], [43, 'cil_from_contai'], [44, 'packetforward_e']]);
-  const nameOf = (id: number): string | undefined => names.get(id);
+  const progs = new Map([[42, 'packetforward_i'], [43, 'cil_from_contai'], [44, 'packetforward_e'], [45, 'packetparser_en'], [50, 'packetforward_i']]);
+  const nameOf = (id: number): string | undefined => progs.get(id);
 
-  it('a bpf filter running another program of the same name is a leftover of ours', () => {
-    assert.equal(isStaleOf(f({}), self, nameOf), true);
+  it('kernel names are the first 15 characters', () => {
+    assert.deepEqual([...names], ['packetforward_i', 'packetparser_en']);
   });
 
-  it('never the program being attached, another name, another kind, another chain, or a header', () => {
-    assert.equal(isStaleOf(f({ progId: 50 }), self, nameOf), false, 'ours, running now');
-    assert.equal(isStaleOf(f({ progId: 43, bpfName: 'bpf_lxc.o:[from-container]' }), self, nameOf), false, "a CNI's program");
-    assert.equal(isStaleOf(f({ progId: 44, bpfName: 'packetforward_e:[44]' }), self, nameOf), false, 'our other program');
-    assert.equal(isStaleOf(f({ kind: 'u32', progId: undefined, bpfName: undefined }), self, nameOf), false);
-    assert.equal(isStaleOf(f({ progId: undefined, bpfName: undefined }), self, nameOf), false, 'classic BPF');
-    assert.equal(isStaleOf(f({ chain: 1 }), self, nameOf), false);
-    assert.equal(isStaleOf(f({ handle: 0 }), self, nameOf), false);
+  it('a bpf filter running another program with one of our names is a leftover', () => {
+    assert.equal(isLeftover(f({}), names, keep, nameOf), true);
+    assert.equal(isLeftover(f({ progId: 45, bpfName: 'packetparser_en:[45]' }), names, keep, nameOf), true);
+  });
+
+  it('never a program of this run, another name, another kind, another chain, or a header', () => {
+    assert.equal(isLeftover(f({ progId: 50 }), names, keep, nameOf), false, 'ours, running now');
+    assert.equal(isLeftover(f({ progId: 43, bpfName: 'bpf_lxc.o:[from-container]' }), names, keep, nameOf), false, "a CNI's program");
+    assert.equal(isLeftover(f({ progId: 44, bpfName: 'packetforward_e:[44]' }), names, keep, nameOf), false, 'a name not asked for');
+    assert.equal(isLeftover(f({ kind: 'u32', progId: undefined, bpfName: undefined }), names, keep, nameOf), false);
+    assert.equal(isLeftover(f({ progId: undefined, bpfName: undefined }), names, keep, nameOf), false, 'classic BPF');
+    assert.equal(isLeftover(f({ chain: 1 }), names, keep, nameOf), false);
+    assert.equal(isLeftover(f({ handle: 0 }), names, keep, nameOf), false);
   });
 
   it("the program's name decides; libbpf's TCA_BPF_NAME only when the program cannot be opened", () => {
-    assert.equal(isStaleOf(f({ progId: 43, bpfName: 'packetforward_i:[43]' }), self, nameOf), false, 'the name says ours, the program does not');
-    assert.equal(isStaleOf(f({ progId: 77, bpfName: 'packetforward_i:[77]' }), self, () => undefined), true);
-    assert.equal(isStaleOf(f({ progId: 77, bpfName: 'foreign.o:[tc]' }), self, () => undefined), false);
+    assert.equal(isLeftover(f({ progId: 43, bpfName: 'packetforward_i:[43]' }), names, keep, nameOf), false, 'the name says ours, the program does not');
+    assert.equal(isLeftover(f({ progId: 77, bpfName: 'packetforward_i:[77]' }), names, keep, () => undefined), true);
+    assert.equal(isLeftover(f({ progId: 77, bpfName: 'foreign.o:[tc]' }), names, keep, () => undefined), false);
   });
 });

@@ -1,12 +1,12 @@
 /**
  * What sits on a clsact qdisc: an rtnetlink filter dump (RTM_GETTFILTER) of one interface's ingress
- * or egress parent, with each BPF filter's program id (TCA_BPF_ID) and the name and id of that
- * program (BPF_OBJ_GET_INFO_BY_FD). tc.ts uses it to remove only filters of ours: leftovers of an
- * earlier run of the same program, and never a filter or qdisc another program put there. The parser
- * is pure (tested on bytes); a socket is opened per dump (rtnetlink.ts), never at import time.
+ * or egress parent, with each BPF filter's program id (TCA_BPF_ID), the id and name of a program
+ * (BPF_OBJ_GET_INFO_BY_FD), and detaching one filter. tc.ts and tc-leftovers.ts use these to remove
+ * only filters of ours, never a filter or qdisc another program put there. The parser is pure
+ * (tested on bytes); a socket is opened per dump (rtnetlink.ts), never at import time.
  */
 import { errnoName } from './libc.js';
-import { loadLibbpf } from './libbpf.js';
+import { errnoText, loadLibbpf } from './libbpf.js';
 import { NLMSG_HDRLEN, attrEnd, attrLength, attrType, cString, dumpRequest, openRouteSocket, walkDump } from './rtnetlink.js';
 import { loadSys } from './sys.js';
 
@@ -124,4 +124,25 @@ export function progNameById(id: number): string | undefined {
   } finally {
     loadSys().close(fd);
   }
+}
+
+const BPF_TC_INGRESS = 1;
+const BPF_TC_EGRESS = 2;
+const TC_HOOK_SIZE = 24;
+export const TC_OPTS_SIZE = 32;
+
+/** libbpf's struct bpf_tc_hook for clsact `at` of `ifindex` ('both': the qdisc itself). */
+export function tcHook(ifindex: number, at: TcParent | 'both'): { sz: number; ifindex: number; attach_point: number; parent: number } {
+  const point = at === 'ingress' ? BPF_TC_INGRESS : at === 'egress' ? BPF_TC_EGRESS : BPF_TC_INGRESS | BPF_TC_EGRESS;
+  return { sz: TC_HOOK_SIZE, ifindex, attach_point: point, parent: 0 };
+}
+
+/**
+ * Removes the bpf filter (protocol ETH_P_ALL, chain 0, as libbpf attaches them) with `handle` and
+ * `priority` from clsact `direction` of `ifindex`. Already gone (ENOENT, ENODEV) is not an error;
+ * `what` names it in the error otherwise.
+ */
+export function detachTcFilter(ifindex: number, direction: TcParent, handle: number, priority: number, what: string): void {
+  const d = loadLibbpf().tcDetach(tcHook(ifindex, direction), { sz: TC_OPTS_SIZE, prog_fd: 0, flags: 0, prog_id: 0, handle, priority }) as number;
+  if (d < 0 && ![2, 19].includes(-d)) throw new Error(`cannot detach ${what} from tc ${direction} of ifindex ${ifindex}: ${errnoText(-d)}`);
 }
