@@ -58,6 +58,12 @@ export class Netns {
   spawnNode(script: string, args: readonly string[] = []): ChildProcess {
     return spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   }
+  /** `spawnNode`, resolved once the script wrote its first output (a server's "ready"). */
+  async spawnReady(script: string, args: readonly string[] = []): Promise<ChildProcess> {
+    const child = this.spawnNode(script, args);
+    await new Promise((r) => child.stdout?.once('data', r));
+    return child;
+  }
   /** One counter of an interface in this namespace (/sys/class/net/<if>/statistics/<stat>). */
   ifStat(ifname: string, stat: string): number {
     return Number(this.run('cat', [`/sys/class/net/${ifname}/statistics/${stat}`]).trim());

@@ -2,6 +2,7 @@
 export { openBpfObject, bpfObjectPath, packageRoot, type BpfLoadOptions, type BpfMap, type BpfObject, type BpfProgram } from './object.js';
 export { attachBySection, attachPacketSocketFilter } from './attach.js';
 export { attachTc, attachTcAuto, attachTcx, type TcAttachment, type TcDirection } from './tc.js';
+export { removeTcLeftovers } from './tc-leftovers.js';
 export { mapReader, mapWriter, perCpuReader, u32Key, type MapReader, type MapWriter, type PerCpuReader } from './maps.js';
 export { openRingBuffer, type RecordDecoder, type RingBufferOptions, type RingBufferReader } from './ring-buffer.js';
 export { kernelEnum, tracepointArgCount } from './btf.js';

@@ -18,6 +18,7 @@ export interface Libbpf {
   readonly tcHookCreate: Fn; tcHookDestroy: Fn; tcAttach: Fn; tcDetach: Fn;
   readonly rbNew: Fn; rbFree: Fn; rbConsume: Fn; rbEpollFd: Fn;
   readonly testRun: Fn; linkCreate: Fn; enableStats: Fn;
+  readonly progFdById: Fn; objGetInfo: Fn;
   readonly btfVmlinux: Fn; btfFree: Fn; btfFind: Fn; btfType: Fn; btfName: Fn;
   /** The ring-buffer sample callback type: the data pointer arrives as a plain number. */
   readonly sampleProto: koffi.IKoffiCType;
@@ -93,6 +94,8 @@ export function loadLibbpf(): Libbpf {
     testRun: f('int bpf_prog_test_run_opts(int fd, _Inout_ bpf_test_run_opts *opts)'),
     linkCreate: f('int bpf_link_create(int prog_fd, int target_fd, int attach_type, void *opts)'),
     enableStats: f('int bpf_enable_stats(int type)'),
+    progFdById: f('int bpf_prog_get_fd_by_id(uint32_t id)'),
+    objGetInfo: f('int bpf_obj_get_info_by_fd(int fd, _Inout_ uint8_t *info, _Inout_ uint32_t *len)'),
     btfVmlinux: f('btf *btf__load_vmlinux_btf()'),
     btfFree: f('void btf__free(btf *btf)'),
     btfFind: f('int btf__find_by_name_kind(btf *btf, const char *name, uint32_t kind)'),

@@ -2,7 +2,7 @@
  * packetforward: packets and bytes in and out of the node through its external interfaces
  * (default-route interfaces, or packetForwardInterfaces), counted by tc programs per CPU. See README.md.
  */
-import { attachTcAuto, loadSys, openBpfObject, packetforwardHooks, perCpuReader } from '../../../ffi/linux/index.js';
+import { attachTcAuto, loadSys, openBpfObject, packetforwardHooks, perCpuReader, removeTcLeftovers } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec } from '../../../plugin/index.js';
 import { onHook } from '../ebpf-shared/hooks.js';
@@ -38,11 +38,14 @@ export const packetforward = definePlugin<PacketforwardConfig>({
       const obj = s.use(onHook(ctx.log, 'tc', () => openBpfObject('packetforward', { programs: choices.map((c) => c.program) })));
       s.defer(() => ctx.metrics.reset(EMITS));
       const modes = new Set<string>();
+      // clsact filters a killed run left, on any interface (also ones not in this run's list).
+      let staleFiltersRemoved = removeTcLeftovers(choices.map((c) => c.program));
       for (const { name, ifindex } of ifindexes) {
         for (const c of choices) {
           const dir = c.target === 'ingress' ? 'ingress' : 'egress';
           const att = s.use(onHook(ctx.log, `${c.label} on ${name}`, () => attachTcAuto(obj.program(c.program), ifindex, dir, ctx.config.tcMode)));
           modes.add(att.mode);
+          staleFiltersRemoved += att.staleRemoved;
         }
       }
       const reader = perCpuReader(obj.map(METRICS_MAP));
@@ -68,6 +71,6 @@ export const packetforward = definePlugin<PacketforwardConfig>({
       };
       publish();
       every(s, ctx.agent.metricsIntervalMs, publish);
-      ctx.log.info('eBPF hooks attached', { hooks: choices.map((c) => c.label), interfaces, mode: [...modes].join(',') });
+      ctx.log.info('eBPF hooks attached', { hooks: choices.map((c) => c.label), interfaces, mode: [...modes].join(','), staleFiltersRemoved });
     }),
 });

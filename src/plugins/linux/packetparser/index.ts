@@ -4,7 +4,7 @@
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
 import {
-  attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, testRunProgram, u32Key,
+  attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
@@ -114,12 +114,17 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
     });
 
+    // clsact filters a killed run left, on any interface: also host programs at high aggregation, old veths.
+    const leftovers = removeTcLeftovers([...endpoint, ...host].map((c) => c.program));
+    if (leftovers) ctx.log.info('stale tc filters of an earlier run removed', { interface: 'every interface', count: leftovers });
     const sys = loadSys();
     const tcMode = ctx.config.tcMode;
     const attachPair = (pair: readonly HookChoice[], ifindex: number, what: string): Disposable & { mode: string } => {
       const held: TcAttachment[] = [];
       try {
         for (const c of pair) held.push(attachTcAuto(obj.program(c.program), ifindex, c.target === 'ingress' ? 'ingress' : 'egress', tcMode));
+        const stale = held.reduce((n, h) => n + h.staleRemoved, 0);
+        if (stale) ctx.log.info('stale tc filters of an earlier run removed', { interface: what, count: stale });
       } catch (e) {
         for (const h of held.reverse()) h[Symbol.dispose]();
         throw new Error(`${what}: ${errMessage(e)}`, { cause: e });
