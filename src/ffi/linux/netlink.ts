@@ -7,7 +7,7 @@
  * opened by `openLinkDumper()`, never at import time.
  */
 import koffi from 'koffi';
-import { errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
+import { SOCK_CLOEXEC, errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
 
 /** The counters of struct rtnl_link_stats64, in order: the names of the files in statistics/. */
 export const LINK_STAT_NAMES = [
@@ -115,13 +115,13 @@ export interface LinkDumper extends Disposable {
   dump(): LinkInfo[];
 }
 
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0o2000000;
-const NETLINK_ROUTE = 0;
-const MSG_DONTWAIT = 0x40;
-const EINTR = 4;
-const RECV_BUFFER = 64 * 1024;
+export const AF_NETLINK = 16;
+export const SOCK_RAW = 3;
+export const NETLINK_ROUTE = 0;
+export const MSG_DONTWAIT = 0x40;
+export const EINTR = 4;
+/** One recv's buffer: a netlink read never returns more than this. */
+export const RECV_BUFFER = 64 * 1024;
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */
 type Fn = (...args: any[]) => any;

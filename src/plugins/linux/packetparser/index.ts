@@ -8,7 +8,7 @@ import {
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
-import { ResourceStack, definePlugin, errMessage, every, poll, type HookSpec, type PluginContext } from '../../../plugin/index.js';
+import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
 import { defaultRouteInterfaces } from '../packetforward/routes.js';
@@ -20,6 +20,7 @@ import {
   type SweepResult,
 } from './maps.js';
 import { createVethWatcher, type Link } from './veths.js';
+import { followLinks } from './link-watch.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
@@ -40,8 +41,8 @@ export const packetparser = definePlugin<PacketparserConfig>({
 });
 
 export interface PacketparserTiming {
-  /** How often the endpoint watcher looks for veths (default 1 s). */
-  readonly vethPollMs?: number;
+  /** The endpoint watcher follows link notifications; it also reads every link this often (default 60 s). */
+  readonly vethResyncMs?: number;
   /**
    * How often the kernel sweeps the connection table (default: 15 s as Retina's GC, or the report
    * interval when it is shorter at high aggregation, so an idle direction's counts wait at most
@@ -157,7 +158,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
         log: ctx.log,
       }),
     );
-    await poll(s, timing.vethPollMs ?? 1000, async () => watcher.poll(), (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`));
+    followLinks(s, watcher, { resyncMs: timing.vethResyncMs ?? 60_000, log: ctx.log, onError: (e) => ctx.status.degraded(`endpoint watcher: ${errMessage(e)}`) });
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     const sweep = (): void => {
