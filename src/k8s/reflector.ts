@@ -11,7 +11,7 @@
  */
 import { Backoff, sleep, systemClock, type Clock } from './clock.js';
 import { ResponseTooLargeError, isApiError, type RestClient } from './rest.js';
-import { RejectLog, type RejectReason } from './rejects.js';
+import { Intake, type RejectReason } from './rejects.js';
 import { collectionPath, keyOf, type KubeObject, type ResourceRef } from './resources.js';
 import { listPaged } from './list.js';
 import type { Logger } from '../log/index.js';
@@ -92,8 +92,8 @@ export class Reflector<T extends KubeObject, S> {
   #initialSeen: Set<string> | undefined;
   #streamRefused = false;
   #pageSize: number;
-  readonly #rejects: RejectLog;
-  #stats = { lists: 0, gone: 0, reconnects: 0, watchdogRestarts: 0, events: 0, errors: 0, rejected: 0, lastError: undefined as string | undefined };
+  readonly #intake: Intake<T, S>;
+  #stats = { lists: 0, gone: 0, reconnects: 0, watchdogRestarts: 0, events: 0, errors: 0, lastError: undefined as string | undefined };
 
   constructor(opts: ReflectorOptions<T, S>) {
     this.#o = opts;
@@ -102,7 +102,7 @@ export class Reflector<T extends KubeObject, S> {
     this.#name = `${opts.resource.plural}${opts.resource.group ? '.' + opts.resource.group : ''}`;
     this.#store = new NotifyingStore<S>(this.#name, opts.equal, opts.log);
     this.#pageSize = opts.pageSize ?? 500;
-    this.#rejects = new RejectLog(this.#name, this.#clock, opts.log, opts.rejectLogIntervalMs);
+    this.#intake = new Intake<T, S>(this.#name, opts.transform, this.#clock, opts.log, opts.onRejected, opts.rejectLogIntervalMs);
   }
 
   get name(): string {
@@ -131,7 +131,7 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   stats(): ReflectorStats {
-    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.items.size, ...this.#stats };
+    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.items.size, ...this.#stats, rejected: this.#intake.rejected };
   }
 
   /** Starts the list/watch loop in the background; the returned handle stops it. */
@@ -144,7 +144,7 @@ export class Reflector<T extends KubeObject, S> {
     this.#abort.abort();
     this.#stream?.[Symbol.dispose]();
     await this.#running;
-    this.#rejects[Symbol.dispose]();
+    this.#intake[Symbol.dispose]();
   }
 
   async #loop(): Promise<void> {
@@ -177,7 +177,7 @@ export class Reflector<T extends KubeObject, S> {
         if (signal.aborted) break;
         if (e instanceof ResponseTooLargeError && e.part === 'line') {
           // The event was not read, so resuming from #rv would meet it again: relist instead (in pages).
-          this.#reject('(watch event)', 'watch_event_too_large', e.message);
+          this.#intake.reject('(watch event)', 'watch_event_too_large', e.message);
           needList = true;
           this.#streamRefused = true;
         }
@@ -214,12 +214,12 @@ export class Reflector<T extends KubeObject, S> {
       pageSize: this.#pageSize, maxBodyBytes: this.#o.maxListBytes,
       onItems: (items) => {
         for (const item of items) {
-          const t = this.#take(item);
+          const t = this.#intake.take(item);
           if (t?.value !== undefined) fresh.set(t.key, { rv: item.metadata.resourceVersion ?? '', value: t.value });
         }
       },
       onRestart: () => fresh.clear(),
-      onShrink: (n, e) => this.#reject('(list page)', 'list_page_too_large', `${e.message}; listing ${n} per page from now on`),
+      onShrink: (n, e) => this.#intake.reject('(list page)', 'list_page_too_large', `${e.message}; listing ${n} per page from now on`),
     });
     this.#pageSize = pageSize;
     this.#rv = rv;
@@ -287,7 +287,7 @@ export class Reflector<T extends KubeObject, S> {
       case 'MODIFIED': {
         this.#stats.events++;
         this.#rv = o.metadata?.resourceVersion ?? this.#rv;
-        const t = this.#take(o);
+        const t = this.#intake.take(o);
         if (!t) return;
         this.#initialSeen?.add(t.key);
         if (t.value === undefined) this.#store.delete(t.key);
@@ -302,35 +302,6 @@ export class Reflector<T extends KubeObject, S> {
       }
       default:
         return;
-    }
-  }
-
-  /**
-   * The key and slim value of `o`. A transform that throws counts as "not kept" (value undefined: the
-   * store drops any older version); an object without a name cannot be keyed (undefined). Both are
-   * counted and logged, and the caller goes on with the next object.
-   */
-  #take(o: T): { key: string; value: S | undefined } | undefined {
-    if (typeof o?.metadata?.name !== 'string' || !o.metadata.name) {
-      this.#reject(`${o?.metadata?.namespace ?? '?'}/?`, 'malformed', 'metadata.name is missing');
-      return undefined;
-    }
-    const key = keyOf(o);
-    try {
-      return { key, value: this.#o.transform(o) };
-    } catch (e) {
-      this.#reject(key, 'transform', e instanceof Error ? e.message : String(e));
-      return { key, value: undefined };
-    }
-  }
-
-  #reject(object: string, reason: RejectReason, error: string): void {
-    this.#stats.rejected++;
-    this.#rejects.note(object, reason, error);
-    try {
-      this.#o.onRejected?.(reason, this.#name);
-    } catch {
-      // counting must never break the loop
     }
   }
 

@@ -1,11 +1,13 @@
 /**
  * What a reflector could not take in: objects its transform threw on, objects without a name, and
- * LIST pages or watch events over the size caps. Each is counted by the caller (onRejected); the log
- * says it at most once per interval per resource: the first at once, the rest of the interval as one
- * line with their count and the last object and error seen.
+ * LIST pages or watch events over the size caps. `Intake` slims each object on its own, so one bad
+ * object costs only itself; every rejection is counted (onRejected) and logged by `RejectLog`, at
+ * most once per interval per resource: the first at once, the rest of the interval as one line with
+ * their count and the last object and error seen.
  */
 import type { Clock } from './clock.js';
 import type { Logger } from '../log/index.js';
+import { keyOf, type KubeObject } from './resources.js';
 
 export type RejectReason = 'transform' | 'malformed' | 'list_page_too_large' | 'watch_event_too_large';
 
@@ -51,5 +53,55 @@ export class RejectLog implements Disposable {
   [Symbol.dispose](): void {
     this.#timer?.[Symbol.dispose]();
     this.#flush();
+  }
+}
+
+/** Keys and slims objects one by one for a reflector, counting and logging what it rejects. */
+export class Intake<T extends KubeObject, S> implements Disposable {
+  rejected = 0;
+  readonly #log: RejectLog;
+
+  constructor(
+    readonly resource: string,
+    readonly transform: (o: T) => S | undefined,
+    clock: Clock,
+    log: Logger | undefined,
+    readonly onRejected?: (reason: RejectReason, resource: string) => void,
+    intervalMs?: number,
+  ) {
+    this.#log = new RejectLog(resource, clock, log, intervalMs);
+  }
+
+  /**
+   * The key and slim value of `o`. A transform that throws counts as "not kept" (value undefined: the
+   * store drops any older version); an object without a name cannot be keyed (undefined). Both are
+   * counted and logged, and the caller goes on with the next object.
+   */
+  take(o: T): { key: string; value: S | undefined } | undefined {
+    if (typeof o?.metadata?.name !== 'string' || !o.metadata.name) {
+      this.reject(`${o?.metadata?.namespace ?? '?'}/?`, 'malformed', 'metadata.name is missing');
+      return undefined;
+    }
+    const key = keyOf(o);
+    try {
+      return { key, value: this.transform(o) };
+    } catch (e) {
+      this.reject(key, 'transform', e instanceof Error ? e.message : String(e));
+      return { key, value: undefined };
+    }
+  }
+
+  reject(object: string, reason: RejectReason, error: string): void {
+    this.rejected++;
+    this.#log.note(object, reason, error);
+    try {
+      this.onRejected?.(reason, this.resource);
+    } catch {
+      // counting must never break the loop
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.#log[Symbol.dispose]();
   }
 }
