@@ -4,12 +4,14 @@
  * address (`010.71.0.2`: leading zeros, kept by API servers without strict IP validation). That pod
  * is counted and skipped; the node's other pods are cached, a pod created afterwards arrives through
  * the same watch, and a good pod updated into the bad shape leaves the cache instead of staying
- * stale.
+ * stale. And the size caps with the API server's own pagination: a watch event over the cap makes the
+ * reflector relist, and the pages over the cap are fetched again, smaller, with the same continue
+ * token, until the big object comes in alone.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { IpCache } from '../../src/cache/index.js';
-import { collectionPath, isApiError, objectPath, resources, startAgentWatch, type AgentWatch, type RestClient } from '../../src/k8s/index.js';
+import { Reflector, collectionPath, isApiError, objectPath, resources, startAgentWatch, type AgentWatch, type KubeObject, type ResourceRef, type RestClient } from '../../src/k8s/index.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { testLog, uniqueId } from './operator-helpers.js';
 
@@ -84,5 +86,35 @@ describe('reflector: a pod the transform rejects does not block the node', { tim
     const podStats = agent.stats().find((s) => s.resource === 'pods');
     assert.equal(podStats?.errors, 0, 'no list/watch error: nothing was retried');
     t.diagnostic(`pods reflector: ${JSON.stringify(podStats)}`);
+  });
+
+  it('relists after a watch event over the cap, and shrinks LIST pages over the cap until the big object fits alone', async (t) => {
+    const configMaps: ResourceRef = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
+    const cm = (name: string, bytes: number): unknown => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data: { x: 'y'.repeat(bytes) } });
+    for (const n of ['small-1', 'small-2', 'small-3']) await client.request('POST', collectionPath(configMaps, ns), { body: cm(n, 500) });
+    // The big one's size on the wire decides the caps: its watch event is over one, it alone fits the other.
+    await client.request('POST', collectionPath(configMaps, ns), { body: cm('big', 20_000) });
+    const bigBytes = JSON.stringify(await client.request('GET', objectPath(configMaps, ns, 'big'))).length;
+    await client.request('DELETE', objectPath(configMaps, ns, 'big'));
+    const reasons: string[] = [];
+    const r = new Reflector<KubeObject, string>({
+      client, resource: configMaps, namespace: ns, transform: (o) => o.metadata.name, log: testLog('reflector'),
+      maxEventBytes: bigBytes - 1000, maxListBytes: bigBytes + 400, backoffInitialMs: 50, backoffMaxMs: 200,
+      onRejected: (reason) => reasons.push(reason),
+    });
+    const h = r.start();
+    t.after(() => h[Symbol.asyncDispose]());
+    await eventually('listed', 30_000, () => r.synced);
+    assert.deepEqual(reasons, [], 'the small ones fit');
+    await client.request('POST', collectionPath(configMaps, ns), { body: cm('big', 20_000) });
+    await eventually('big listed', 30_000, () => r.get(`${ns}/big`) === 'big');
+    for (const k of ['small-1', 'small-2', 'small-3']) assert.equal(r.get(`${ns}/${k}`), k);
+    assert.equal(reasons[0], 'watch_event_too_large');
+    assert.ok(reasons.slice(1).length > 0 && reasons.slice(1).every((x) => x === 'list_page_too_large'), reasons.join(', '));
+    assert.equal(r.stats().lists, 2, 'one relist');
+    t.diagnostic(`big object ${bigBytes} bytes; rejections: ${reasons.join(', ')}; ${JSON.stringify(r.stats())}`);
+    // A later change still arrives through the watch.
+    await client.request('POST', collectionPath(configMaps, ns), { body: cm('small-4', 500) });
+    await eventually('small-4 watched', 30_000, () => r.get(`${ns}/small-4`) === 'small-4');
   });
 });
