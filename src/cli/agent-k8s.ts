@@ -42,7 +42,11 @@ export async function startAgentKubernetes(o: {
     return undefined;
   }
   const events = o.metrics?.counter(catalog.k8sWatchEvents);
-  const watch = startAgentWatch({ client, cache, remoteContext: o.agent.remoteContext, nodeName, log, onEvent: (event, resource) => events?.inc({ resource, event }) });
+  const rejected = o.metrics?.counter(catalog.k8sObjectsRejected);
+  const watch = startAgentWatch({
+    client, cache, remoteContext: o.agent.remoteContext, nodeName, log,
+    onEvent: (event, resource) => events?.inc({ resource, event }), onRejected: (reason, resource) => rejected?.inc({ resource, reason }),
+  });
   void watch.waitForSync().then(() => log.info('IP cache synced', { ...cache.stats() }), () => undefined);
   return {
     cache,

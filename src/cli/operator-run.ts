@@ -9,7 +9,7 @@ import { createEventRecorder, createInformerFactory, startLeaderElection, type L
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
-  createMetricsConfigurationController, createRetinaEndpointController, installCrds, leaderStatus, parseAddr, reflectorEvents,
+  createMetricsConfigurationController, createRetinaEndpointController, installCrds, leaderStatus, parseAddr, reflectorEvents, reflectorRejected,
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
 import { ResourceStack } from '../plugin/index.js';
@@ -49,7 +49,11 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
       log.info('CRDs installed', { crds: names });
     }
     const relistCounter = metrics.counter(reflectorEvents);
-    const informers = createInformerFactory({ client, log: log.child({ component: 'reflector' }), onEvent: (event, resource) => relistCounter.inc({ resource, event }) });
+    const rejectedCounter = metrics.counter(reflectorRejected);
+    const informers = createInformerFactory({
+      client, log: log.child({ component: 'reflector' }),
+      onEvent: (event, resource) => relistCounter.inc({ resource, event }), onRejected: (reason, resource) => rejectedCounter.inc({ resource, reason }),
+    });
     s.use(informers);
     const events = createEventRecorder({ client, component: 'retina-operator', host: identity, log });
     const controllers = [createMetricsConfigurationController({ client, informers, metrics, events, log })];

@@ -69,7 +69,11 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
   const interestLog = interest.onChange(() => log.debug('IPs of interest changed', { count: interest.ips().size, selection: interest.selection().kind }));
   const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, isApiServer: (ip) => apiServer.has(ip), ...(k8s.nodeName ? { nodeName: k8s.nodeName } : {}) });
   const events = metrics.counter(catalog.k8sWatchEvents);
-  const factory = createInformerFactory({ client: k8s.client, log, initialState: 'stream', onEvent: (event, resource) => events.inc({ resource, event }) });
+  const rejected = metrics.counter(catalog.k8sObjectsRejected);
+  const factory = createInformerFactory({
+    client: k8s.client, log, initialState: 'stream',
+    onEvent: (event, resource) => events.inc({ resource, event }), onRejected: (reason, resource) => rejected.inc({ resource, reason }),
+  });
   const spec = startSpecController({
     annotations: agent.enableAnnotations, remoteContext: agent.remoteContext, factory, pods: k8s.watch.pods, cache: k8s.cache, module, interest, log,
   });

@@ -7,7 +7,7 @@ import type { IpCache, NodeEndpoint, PodEndpoint, ServiceEndpoint } from '../cac
 import type { Logger } from '../log/index.js';
 import type { Clock } from './clock.js';
 import { createInformerFactory, type Informer, type InformerFactory } from './informers.js';
-import type { ReflectorEvent, ReflectorStats } from './reflector.js';
+import type { ReflectorEvent, ReflectorStats, RejectReason } from './reflector.js';
 import type { RestClient } from './rest.js';
 import { resources } from './resources.js';
 import { Interner, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, podTransform, serviceTransform } from './slim.js';
@@ -27,6 +27,7 @@ export interface AgentWatchOptions {
   /** Default 'stream' (WatchList): the initial 20 000 objects never sit in memory as whole pages. */
   readonly initialState?: 'list' | 'stream';
   readonly onEvent?: (event: ReflectorEvent, resource: string) => void;
+  readonly onRejected?: (reason: RejectReason, resource: string) => void;
 }
 
 export interface AgentWatch extends AsyncDisposable {
@@ -43,7 +44,7 @@ export interface AgentWatch extends AsyncDisposable {
 
 
 export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
-  const factory: InformerFactory = createInformerFactory({ client: o.client, log: o.log, clock: o.clock, inactivityTimeoutMs: o.inactivityTimeoutMs, onEvent: o.onEvent, initialState: o.initialState ?? 'stream' });
+  const factory: InformerFactory = createInformerFactory({ client: o.client, log: o.log, clock: o.clock, inactivityTimeoutMs: o.inactivityTimeoutMs, onEvent: o.onEvent, onRejected: o.onRejected, initialState: o.initialState ?? 'stream' });
   const subs: Disposable[] = [];
   const informers: Informer<unknown>[] = [];
   const { cache } = o;

@@ -2,7 +2,7 @@
  * Shared informers: one reflector (one LIST+WATCH) per resource and selector, however many consumers
  * read it. Reads (`get`/`list`) and change notifications (`subscribe`) are separate surfaces.
  */
-import { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorOptions, type ReflectorStats } from './reflector.js';
+import { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorOptions, type ReflectorStats, type RejectReason } from './reflector.js';
 import type { Clock } from './clock.js';
 import type { RestClient } from './rest.js';
 import type { KubeObject } from './resources.js';
@@ -36,6 +36,8 @@ export interface InformerFactoryOptions {
   /** 'stream': initial state through WatchList (sendInitialEvents), falling back to LIST. */
   readonly initialState?: 'list' | 'stream';
   readonly onEvent?: (event: ReflectorEvent, resource: string) => void;
+  /** An object was skipped (see Reflector's onRejected). */
+  readonly onRejected?: (reason: RejectReason, resource: string) => void;
 }
 
 export interface InformerFactory extends AsyncDisposable {
@@ -62,7 +64,7 @@ export function createInformerFactory(opts: InformerFactoryOptions): InformerFac
         const r = new Reflector<T, S>({
           client: opts.client, resource: spec.resource, namespace: spec.namespace, fieldSelector: spec.fieldSelector,
           labelSelector: spec.labelSelector, transform: spec.transform, equal: spec.equal, clock: opts.clock, log: opts.log,
-          inactivityTimeoutMs: opts.inactivityTimeoutMs, watchTimeoutSeconds: opts.watchTimeoutSeconds, onEvent: opts.onEvent, initialState: opts.initialState,
+          inactivityTimeoutMs: opts.inactivityTimeoutMs, watchTimeoutSeconds: opts.watchTimeoutSeconds, onEvent: opts.onEvent, onRejected: opts.onRejected, initialState: opts.initialState,
         });
         hit = { r: r as unknown as Reflector<KubeObject, unknown>, transform: spec.transform };
         reflectors.set(id, hit);

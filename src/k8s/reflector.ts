@@ -4,14 +4,21 @@
  * other failure reconnects after a capped, jittered backoff; a watchdog restarts a watch that has been
  * silent for too long. Objects are slimmed by `transform` on arrival, so the store holds only what
  * consumers need. It never gives up: it retries and reports what happens through `stats()`/`onEvent`.
+ * One bad object never blocks it: an object the transform throws on is counted (`onRejected`), logged
+ * rate-limited and treated as absent (a cached older version is deleted, so its IPs are never
+ * attributed from stale data), and the resourceVersion moves on. A LIST page over `maxListBytes` is
+ * fetched again in smaller pages; a watch event over `maxEventBytes` makes it relist.
  */
 import { Backoff, sleep, systemClock, type Clock } from './clock.js';
-import { isApiError, type RestClient } from './rest.js';
-import { collectionPath, keyOf, type KubeList, type KubeObject, type ResourceRef } from './resources.js';
+import { ResponseTooLargeError, isApiError, type RestClient } from './rest.js';
+import { Intake, type RejectReason } from './rejects.js';
+import { collectionPath, keyOf, type KubeObject, type ResourceRef } from './resources.js';
+import { listPaged } from './list.js';
 import type { Logger } from '../log/index.js';
 import { NotifyingStore, type Entry, type ReflectorHandler } from './store.js';
 
 export type { ReflectorHandler } from './store.js';
+export type { RejectReason } from './rejects.js';
 
 export type ReflectorEvent = 'listed' | 'relisted' | 'gone' | 'reconnected' | 'watchdog' | 'error';
 
@@ -42,6 +49,14 @@ export interface ReflectorOptions<T extends KubeObject, S> {
   readonly random?: () => number;
   readonly log?: Logger;
   readonly onEvent?: (event: ReflectorEvent, resource: string) => void;
+  /** An object (or a page or event over a cap) was skipped; see RejectReason. */
+  readonly onRejected?: (reason: RejectReason, resource: string) => void;
+  /** Cap on one LIST page's body (default rest.ts MAX_BODY_BYTES); past it the page is fetched again, half as big. */
+  readonly maxListBytes?: number;
+  /** Cap on one watch event's line (default rest.ts MAX_LINE_BYTES); past it the reflector relists. */
+  readonly maxEventBytes?: number;
+  /** At most one log line per this many ms about rejected objects (default 60 s). */
+  readonly rejectLogIntervalMs?: number;
 }
 
 export interface ReflectorStats {
@@ -55,6 +70,8 @@ export interface ReflectorStats {
   readonly watchdogRestarts: number;
   readonly events: number;
   readonly errors: number;
+  /** Objects, pages and events skipped (onRejected). */
+  readonly rejected: number;
   readonly lastError: string | undefined;
 }
 
@@ -74,6 +91,8 @@ export class Reflector<T extends KubeObject, S> {
   #stream: Disposable | undefined;
   #initialSeen: Set<string> | undefined;
   #streamRefused = false;
+  #pageSize: number;
+  readonly #intake: Intake<T, S>;
   #stats = { lists: 0, gone: 0, reconnects: 0, watchdogRestarts: 0, events: 0, errors: 0, lastError: undefined as string | undefined };
 
   constructor(opts: ReflectorOptions<T, S>) {
@@ -82,6 +101,8 @@ export class Reflector<T extends KubeObject, S> {
     this.#backoff = new Backoff(opts.backoffInitialMs ?? 800, opts.backoffMaxMs ?? 30_000, opts.random);
     this.#name = `${opts.resource.plural}${opts.resource.group ? '.' + opts.resource.group : ''}`;
     this.#store = new NotifyingStore<S>(this.#name, opts.equal, opts.log);
+    this.#pageSize = opts.pageSize ?? 500;
+    this.#intake = new Intake<T, S>(this.#name, opts.transform, this.#clock, opts.log, opts.onRejected, opts.rejectLogIntervalMs);
   }
 
   get name(): string {
@@ -110,7 +131,7 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   stats(): ReflectorStats {
-    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.items.size, ...this.#stats };
+    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.items.size, ...this.#stats, rejected: this.#intake.rejected };
   }
 
   /** Starts the list/watch loop in the background; the returned handle stops it. */
@@ -123,6 +144,7 @@ export class Reflector<T extends KubeObject, S> {
     this.#abort.abort();
     this.#stream?.[Symbol.dispose]();
     await this.#running;
+    this.#intake[Symbol.dispose]();
   }
 
   async #loop(): Promise<void> {
@@ -153,6 +175,12 @@ export class Reflector<T extends KubeObject, S> {
         await this.#watch(signal);
       } catch (e) {
         if (signal.aborted) break;
+        if (e instanceof ResponseTooLargeError && e.part === 'line') {
+          // The event was not read, so resuming from #rv would meet it again: relist instead (in pages).
+          this.#intake.reject('(watch event)', 'watch_event_too_large', e.message);
+          needList = true;
+          this.#streamRefused = true;
+        }
         if (e instanceof GoneError || isApiError(e, 410)) {
           this.#stats.gone++;
           this.#emit('gone');
@@ -180,33 +208,20 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   async #list(signal: AbortSignal): Promise<void> {
-    const path = collectionPath(this.#o.resource, this.#o.namespace);
     const fresh = new Map<string, Entry<S>>();
-    let cont: string | undefined;
-    let rv = '';
-    let limit: number | undefined = this.#o.pageSize ?? 500;
-    for (;;) {
-      let page: KubeList<T>;
-      try {
-        page = await this.#o.client.request<KubeList<T>>('GET', path, { query: { ...this.#query(), limit, continue: cont }, signal, timeoutMs: 60_000 });
-      } catch (e) {
-        // An expired continue token: start again, this time in one piece.
-        if (cont && isApiError(e, 410)) {
-          fresh.clear();
-          cont = undefined;
-          limit = undefined;
-          continue;
+    const { resourceVersion: rv, pageSize } = await listPaged<T>({
+      client: this.#o.client, path: collectionPath(this.#o.resource, this.#o.namespace), query: this.#query(), signal,
+      pageSize: this.#pageSize, maxBodyBytes: this.#o.maxListBytes,
+      onItems: (items) => {
+        for (const item of items) {
+          const t = this.#intake.take(item);
+          if (t?.value !== undefined) fresh.set(t.key, { rv: item.metadata.resourceVersion ?? '', value: t.value });
         }
-        throw e;
-      }
-      rv = page.metadata.resourceVersion ?? rv;
-      for (const item of page.items) {
-        const v = this.#o.transform(item);
-        if (v !== undefined) fresh.set(keyOf(item), { rv: item.metadata.resourceVersion ?? '', value: v });
-      }
-      cont = page.metadata.continue || undefined;
-      if (!cont) break;
-    }
+      },
+      onRestart: () => fresh.clear(),
+      onShrink: (n, e) => this.#intake.reject('(list page)', 'list_page_too_large', `${e.message}; listing ${n} per page from now on`),
+    });
+    this.#pageSize = pageSize;
     this.#rv = rv;
     this.#store.retainOnly(fresh);
     for (const [k, e] of fresh) this.#store.upsert(k, e);
@@ -219,7 +234,7 @@ export class Reflector<T extends KubeObject, S> {
     const query = initial
       ? { ...this.#query(), watch: 1, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, timeoutSeconds: timeout }
       : { ...this.#query(), watch: 1, resourceVersion: this.#rv, allowWatchBookmarks: true, timeoutSeconds: timeout };
-    const stream = await this.#o.client.stream(collectionPath(this.#o.resource, this.#o.namespace), { query, signal });
+    const stream = await this.#o.client.stream(collectionPath(this.#o.resource, this.#o.namespace), { query, signal, maxLineBytes: this.#o.maxEventBytes });
     if (initial) this.#initialSeen = new Set();
     this.#stream = stream;
     const opened = this.#clock.now();
@@ -271,19 +286,18 @@ export class Reflector<T extends KubeObject, S> {
       case 'ADDED':
       case 'MODIFIED': {
         this.#stats.events++;
-        this.#rv = o.metadata.resourceVersion ?? this.#rv;
-        const key = keyOf(o);
-        this.#initialSeen?.add(key);
-        const v = this.#o.transform(o);
-        if (v === undefined) {
-          this.#store.delete(key);
-        } else this.#store.upsert(key, { rv: o.metadata.resourceVersion ?? '', value: v });
+        this.#rv = o.metadata?.resourceVersion ?? this.#rv;
+        const t = this.#intake.take(o);
+        if (!t) return;
+        this.#initialSeen?.add(t.key);
+        if (t.value === undefined) this.#store.delete(t.key);
+        else this.#store.upsert(t.key, { rv: o.metadata.resourceVersion ?? '', value: t.value });
         return;
       }
       case 'DELETED': {
         this.#stats.events++;
-        this.#rv = o.metadata.resourceVersion ?? this.#rv;
-        this.#store.delete(keyOf(o));
+        this.#rv = o.metadata?.resourceVersion ?? this.#rv;
+        if (o.metadata?.name) this.#store.delete(keyOf(o));
         return;
       }
       default:

@@ -6,8 +6,16 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { splitLines } from './lines.js';
+import { ResponseTooLargeError } from './rest-errors.js';
+
+export { ResponseTooLargeError } from './rest-errors.js';
+
+/** Default cap on one response body (a LIST page, a GET): memory never grows past it per request. */
+export const MAX_BODY_BYTES = 32 << 20;
+/** Default cap on one watch line (one event; etcd keeps objects to ~1.5 MiB, JSON is larger). */
+export const MAX_LINE_BYTES = 8 << 20;
 
 export interface RestConfig {
   /** https://host:port, without a trailing slash. */
@@ -41,6 +49,10 @@ export interface RequestOptions {
   readonly contentType?: string;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+  /** Cap on the response body (default MAX_BODY_BYTES); past it the request fails with ResponseTooLargeError. */
+  readonly maxBodyBytes?: number;
+  /** Cap on one line of a stream (default MAX_LINE_BYTES); past it the stream fails with ResponseTooLargeError. */
+  readonly maxLineBytes?: number;
 }
 
 export interface WatchStream extends Disposable {
@@ -97,13 +109,19 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
     });
   }
 
-  async function readAll(res: Readable): Promise<Buffer> {
+  async function readAll(res: Readable, what: string, max = MAX_BODY_BYTES): Promise<Buffer> {
     const chunks: Buffer[] = [];
+    let size = 0;
     for await (const c of res) {
       received += (c as Buffer).length;
+      size += (c as Buffer).length;
+      if (size > max) {
+        res.destroy();
+        throw new ResponseTooLargeError(what, 'body', max);
+      }
       chunks.push(c as Buffer);
     }
-    return Buffer.concat(chunks);
+    return Buffer.concat(chunks, size);
   }
 
   function toError(method: string, path: string, status: number, body: Buffer): ApiError {
@@ -127,7 +145,7 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
       // A GET answered 429 (storage initialising, priority and fairness) is retried after Retry-After.
       for (let attempt = 0; ; attempt++) {
         const res = await open(method, path, { timeoutMs: 30_000, ...o });
-        const body = await readAll(res);
+        const body = await readAll(res, `${method} ${path}`, o.maxBodyBytes);
         const status = res.statusCode ?? 0;
         if (status === 429 && method === 'GET' && attempt < 5 && !o.signal?.aborted) {
           const after = Math.min(5, Number(res.headers['retry-after'] ?? 1) || 1);
@@ -141,21 +159,20 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
     async stream(path: string, o: RequestOptions = {}): Promise<WatchStream> {
       const res = await open('GET', path, o);
       const status = res.statusCode ?? 0;
-      if (status !== 200) throw toError('GET', path, status, await readAll(res));
-      res.on('data', (c: Buffer) => {
-        received += c.length;
+      if (status !== 200) throw toError('GET', path, status, await readAll(res, `GET ${path}`));
+      const split = splitLines(res as AsyncIterable<Buffer>, o.maxLineBytes ?? MAX_LINE_BYTES, `GET ${path}`, (n) => {
+        received += n;
       });
-      const rl = createInterface({ input: res, crlfDelay: Infinity });
       async function* lines(): AsyncGenerator<unknown> {
-        for await (const line of rl) {
-          if (line.trim() === '') continue;
-          yield JSON.parse(line) as unknown;
+        try {
+          for await (const line of split) yield JSON.parse(line) as unknown;
+        } finally {
+          res.destroy();
         }
       }
       return {
         lines: lines(),
         [Symbol.dispose]() {
-          rl.close();
           res.destroy();
         },
       };

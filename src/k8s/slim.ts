@@ -3,6 +3,7 @@
  * operator needs (IPs, name, namespace, owners, allowlisted labels) and drops the rest, so a store of
  * 20 000 objects stays small. IPs are normalised once here.
  */
+import { isIP } from 'node:net';
 import type { V1ContainerStatus, V1LoadBalancerIngress, V1NodeAddress, V1OwnerReference, V1PodIP } from '@kubernetes/client-node';
 import { normalizeIp, type NodeEndpoint, type PodEndpoint, type ServiceEndpoint, type Workload } from '../cache/index.js';
 import type { RetinaEndpoint, RetinaEndpointSpec } from './crd/retina-endpoint.js';
@@ -40,15 +41,21 @@ export function pickKeys(m: Readonly<Record<string, string>> | undefined, allow:
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
 const frozen = (m: Record<string, string>): Readonly<Record<string, string>> => (Object.keys(m).length ? Object.freeze(m) : EMPTY);
 
-/** Pod IPs, primary first, de-duplicated and normalised. */
+/**
+ * Pod IPs, primary first, de-duplicated and normalised. Throws, naming the field, on one that is not
+ * an address (an API server without strict IP validation keeps `010.1.2.3`, which the kernel's flows
+ * never carry and whose radix is ambiguous): the reflector skips and counts that pod.
+ */
 export function podIps(p: PodWire): string[] {
   const out: string[] = [];
-  for (const ip of [p.status?.podIP, ...(p.status?.podIPs ?? []).map((x) => x.ip)]) {
-    if (ip) {
-      const n = normalizeIp(ip);
-      if (!out.includes(n)) out.push(n);
-    }
-  }
+  const add = (ip: unknown, field: string): void => {
+    if (ip === undefined || ip === '') return;
+    if (typeof ip !== 'string' || !isIP(ip)) throw new Error(`${field}: ${JSON.stringify(ip)} is not an IP address`);
+    const n = normalizeIp(ip);
+    if (!out.includes(n)) out.push(n);
+  };
+  add(p.status?.podIP, 'status.podIP');
+  (p.status?.podIPs ?? []).forEach((x, i) => add(x?.ip, `status.podIPs[${i}].ip`));
   return out;
 }
 

@@ -77,6 +77,7 @@ export const expiredMetricsCounter = def(`${SELF}expired_metrics_counter`, 'coun
 export const metricsModuleSeriesOverflow = def(`${SELF}metrics_module_series_overflow_total`, 'counter', 'Ours: flows folded into the overflow series because a metric reached its series budget', ['metric']);
 export const k8sWatchEvents = def(`${SELF}k8s_watch_events_total`, 'counter', 'Ours: Kubernetes watch lists, relists, 410s, reconnects and watchdog restarts', ['resource', 'event']);
 export const interfaceAttachFailed = def(`${SELF}interface_attach_failed`, 'gauge', 'Ours: 1 for each interface a plugin could not attach its programs to (the series goes when it attaches or the interface goes)', ['plugin', 'interface']);
+export const k8sObjectsRejected = def(`${SELF}k8s_objects_rejected_total`, 'counter', 'Ours: Kubernetes objects skipped because they could not be taken in (transform, malformed), and LIST pages or watch events over the size caps', ['resource', 'reason']);
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
 
 /** All families, for docs and tests. */
@@ -88,5 +89,5 @@ export const allMetrics: readonly MetricDef[] = [
   advForwardCount, advForwardBytes, advDropCount, advDropBytes, advTcpFlagsCount, advTcpRetransCount,
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
-  metricsModuleSeriesOverflow, k8sWatchEvents, pluginUp, interfaceAttachFailed,
+  metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
 ];

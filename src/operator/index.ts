@@ -4,4 +4,4 @@ export { createRetinaEndpointController, canonical, podToSpec, type RetinaEndpoi
 export { createMetricsConfigurationController, validateMetricsConfiguration, ADVANCED_METRICS, type MetricsConfigurationController } from './metrics-configuration.js';
 export { installCrds, readCrds } from './crd-installer.js';
 export { operatorKeys, operatorConfig, parseAddr, DEFAULT_LABEL_ALLOWLIST, type OperatorConfig, type OperatorKeys } from './config.js';
-export { leaderStatus, reflectorEvents } from './metrics.js';
+export { leaderStatus, reflectorEvents, reflectorRejected } from './metrics.js';

@@ -21,6 +21,7 @@ export const reconcileTime = def('controller_runtime_reconcile_time_seconds', 'h
 export const apiWrites = def('retina_operator_api_writes_total', 'counter', 'Ours: writes to the API server by resource and verb', ['resource', 'verb']);
 export const leaderStatus = def('leader_election_master_status', 'gauge', '1 while this replica leads', ['name']);
 export const reflectorEvents = def('retina_operator_reflector_events_total', 'counter', 'Ours: reflector lists, relists, 410s, reconnects and watchdog restarts', ['resource', 'event']);
+export const reflectorRejected = def('retina_operator_reflector_rejected_total', 'counter', 'Ours: objects the reflectors skipped (transform, malformed), and LIST pages or watch events over the size caps', ['resource', 'reason']);
 
 export function queueMetrics(m: MetricWriters, name: string): WorkQueueMetrics {
   const depth = m.gauge(workqueueDepth);

@@ -6,7 +6,8 @@ import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/i
 import { everyIp, type PluginContext } from '../../src/plugin/index.js';
 
 export interface Collected {
-  readonly logs: { level: string; msg: string; fields: LogFields }[];
+  /** `at`: Date.now() when logged (wall clock, comparable across the test's processes). */
+  readonly logs: { level: string; msg: string; fields: LogFields; at: number }[];
   readonly batches: FlowBatch[];
   readonly status: string[];
   readonly lost: { type: string; n: number }[];
@@ -23,7 +24,7 @@ export const testAgentConfig = (over: Partial<AgentConfig> = {}): AgentConfig =>
 export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { ctx: PluginContext<C>; got: Collected } {
   const got: Collected = { logs: [], batches: [], status: [], lost: [], metrics: createMetricsRegistry({ processMetrics: false }) };
   const logger = (base: LogFields): Logger => {
-    const at = (level: string) => (msg: string, fields: LogFields = {}) => void got.logs.push({ level, msg, fields: { ...base, ...fields } });
+    const at = (level: string) => (msg: string, fields: LogFields = {}) => void got.logs.push({ level, msg, fields: { ...base, ...fields }, at: Date.now() });
     return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (f) => logger({ ...base, ...f }) };
   };
   const ctx: PluginContext<C> = {

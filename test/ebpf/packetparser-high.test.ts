@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { TCP_FLAG_SLOTS } from '../../src/flow/index.js';
 import { runPacketparser } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext } from './fake-context.js';
-import { bpfIdsOf, leftoversAfterStop, metric, requireKernel, sleep, type Netns } from './netns.js';
-import { Harness, Topology, tearDown, total, type PFlow } from './packetparser-topology.js';
+import { bpfIdsOf, leftoversAfterStop, metric, sleep, type Netns } from './netns.js';
+import { Harness, Topology, requirePacketparser, tearDown, total, type PFlow } from './packetparser-topology.js';
 import { TCP_PACED_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
 
 let topo: Topology;
@@ -20,8 +19,7 @@ let h: Harness | undefined;
 const helpers: ChildProcess[] = [];
 
 before(async () => {
-  requireKernel();
-  if (!existsSync(new URL('../../../native-linux/packetparser/packetparser.bpf.o', import.meta.url))) throw new Error('native-linux/packetparser/packetparser.bpf.o is missing: run make native');
+  requirePacketparser();
   topo = new Topology(242, false); // IPv4 only: IPv6 links chatter, and the veth counters would count it
   const [, b] = [topo.addPod('a', 1), topo.addPod('b', 2)];
   for (const [script, port] of [[UDP_SINK, '7000'], [TCP_SINK, '7001']] as const) {

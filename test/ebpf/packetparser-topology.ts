@@ -9,9 +9,16 @@ import { fileURLToPath } from 'node:url';
 import { nodeBinary } from '../e2e/agent-process.js';
 import { LineQueue } from './line-queue.js';
 import type { PFlow } from './packetparser-harness.js';
-import { Netns, bpfIdsOf, pinNeighbours, progRunStats, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
+import { existsSync } from 'node:fs';
+import { Netns, bpfIdsOf, pinNeighbours, progRunStats, requireKernel, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
 
 export type { PFlow };
+
+/** Fails loudly when the packetparser suites cannot run here: root, BTF and the built BPF objects. */
+export function requirePacketparser(): void {
+  requireKernel();
+  if (!existsSync(new URL('../../../native-linux/packetparser/packetparser.bpf.o', import.meta.url))) throw new Error('native-linux/packetparser/packetparser.bpf.o is missing: run make native');
+}
 
 export interface Pod {
   readonly ns: Netns;
@@ -119,7 +126,7 @@ export class Harness implements AsyncDisposable {
     }
     return out;
   }
-  logs(): Promise<{ level: string; msg: string; fields: Record<string, unknown> }[]> {
+  logs(): Promise<{ level: string; msg: string; fields: Record<string, unknown>; at: number }[]> {
     return this.call({ op: 'logs' });
   }
   bpf(): BpfIds {

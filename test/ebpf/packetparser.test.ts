@@ -7,10 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { leftoversAfterStop, metric, requireKernel, sleep } from './netns.js';
-import { Harness, Topology, nodeArgv, tearDown, total, type PFlow } from './packetparser-topology.js';
+import { leftoversAfterStop, metric, sleep } from './netns.js';
+import { Harness, Topology, nodeArgv, requirePacketparser, tearDown, total, type PFlow } from './packetparser-topology.js';
 import { TCP_PING, TCP_SEND, TCP_SINK, TCP_SLOW_ECHO, UDP_SEND, UDP_SINK } from './traffic.js';
 
 const N = 50;
@@ -25,8 +24,7 @@ async function sink(script: string, ns: Topology['node'], ip: string, port: stri
 }
 
 before(async () => {
-  requireKernel();
-  if (!existsSync(new URL('../../../native-linux/packetparser/packetparser.bpf.o', import.meta.url))) throw new Error('native-linux/packetparser/packetparser.bpf.o is missing: run make native');
+  requirePacketparser();
   topo = new Topology(241);
   const [a, b, c] = [topo.addPod('a', 1), topo.addPod('b', 2), topo.addPod('c', 3)];
   for (const p of [a, b, c, topo.world]) {

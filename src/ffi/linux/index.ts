@@ -10,3 +10,4 @@ export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, tcpre
 export { enableBpfRunStats, testRunProgram } from './test-run.js';
 export { loadSys } from './sys.js';
 export { openLinkDumper, LINK_STAT_NAMES, type LinkDumper, type LinkInfo } from './netlink.js';
+export { watchLinkEvents, type LinkEventBatch, type LinkEvents } from './link-events.js';

@@ -5,7 +5,7 @@
  * bytes); a socket is opened by `openRouteSocket()`, never at import time.
  */
 import koffi from 'koffi';
-import { errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
+import { SOCK_CLOEXEC, errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
 
 export const NLMSG_HDRLEN = 16;
 const NLMSG_ERROR = 2;
@@ -76,20 +76,20 @@ export interface RouteSocket extends Disposable {
   dump(request: Uint8Array, parse: (v: DataView, len: number) => boolean): void;
 }
 
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0o2000000;
-const NETLINK_ROUTE = 0;
-const MSG_DONTWAIT = 0x40;
-const EINTR = 4;
-const RECV_BUFFER = 64 * 1024;
+export const AF_NETLINK = 16;
+export const SOCK_RAW = 3;
+export const NETLINK_ROUTE = 0;
+export const MSG_DONTWAIT = 0x40;
+export const EINTR = 4;
+/** One recv's buffer: a netlink read never returns more than this. */
+export const RECV_BUFFER = 64 * 1024;
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */
 type Fn = (...args: any[]) => any;
 
 let calls: { send: Fn; recv: Fn } | undefined;
-/** send and recv, declared once (tc-filters.ts opens a socket per dump). */
-function socketCalls(): { send: Fn; recv: Fn } {
+/** send and recv, declared once (tc-filters.ts opens a socket per dump; link-events.ts reads with recv). */
+export function socketCalls(): { send: Fn; recv: Fn } {
   if (calls) return calls;
   const lib = libcLibrary();
   calls = {

@@ -8,7 +8,7 @@
  * created is removed when the last of our filters on it goes and it holds no filter at all; one that
  * was there before stays.
  */
-import { errnoError, errnoText, lastErrno, loadLibbpf } from './libbpf.js';
+import { errnoError, lastErrno, loadLibbpf } from './libbpf.js';
 import type { BpfProgram } from './object.js';
 import { loadSys } from './sys.js';
 import { TC_OPTS_SIZE, detachTcFilter, listTcFilters, progIdentity, tcHook } from './tc-filters.js';

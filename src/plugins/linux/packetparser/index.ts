@@ -8,7 +8,7 @@ import {
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
-import { ResourceStack, definePlugin, errMessage, every, poll, type HookSpec, type PluginContext } from '../../../plugin/index.js';
+import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
 import { defaultRouteInterfaces } from '../packetforward/routes.js';
@@ -21,6 +21,7 @@ import {
 } from './maps.js';
 import { createVethWatcher, type Link } from './veths.js';
 import { createAttachFailures } from './attach-status.js';
+import { followLinks } from './link-watch.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
@@ -41,8 +42,10 @@ export const packetparser = definePlugin<PacketparserConfig>({
 });
 
 export interface PacketparserTiming {
-  /** How often the endpoint watcher looks for veths (default 1 s). */
-  readonly vethPollMs?: number;
+  /** The endpoint watcher follows link notifications; it also reads every link this often (default 60 s). */
+  readonly vethResyncMs?: number;
+  /** While a veth fails to attach, the veths are looked at again this often (default 1 s). */
+  readonly attachRetryMs?: number;
   /**
    * How often the kernel sweeps the connection table (default: 15 s as Retina's GC, or the report
    * interval when it is shorter at high aggregation, so an idle direction's counts wait at most
@@ -165,11 +168,28 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
         log: ctx.log,
       }),
     );
-    await poll(s, timing.vethPollMs ?? 1000, async () => {
-      watcher.poll();
-      if (failures.failing.size) failures.prune((name) => sys.ifNameToIndex(name));
-      ctx.status.ok('endpoint watcher');
-    }, (e) => ctx.status.degraded('endpoint watcher', errMessage(e)));
+    // A veth that failed to attach gets no link notification when its obstacle goes: while any
+    // fails, the veths are looked at again every second (no timer runs while none fails).
+    let retry: NodeJS.Timeout | undefined;
+    const look = {
+      poll(): void {
+        watcher.poll();
+        if (failures.failing.size) failures.prune((name) => sys.ifNameToIndex(name));
+        ctx.status.ok('endpoint watcher');
+        if (failures.failing.size && !retry) {
+          retry = setTimeout(() => {
+            retry = undefined;
+            try {
+              look.poll();
+            } catch (e) {
+              ctx.status.degraded('endpoint watcher', errMessage(e));
+            }
+          }, timing.attachRetryMs ?? 1000);
+        }
+      },
+    };
+    s.defer(() => clearTimeout(retry));
+    followLinks(s, look, { resyncMs: timing.vethResyncMs ?? 60_000, log: ctx.log, onError: (e) => ctx.status.degraded('endpoint watcher', errMessage(e)) });
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     const sweep = (): void => {

@@ -1,6 +1,6 @@
 /**
  * The endpoint watcher: finds the host ends of pod veths in this network namespace as they come and
- * go, and attaches the endpoint programs to each. Each poll is one netlink link dump (every
+ * go, and attaches the endpoint programs to each (link-watch.ts says when to look). Each poll is one netlink link dump (every
  * interface with its ifindex and kind, in a few recv calls), so a steady node with hundreds of pods
  * costs about a millisecond a poll. Interfaces are keyed by name and ifindex: a veth deleted and
  * created again under the same name is attached afresh. A vanished veth took its filters with it;
