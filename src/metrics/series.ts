@@ -173,9 +173,18 @@ export class SeriesFamily {
     return this.#deleteWhere((i) => (touched[i] as number) < cutoffMs);
   }
 
-  /** Removes series for which `match(labelValues)` is true; returns how many. */
-  removeWhere(match: (values: readonly string[]) => boolean): number {
-    return this.#deleteWhere((_i, prefix, tail) => match((prefix + tail).split(SEP)));
+  /**
+   * Removes the series whose tail (context label values, each after SEP) `match` accepts; returns
+   * how many. One pass over the family, `match` called once per distinct tail (series of one tail
+   * under several prefixes share its answer).
+   */
+  removeTails(match: (tail: string) => boolean): number {
+    const answers = new Map<string, boolean>();
+    return this.#deleteWhere((_i, _prefix, tail) => {
+      let a = answers.get(tail);
+      if (a === undefined) answers.set(tail, (a = match(tail)));
+      return a;
+    });
   }
 
   clear(): void {
