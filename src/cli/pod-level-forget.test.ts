@@ -40,6 +40,19 @@ describe('pod-level: deleted pods\' series', () => {
     t.forgetter[Symbol.dispose]();
   });
 
+  it('a delete while a grace pass waits is still removed after one batch', async () => {
+    const t = setup({ graceMs: 5000 });
+    t.add(pod('a', 'p', ['10.0.0.1']));
+    t.del('a', 'p');
+    await tick(30);
+    assert.deepEqual(names(t.calls[0]), ['a/p']);
+    t.add(pod('a', 'q', ['10.0.0.2']));
+    t.del('a', 'q');
+    await tick(30);
+    assert.deepEqual(names(t.calls[1]), ['a/q'], 'not held back until the grace pass 5 s later');
+    t.forgetter[Symbol.dispose]();
+  });
+
   it('leaves out what a live pod holds again: a pod back under its name, a name alive in another namespace, an IP given to another pod', () => {
     const cache = new IpCache();
     cache.upsertPod(pod('a', 'web-0', ['10.0.0.9'])); // the StatefulSet pod came back, with a new IP

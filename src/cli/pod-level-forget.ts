@@ -43,13 +43,19 @@ export function startPodForgetter(o: PodForgetterOptions): PodForgetter {
   let queue: PodEndpoint[] = [];
   const grace: Batch[] = [];
   let timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (ms). */
+  let timerAt = 0;
   let disposed = false;
 
+  /** Sets the timer for the next pass: the batch's, or the first grace pass due; an earlier one wins. */
   function schedule(): void {
-    if (timer || disposed) return;
-    const wait = queue.length ? batchMs : grace.length ? Math.max(0, (grace[0] as Batch).due - Date.now()) : -1;
-    if (wait < 0) return;
-    timer = setTimeout(flush, wait);
+    if (disposed) return;
+    const now = Date.now();
+    const at = queue.length ? now + batchMs : grace.length ? (grace[0] as Batch).due : -1;
+    if (at < 0 || (timer && timerAt <= at)) return;
+    if (timer) clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(flush, Math.max(0, at - now));
     timer.unref();
   }
 
