@@ -13,7 +13,13 @@ const pod = (namespace: string, name: string, ips: string[]): PodEndpoint => ({
 function setup(o: { batchMs?: number; graceMs?: number } = {}) {
   const { pods, cache, add, del } = fakePodWatch();
   const calls: GonePods[] = [];
-  const forgetter = startPodForgetter({ pods, cache, module: { forgetPods: (g) => (calls.push(g), 0) }, log: silentLogger, batchMs: o.batchMs ?? 10, graceMs: o.graceMs ?? 60 });
+  const module = {
+    *forgetPodsInSteps(g: GonePods): Generator<void, number, void> {
+      calls.push(g);
+      return 0;
+    },
+  };
+  const forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, batchMs: o.batchMs ?? 10, graceMs: o.graceMs ?? 60 });
   return { calls, forgetter, add, del };
 }
 
@@ -72,6 +78,28 @@ describe('pod-level: deleted pods\' series', () => {
     assert.deepEqual(names(t.calls[0]), []);
     assert.deepEqual(t.calls[0]?.ips, []);
     t.forgetter[Symbol.dispose]();
+  });
+
+  it('runs a pass in steps of stepSeries series, letting other tasks run in between', async () => {
+    const { pods, cache, add, del } = fakePodWatch();
+    const order: string[] = [];
+    const module = {
+      *forgetPodsInSteps(_g: GonePods, step: number): Generator<void, number, void> {
+        assert.equal(step, 100);
+        for (let i = 0; i < 3; i++) {
+          order.push(`step ${i}`);
+          setImmediate(() => order.push(`other ${i}`));
+          yield;
+        }
+        return 0;
+      },
+    };
+    const forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, batchMs: 5, stepSeries: 100 });
+    add(pod('a', 'p', ['10.0.0.1']));
+    del('a', 'p');
+    await tick(50);
+    assert.deepEqual(order, ['step 0', 'other 0', 'step 1', 'other 1', 'step 2', 'other 2']);
+    forgetter[Symbol.dispose]();
   });
 
   it('does nothing after dispose', async () => {

@@ -29,6 +29,9 @@ function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[] } 
     consume: () => undefined,
     apply: (s) => void applied.push(s),
     forgetPods: () => 0,
+    *forgetPodsInSteps() {
+      return 0;
+    },
     families: () => [],
     sweep: () => undefined,
     [Symbol.dispose]: () => undefined,

@@ -10,7 +10,7 @@ import {
 } from '../catalog.js';
 import { createApiServerLatency, type ApiServerLatency } from './apiserver.js';
 import type { MetricsRegistry } from '../registry.js';
-import { SeriesFamily, type RemovalCount } from '../series.js';
+import { SeriesFamily, drain, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
 import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
@@ -45,6 +45,11 @@ export interface MetricsModule extends FlowConsumer, Disposable {
    * Label sets without `podname` or `ip` on a side carry no pod identity: those series wait for TTL.
    */
   forgetPods(gone: GonePods): number;
+  /**
+   * `forgetPods` in steps: yields after every `step` series looked at, so that the caller can let
+   * flows through in between; returns how many series it removed.
+   */
+  forgetPodsInSteps(gone: GonePods, step: number): Generator<void, number, void>;
   /** Names of the families currently exported. */
   families(): string[];
   /** Expires series older than their TTL now (the module also does it on a timer). */
@@ -79,6 +84,16 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
     timer = undefined;
     if (apiServer) opts.metrics.remove(API_SERVER_FAMILIES);
     apiServer = undefined;
+  }
+
+  function* forgetPodsInSteps(gone: GonePods, step: number): Generator<void, number, void> {
+    if (!gone.pods.length && !gone.names.length && !gone.ips.length) return 0;
+    const sets = goneSets(gone);
+    let n = 0;
+    for (const e of emitters) {
+      if (e.podSides.length) n += yield* e.family.removeTailsInSteps((tail) => tailOfGonePod(tail, e.podSides, sets), step);
+    }
+    return n;
   }
 
   return {
@@ -116,15 +131,8 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       }
     },
     sweep,
-    forgetPods(gone) {
-      if (!gone.pods.length && !gone.names.length && !gone.ips.length) return 0;
-      const sets = goneSets(gone);
-      let n = 0;
-      for (const e of emitters) {
-        if (e.podSides.length) n += e.family.removeTails((tail) => tailOfGonePod(tail, e.podSides, sets));
-      }
-      return n;
-    },
+    forgetPods: (gone) => drain(forgetPodsInSteps(gone, Infinity)),
+    forgetPodsInSteps,
     families: () => emitters.map((e) => e.family.name),
     [Symbol.dispose]: clear,
   };
