@@ -13,7 +13,7 @@
  */
 import type { IpCache, PodEndpoint } from '../cache/index.js';
 import type { Informer } from '../k8s/index.js';
-import type { Logger } from '../log/index.js';
+import { errorFields, type Logger } from '../log/index.js';
 import { drain } from '../metrics/index.js';
 import type { GonePods, MetricsModule } from '../metrics/module/index.js';
 
@@ -98,7 +98,16 @@ export function startPodForgetter(o: PodForgetterOptions): PodForgetter {
     stepping = undefined;
     if (disposed || !pass) return;
     pass.steps++;
-    const r = pass.job.next();
+    let r: IteratorResult<void, number>;
+    try {
+      r = pass.job.next();
+    } catch (e) {
+      // Not expected (the module's pass only reads and removes); the next batch starts afresh.
+      log.error('removing deleted pods\' series failed; the series wait for the next batch or their TTL', { pods: pass.pods, error: errorFields(e as Error) });
+      pass = undefined;
+      schedule();
+      return;
+    }
     if (!r.done) {
       stepping = setImmediate(step);
       stepping.unref();
