@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fakePodWatch } from '../../test/fakes/informer.js';
 import { IpCache, type PodEndpoint } from '../cache/index.js';
+import { cacheLookup, createEnricher } from '../enricher/index.js';
+import { createFlow } from '../flow/index.js';
 import { silentLogger } from '../log/index.js';
-import type { GonePods } from '../metrics/module/index.js';
+import { createMetricsRegistry } from '../metrics/index.js';
+import { createMetricsModule, parseMetricsSpec, type GonePods } from '../metrics/module/index.js';
 import { startPodForgetter, stillGone } from './pod-level-forget.js';
 
 const pod = (namespace: string, name: string, ips: string[]): PodEndpoint => ({
@@ -67,6 +70,31 @@ describe('pod-level: deleted pods\' series', () => {
     assert.deepEqual(g.pods, [{ namespace: 'a', name: 'api' }, { namespace: 'a', name: 'gone' }]);
     assert.deepEqual(g.names, ['gone'], 'api lives on in namespace b');
     assert.deepEqual(g.ips, ['10.0.0.1', 'fd00::2', '10.0.0.3'], '10.0.0.2 is held by b/api');
+  });
+
+  it('with the real module: an IP re-assigned before the pass keeps the live pod\'s [ip] series, the dead pod\'s [podname] series go', async () => {
+    const { pods, cache, add, del } = fakePodWatch();
+    const metrics = createMetricsRegistry({ processMetrics: false });
+    const module = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-1' });
+    module.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip'] }, { metricName: 'forward_bytes', sourceLabels: ['podname'] }] }));
+    const forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, batchMs: 10, graceMs: 1000 });
+    const flows = createEnricher(cacheLookup(cache), module);
+    const send = (): void => flows.consume({ source: 't', flows: [createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.9', verdict: 'FORWARDED', proto: 6, packets: 1, bytes: 100, direction: 'EGRESS' })] });
+    const body = async (): Promise<string> => (await metrics.expose()).body;
+    add(pod('a', 'old', ['10.0.0.1']));
+    send();
+    del('a', 'old');
+    add(pod('a', 'new', ['10.0.0.1'])); // the IP goes to a new pod before the batch's pass
+    send();
+    await tick(50);
+    assert.match(await body(), /adv_forward_count\{direction="EGRESS",source_ip="10\.0\.0\.1"\} 2/, 'the live pod\'s IP series kept, count intact');
+    assert.doesNotMatch(await body(), /source_podname="old"/);
+    assert.match(await body(), /adv_forward_bytes\{direction="EGRESS",source_podname="new"\} 100/);
+    del('a', 'new');
+    await tick(50);
+    assert.doesNotMatch(await body(), /10\.0\.0\.1|source_podname="new"/, 'once the IP is free its series go');
+    forgetter[Symbol.dispose]();
+    module[Symbol.dispose]();
   });
 
   it('looks at the cache when the pass runs, not when the delete came', async () => {
