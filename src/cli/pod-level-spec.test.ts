@@ -1,44 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { IpCache, type PodEndpoint } from '../cache/index.js';
-import { createInterestSet, type Informer, type InformerFactory, type InformerSpec, type KubeObject, type ReflectorHandler, type SlimMetricsConfiguration } from '../k8s/index.js';
+import type { PodEndpoint } from '../cache/index.js';
+import { createInterestSet, type Informer, type InformerFactory, type InformerSpec, type KubeObject, type SlimMetricsConfiguration } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import { annotationSpec, type MetricsModule, type MetricsSpec } from '../metrics/module/index.js';
+import { FakeInformer, fakePodWatch } from '../../test/fakes/informer.js';
 import { annotationSelection, selectionOf, startSpecController } from './pod-level-spec.js';
-
-/** A hand-filled informer: `set`/`del` notify subscribers as a reflector would. */
-class FakeInformer<S> implements Informer<S> {
-  readonly items = new Map<string, S>();
-  readonly handlers = new Set<ReflectorHandler<S>>();
-  synced = true;
-  get size(): number {
-    return this.items.size;
-  }
-  get = (k: string): S | undefined => this.items.get(k);
-  list = (): S[] => [...this.items.values()];
-  keys = (): string[] => [...this.items.keys()];
-  subscribe(h: ReflectorHandler<S>): Disposable {
-    this.handlers.add(h);
-    for (const [k, v] of this.items) h.added?.(k, v);
-    return { [Symbol.dispose]: () => void this.handlers.delete(h) };
-  }
-  waitForSync = (): Promise<void> => Promise.resolve();
-  stats = (): never => ({}) as never;
-  set(k: string, v: S): void {
-    const old = this.items.get(k);
-    this.items.set(k, v);
-    for (const h of this.handlers) {
-      if (old === undefined) h.added?.(k, v);
-      else h.updated?.(k, v, old);
-    }
-  }
-  del(k: string): void {
-    const old = this.items.get(k);
-    if (old === undefined) return;
-    this.items.delete(k);
-    for (const h of this.handlers) h.deleted?.(k, old);
-  }
-}
 
 function fakeFactory(): InformerFactory & { byPlural: Map<string, FakeInformer<unknown>> } {
   const byPlural = new Map<string, FakeInformer<unknown>>();
@@ -55,14 +22,16 @@ function fakeFactory(): InformerFactory & { byPlural: Map<string, FakeInformer<u
   };
 }
 
-function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[]; forgotten: string[] } {
+function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[] } {
   const applied: (MetricsSpec | undefined)[] = [];
-  const forgotten: string[] = [];
   return {
-    applied, forgotten,
+    applied,
     consume: () => undefined,
     apply: (s) => void applied.push(s),
-    forgetPod: (ns, name) => (forgotten.push(`${ns}/${name}`), 0),
+    forgetPods: () => 0,
+    *forgetPodsInSteps() {
+      return 0;
+    },
     families: () => [],
     sweep: () => undefined,
     [Symbol.dispose]: () => undefined,
@@ -94,20 +63,11 @@ const SPEC = { contextOptions: [{ metricName: 'drop_count', sourceLabels: ['podn
 
 function setup(annotations: boolean) {
   const factory = fakeFactory();
-  const pods = new FakeInformer<PodEndpoint>();
-  const cache = new IpCache();
+  const { pods, cache, add: addPod, del: delPod } = fakePodWatch();
   const module = fakeModule();
   const interest = createInterestSet({ cache, bypass: false, coalesceMs: 1 });
   const log = captureLog();
-  const ctl = startSpecController({ annotations, remoteContext: true, factory, pods, cache, module, interest, log, debounceMs: 5, forgetGraceMs: 20 });
-  const addPod = (p: PodEndpoint): void => {
-    cache.upsertPod(p);
-    pods.set(`${p.namespace}/${p.name}`, p);
-  };
-  const delPod = (ns: string, name: string): void => {
-    cache.deletePod(ns, name);
-    pods.del(`${ns}/${name}`);
-  };
+  const ctl = startSpecController({ annotations, remoteContext: true, factory, pods, cache, module, interest, log, debounceMs: 5 });
   return { factory, pods, cache, module, interest, log, ctl, addPod, delPod };
 }
 
@@ -141,17 +101,6 @@ describe('pod-level spec controller', () => {
     assert.deepEqual(t.module.applied.at(-1), undefined);
     assert.equal(t.module.applied.length, 2);
     assert.deepEqual(t.interest.selection(), { kind: 'none' });
-    t.ctl[Symbol.dispose]();
-    t.interest[Symbol.dispose]();
-  });
-
-  it('forgets a deleted pod at once and again after the grace', async () => {
-    const t = setup(false);
-    t.addPod(pod('a', 'p1', '10.0.0.1'));
-    t.delPod('a', 'p1');
-    assert.deepEqual(t.module.forgotten, ['a/p1']);
-    await tick(40);
-    assert.deepEqual(t.module.forgotten, ['a/p1', 'a/p1']);
     t.ctl[Symbol.dispose]();
     t.interest[Symbol.dispose]();
   });

@@ -6,7 +6,7 @@
  * - annotation mode (enableAnnotations): Retina's default spec for the namespaces annotated
  *   `retina.sh: observe`, plus the namespaces of pods annotated so (see README: pod-level mode).
  * Changes are applied at most once per `debounceMs` (Retina: 1 s), so churn does not rebuild
- * families; an unchanged spec is a no-op in the module. Deleted pods lose their series at once.
+ * families; an unchanged spec is a no-op in the module. Deleted pods' series: pod-level-forget.ts.
  */
 import type { IpCache, PodEndpoint } from '../cache/index.js';
 import {
@@ -26,8 +26,6 @@ export interface SpecControllerOptions {
   readonly interest: InterestSet;
   readonly log: Logger;
   readonly debounceMs?: number;
-  /** A deleted pod's series are removed at once, and again after this grace (late lookups). */
-  readonly forgetGraceMs?: number;
 }
 
 export interface SpecController extends Disposable {
@@ -56,9 +54,7 @@ export function annotationSelection(annotatedNamespaces: readonly string[], pods
 export function startSpecController(o: SpecControllerOptions): SpecController {
   const log = o.log.child({ component: 'pod-level' });
   const debounceMs = o.debounceMs ?? 1000;
-  const graceMs = o.forgetGraceMs ?? 5000;
   const subs: Disposable[] = [];
-  const timers = new Set<NodeJS.Timeout>();
   let pending: NodeJS.Timeout | undefined;
   let applied: MetricsSpec | undefined;
   let source = '';
@@ -113,17 +109,6 @@ export function startSpecController(o: SpecControllerOptions): SpecController {
     pending.unref();
   }
 
-  function forget(p: PodEndpoint): void {
-    o.module.forgetPod(p.namespace, p.name);
-    const t = setTimeout(() => {
-      timers.delete(t);
-      // Only if no pod of that name came back meanwhile (a StatefulSet pod, say).
-      if (!o.cache.pod(p.namespace, p.name)) o.module.forgetPod(p.namespace, p.name);
-    }, graceMs);
-    t.unref();
-    timers.add(t);
-  }
-
   const source$ = mcs ?? namespaces;
   if (source$) subs.push((source$ as Informer<unknown>).subscribe({ added: schedule, updated: schedule, deleted: schedule, synced: schedule }));
   subs.push(o.pods.subscribe({
@@ -137,7 +122,6 @@ export function startSpecController(o: SpecControllerOptions): SpecController {
     },
     deleted: (_k, old) => {
       o.interest.podChanged(old, undefined);
-      forget(old);
       if (namespaces && podAnnotated(old)) schedule();
     },
   }));
@@ -148,8 +132,6 @@ export function startSpecController(o: SpecControllerOptions): SpecController {
     [Symbol.dispose]() {
       disposed = true;
       if (pending) clearTimeout(pending);
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
       for (const s of subs) s[Symbol.dispose]();
     },
   };

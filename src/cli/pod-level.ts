@@ -15,6 +15,7 @@ import { createMetricsModule, type MetricsModule } from '../metrics/module/index
 import { everyIp, type IpInterest } from '../plugin/index.js';
 import type { AgentKubernetes } from './agent-k8s.js';
 import { within } from './command.js';
+import { startPodForgetter } from './pod-level-forget.js';
 import { startSpecController, type SpecController } from './pod-level-spec.js';
 
 export interface PodLevel extends AsyncDisposable {
@@ -77,6 +78,7 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
   const spec = startSpecController({
     annotations: agent.enableAnnotations, remoteContext: agent.remoteContext, factory, pods: k8s.watch.pods, cache: k8s.cache, module, interest, log,
   });
+  const forgetter = startPodForgetter({ pods: k8s.watch.pods, cache: k8s.cache, module, log });
   factory.start();
   // Do not hold the plugins back for long: the set fills in when the addresses arrive.
   await within(apiServer.ready, 3000);
@@ -98,6 +100,7 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
     spec,
     async [Symbol.asyncDispose]() {
       spec[Symbol.dispose]();
+      forgetter[Symbol.dispose]();
       apiSub[Symbol.dispose]();
       interestLog[Symbol.dispose]();
       interest[Symbol.dispose]();

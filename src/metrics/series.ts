@@ -173,9 +173,39 @@ export class SeriesFamily {
     return this.#deleteWhere((i) => (touched[i] as number) < cutoffMs);
   }
 
-  /** Removes series for which `match(labelValues)` is true; returns how many. */
-  removeWhere(match: (values: readonly string[]) => boolean): number {
-    return this.#deleteWhere((_i, prefix, tail) => match((prefix + tail).split(SEP)));
+  /**
+   * Removes the series whose tail (context label values, each after SEP) `match` accepts, in steps:
+   * the generator yields after every `step` series looked at, so that a caller can let other work
+   * run in between, and returns how many it removed. `match` is called once per distinct tail
+   * (series of one tail under several prefixes share its answer). Between steps the family may
+   * change (flows, TTL); series added meanwhile are looked at when the walk has not passed them.
+   */
+  *removeTailsInSteps(match: (tail: string) => boolean, step: number): Generator<void, number, void> {
+    const answers = new Map<string, boolean>();
+    let n = 0;
+    let seen = 0;
+    for (const [prefix, inner] of this.#index) {
+      for (const [tail, i] of inner) {
+        let a = answers.get(tail);
+        if (a === undefined) answers.set(tail, (a = match(tail)));
+        if (a) {
+          inner.delete(tail);
+          this.#release(i);
+          n++;
+        }
+        if (++seen >= step) {
+          seen = 0;
+          yield;
+        }
+      }
+      if (inner.size === 0 && this.#index.get(prefix) === inner) this.#index.delete(prefix);
+    }
+    return n;
+  }
+
+  /** `removeTailsInSteps` in one go. */
+  removeTails(match: (tail: string) => boolean): number {
+    return drain(this.removeTailsInSteps(match, Infinity));
   }
 
   clear(): void {
@@ -195,5 +225,13 @@ export class SeriesFamily {
       }
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: out };
+  }
+}
+
+/** Runs a stepwise job to its end; returns its result. */
+export function drain<T>(job: Generator<void, T, void>): T {
+  for (;;) {
+    const r = job.next();
+    if (r.done) return r.value;
   }
 }

@@ -155,7 +155,7 @@ describe('metrics module: each packet counted once per pod side (local context)'
 });
 
 describe('metrics module: cached series stay right', () => {
-  it('starts a series afresh after it expired, and after forgetPod', async () => {
+  it('starts a series afresh after it expired, and after forgetPods', async () => {
     const t = { now: 1000 };
     const spec = { metricName: 'forward_count', sourceLabels: ['namespace', 'podname', 'ip'], destinationLabels: ['podname'], ttl: '10s' };
     const { mod, sum } = setup(true, { contextOptions: [spec] }, { nodeName: 'node-1', t });
@@ -165,7 +165,7 @@ describe('metrics module: cached series stay right', () => {
     assert.equal(await sum('adv_forward_count'), 0);
     mod.consume({ source: 'p', flows: [pp(A, R, 'FROM_ENDPOINT', { packets: 3 })] });
     assert.equal(await sum('adv_forward_count'), 3);
-    assert.equal(mod.forgetPod('shop', 'a'), 1);
+    assert.equal(mod.forgetPods({ pods: [{ namespace: 'shop', name: 'a' }], names: [], ips: [] }), 1);
     mod.consume({ source: 'p', flows: [pp(A, R, 'FROM_ENDPOINT', { packets: 4 })] });
     assert.equal(await sum('adv_forward_count'), 4);
   });

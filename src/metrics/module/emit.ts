@@ -6,6 +6,7 @@
 import type { Flow } from '../../flow/index.js';
 import { SEP, cleanLabelValue, type SeriesFamily } from '../series.js';
 import type { PrefixedSeries, Tail } from './context.js';
+import type { PodSide } from './forget.js';
 import {
   OP_BYTES, OP_DNS_REQUEST, OP_DNS_RESPONSE, OP_DROP_BYTES, OP_DROP_PACKETS, OP_FLAGS, OP_PACKETS, dnsRequestPrefix, dnsResponsePrefix, type Kind,
 } from './kinds.js';
@@ -20,8 +21,8 @@ export interface Emitter {
   readonly family: SeriesFamily;
   readonly kind: Kind;
   readonly ttlMs: number;
-  /** Index pairs [namespace, podname] of label values, per side that has both. */
-  readonly podLabels: readonly (readonly [number, number])[];
+  /** The sides whose labels identify a pod (forget.ts). */
+  readonly podSides: readonly PodSide[];
 }
 
 /** One configured metric, compiled for the hot path. */

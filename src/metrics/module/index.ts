@@ -1,8 +1,8 @@
 /**
  * The Metrics Module: turns enriched flows into the advanced (`adv_*`) metrics that the current
  * MetricsConfiguration (or annotation mode) asks for. A new spec replaces every family at once, with
- * no restart; series expire by TTL; a deleted pod's series can be removed at once; each metric has
- * a series budget beyond which flows fold into one `overflow` series.
+ * no restart; series expire by TTL; deleted pods' series are removed in one pass per batch of pods
+ * (forget.ts); each metric has a series budget beyond which flows fold into one `overflow` series.
  */
 import type { Endpoint, FlowBatch, FlowConsumer } from '../../flow/index.js';
 import {
@@ -10,14 +10,16 @@ import {
 } from '../catalog.js';
 import { createApiServerLatency, type ApiServerLatency } from './apiserver.js';
 import type { MetricsRegistry } from '../registry.js';
-import { SeriesFamily, type RemovalCount } from '../series.js';
+import { SeriesFamily, drain, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
+import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from './spec.js';
 
 export { parseMetricsSpec, annotationSpec, sameSpec, SpecError, ADVANCED_METRIC_NAMES, CONTEXT_LABELS } from './spec.js';
 export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter } from './spec.js';
+export type { GonePods } from './forget.js';
 
 export interface MetricsModuleOptions {
   readonly metrics: MetricsRegistry;
@@ -38,8 +40,16 @@ export interface MetricsModuleOptions {
 export interface MetricsModule extends FlowConsumer, Disposable {
   /** Applies a spec (undefined: advanced metrics off). An unchanged spec is a no-op. */
   apply(spec: MetricsSpec | undefined): void;
-  /** Removes every series labelled with this pod; returns how many. */
-  forgetPod(namespace: string, podName: string): number;
+  /**
+   * Removes every series of these deleted pods, in one pass over each family; returns how many.
+   * Label sets without `podname` or `ip` on a side carry no pod identity: those series wait for TTL.
+   */
+  forgetPods(gone: GonePods): number;
+  /**
+   * `forgetPods` in steps: yields after every `step` series looked at, so that the caller can let
+   * flows through in between; returns how many series it removed.
+   */
+  forgetPodsInSteps(gone: GonePods, step: number): Generator<void, number, void>;
   /** Names of the families currently exported. */
   families(): string[];
   /** Expires series older than their TTL now (the module also does it on a timer). */
@@ -74,6 +84,16 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
     timer = undefined;
     if (apiServer) opts.metrics.remove(API_SERVER_FAMILIES);
     apiServer = undefined;
+  }
+
+  function* forgetPodsInSteps(gone: GonePods, step: number): Generator<void, number, void> {
+    if (!gone.pods.length && !gone.names.length && !gone.ips.length) return 0;
+    const sets = goneSets(gone);
+    let n = 0;
+    for (const e of emitters) {
+      if (e.podSides.length) n += yield* e.family.removeTailsInSteps((tail) => tailOfGonePod(tail, e.podSides, sets), step);
+    }
+    return n;
   }
 
   return {
@@ -111,14 +131,8 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       }
     },
     sweep,
-    forgetPod(namespace, podName) {
-      let n = 0;
-      for (const e of emitters) {
-        if (!e.podLabels.length) continue;
-        n += e.family.removeWhere((v) => e.podLabels.some(([ns, pod]) => v[ns] === namespace && v[pod] === podName));
-      }
-      return n;
-    },
+    forgetPods: (gone) => drain(forgetPodsInSteps(gone, Infinity)),
+    forgetPodsInSteps,
     families: () => emitters.map((e) => e.family.name),
     [Symbol.dispose]: clear,
   };
@@ -145,16 +159,6 @@ function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: 
     name: kind.def.name, help: kind.def.help, type: kind.def.type === 'counter' ? 'counter' : 'gauge',
     labelNames, fixedLabels: fixed.length, maxSeries, onOverflow, removals,
   });
-  const podLabels = podLabelIndexes(labelNames, remote ? ['source_', 'destination_'] : ['']);
-  return { family, kind, ttlMs: o.ttlMs, podLabels, sourceLabels: o.sourceLabels, destinationLabels: remote ? o.destinationLabels : [], isReply };
-}
-
-function podLabelIndexes(names: readonly string[], prefixes: readonly string[]): [number, number][] {
-  const out: [number, number][] = [];
-  for (const p of prefixes) {
-    const ns = names.indexOf(`${p}namespace`);
-    const pod = names.indexOf(`${p}podname`);
-    if (ns >= 0 && pod >= 0) out.push([ns, pod]);
-  }
-  return out;
+  const sides = podSides(labelNames, fixed.length, remote ? ['source_', 'destination_'] : ['']);
+  return { family, kind, ttlMs: o.ttlMs, podSides: sides, sourceLabels: o.sourceLabels, destinationLabels: remote ? o.destinationLabels : [], isReply };
 }

@@ -113,7 +113,7 @@ describe('metrics module: configuration changes and series life', () => {
     assert.doesNotMatch(body, /web-1/);
     assert.match(body, /web-2/);
     assert.match(body, /expired_metrics_counter\{metric="networkobservability_adv_forward_count"\} 1/);
-    assert.equal(mod.forgetPod('shop', 'web-2'), 1);
+    assert.equal(mod.forgetPods({ pods: [{ namespace: 'shop', name: 'web-2' }], names: [], ips: [] }), 1);
     assert.doesNotMatch(await text(), /web-2/);
   });
 
