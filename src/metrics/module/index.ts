@@ -16,8 +16,8 @@ import { contextLabelNames } from './context.js';
 import { KINDS, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from './spec.js';
 
-export { parseMetricsSpec, annotationSpec, sameSpec, SpecError, ADVANCED_METRIC_NAMES, CONTEXT_LABELS } from './spec.js';
-export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter } from './spec.js';
+export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from './spec.js';
+export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from './spec.js';
 
 export interface MetricsModuleOptions {
   readonly metrics: MetricsRegistry;
@@ -119,7 +119,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       }
       return n;
     },
-    families: () => emitters.map((e) => e.family.name),
+    families: () => [...emitters.map((e) => e.family.name), ...(apiServer ? API_SERVER_FAMILIES.map((d) => d.name) : [])],
     [Symbol.dispose]: clear,
   };
 }
