@@ -52,7 +52,7 @@ function decodeBatch(fx: Fixture, recs: readonly Rec[]): Flow[] {
 
 const batchesOf = (fx: Fixture): Rec[][] => Array.from({ length: Math.ceil(fx.schedule.length / BATCH) }, (_, i) => fx.schedule.slice(i * BATCH, (i + 1) * BATCH));
 const annotation = annotationSpec(Array.from({ length: 20 }, (_, i) => `ns-${i}`));
-const forwardOnly = parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }] });
+const forwardOnly = parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }], namespaces: { exclude: [] } });
 
 interface Combo {
   readonly name: string;

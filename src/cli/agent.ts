@@ -6,6 +6,7 @@ import {
   agentConfig,
   agentKeys,
   collectSpecs,
+  configWarnings,
   loadValues,
   readConfigFile,
   type ConfigSpec,
@@ -49,7 +50,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
     capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
   });
-  if (values.unknownKeys.length) log.warn('configuration keys not used by this agent', { keys: values.unknownKeys });
+  for (const u of values.unknownKeys) {
+    log.warn('configuration key not used by this agent', { key: u.key, source: u.source, ...(u.didYouMean === undefined ? {} : { didYouMean: u.didYouMean }) });
+  }
+  const podLevelOnlyPlugins = platform.plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
+  for (const w of configWarnings({ agent, keys, values, podLevelOnlyPlugins })) log.warn('contradictory configuration', { keys: w.keys, problem: w.problem });
   const metrics = createMetricsRegistry();
   // The Kubernetes side (and its modules) loads only when there is an API to talk to.
   const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;

@@ -90,16 +90,28 @@ describe('pod-level spec controller', () => {
     assert.deepEqual(t.interest.selection(), { kind: 'include', namespaces: ['a', 'b'] });
     assert.ok(t.log.lines.some((l) => l.msg === 'advanced metrics spec applied' && l.fields?.['source'] === 'MetricsConfiguration m'));
 
-    mcs.set('m', mc('m', 'Accepted', { contextOptions: [{ metricName: 'drop_count', sourceLabels: ['pod'] }], namespaces: { include: ['a'] } }));
+    mcs.set('m', mc('m', 'Accepted', { contextOptions: [{ metricName: 'drop_count', ttl: '-5m' }], namespaces: { include: ['a'] } }));
     t.ctl.reconcile();
-    assert.equal(t.module.applied.length, 1, 'a spec that does not parse changes nothing');
+    assert.equal(t.module.applied.length, 1, 'a spec that does not validate changes nothing');
     const err = t.log.lines.find((l) => l.level === 'error');
-    assert.equal(err?.fields?.['field'], 'spec.contextOptions[0].sourceLabels[0]');
+    assert.equal(err?.fields?.['field'], 'spec.contextOptions[0].ttl');
+
+    // Retina's documented example (docs/05-Concepts/CRDs/MetricsConfiguration.md) is applied; what it
+    // asks for that has no effect (`additionalLabels: [direction]`) is logged once, naming the field.
+    const doc = { contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip', 'podname', 'port'], additionalLabels: ['direction'] }], namespaces: { include: ['default', 'kube-system'] } };
+    mcs.set('m', mc('m', 'Accepted', doc));
+    t.ctl.reconcile();
+    t.ctl.reconcile();
+    assert.equal(t.module.applied.length, 2);
+    assert.deepEqual(t.module.applied[1]?.contextOptions[0]?.sourceLabels, ['ip', 'podname', 'port']);
+    const warns = t.log.lines.filter((l) => l.level === 'warn');
+    assert.equal(warns.length, 1, 'warned once per spec');
+    assert.match(String(warns[0]?.fields?.['ignored']), /spec\.contextOptions\[0\]\.additionalLabels\[0\]: "direction" has no effect/);
 
     mcs.del('m');
     t.ctl.reconcile();
     assert.deepEqual(t.module.applied.at(-1), undefined);
-    assert.equal(t.module.applied.length, 2);
+    assert.equal(t.module.applied.length, 3);
     assert.deepEqual(t.interest.selection(), { kind: 'none' });
     t.ctl[Symbol.dispose]();
     t.interest[Symbol.dispose]();

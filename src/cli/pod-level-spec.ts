@@ -1,8 +1,8 @@
 /**
  * What the Metrics Module applies, and which IPs are of interest, decided from the API server:
  * - MetricsConfiguration mode: the one Accepted MetricsConfiguration (parsed here; a spec that does
- *   not parse is logged with the field and the previous spec stays), none Accepted ⇒ no advanced
- *   metrics;
+ *   not validate is logged with the fields and the previous spec stays; parts it ignores are logged
+ *   once as a warning), none Accepted ⇒ no advanced metrics;
  * - annotation mode (enableAnnotations): Retina's default spec for the namespaces annotated
  *   `retina.sh: observe`, plus the namespaces of pods annotated so (see README: pod-level mode).
  * Changes are applied at most once per `debounceMs` (Retina: 1 s), so churn does not rebuild
@@ -14,7 +14,7 @@ import {
   type Informer, type InformerFactory, type InterestSelection, type InterestSet,
 } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
-import { SpecError, annotationSpec, parseMetricsSpec, sameSpec, type MetricsModule, type MetricsSpec } from '../metrics/module/index.js';
+import { annotationSpec, describeIssues, sameSpec, validateMetricsSpec, type MetricsModule, type MetricsSpec } from '../metrics/module/index.js';
 
 export interface SpecControllerOptions {
   readonly annotations: boolean;
@@ -58,7 +58,7 @@ export function startSpecController(o: SpecControllerOptions): SpecController {
   let pending: NodeJS.Timeout | undefined;
   let applied: MetricsSpec | undefined;
   let source = '';
-  let badSpec = '';
+  let reported = '';
   let disposed = false;
 
   const mcs = o.annotations ? undefined : watchMetricsConfigurations(o.factory);
@@ -71,19 +71,17 @@ export function startSpecController(o: SpecControllerOptions): SpecController {
     }
     const mc = acceptedMetricsConfiguration((mcs as Informer<never>).list());
     if (!mc) return { spec: undefined, selection: { kind: 'none' }, source: 'no Accepted MetricsConfiguration' };
-    try {
-      const spec = parseMetricsSpec(mc.spec);
-      badSpec = '';
-      return { spec, selection: selectionOf(spec), source: `MetricsConfiguration ${mc.name}` };
-    } catch (e) {
-      const key = `${mc.name}:${JSON.stringify(mc.spec)}`;
-      if (badSpec !== key) {
-        badSpec = key;
-        const f = e instanceof SpecError ? { field: e.field, problem: e.problem } : { problem: (e as Error).message };
-        log.error('MetricsConfiguration not applied; keeping the previous spec', { name: mc.name, ...f });
-      }
+    // The operator's validator, so an Accepted spec parses here; warnings name what is ignored.
+    const check = validateMetricsSpec(mc.spec);
+    const key = `${mc.name}:${JSON.stringify(mc.spec)}`;
+    const first = key !== reported;
+    reported = key;
+    if (!check.spec) {
+      if (first) log.error('MetricsConfiguration not applied; keeping the previous spec', { name: mc.name, field: check.errors[0]?.field, errors: describeIssues(check.errors) });
       return undefined;
     }
+    if (first && check.warnings.length) log.warn('MetricsConfiguration applied; parts of it are ignored', { name: mc.name, ignored: describeIssues(check.warnings) });
+    return { spec: check.spec, selection: selectionOf(check.spec), source: `MetricsConfiguration ${mc.name}` };
   }
 
   function reconcile(): void {

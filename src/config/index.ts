@@ -1,5 +1,7 @@
 export { ConfigError, ConfigErrors, InvalidValue, type ConfigSource } from './errors.js';
 export { boolKey, durationKey, enumKey, intKey, listKey, stringKey, envName, type ConfigSpec, type KeySpec } from './schema.js';
 export { parseDurationMs, formatDurationMs } from './duration.js';
-export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type LoadOptions } from './load.js';
+export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type LoadOptions, type UnknownKey } from './load.js';
+export { configWarnings, type ConfigWarning, type ConsistencyInput } from './consistency.js';
 export { agentKeys, agentConfig, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';
+export { closestMatch, didYouMean, editDistance } from './suggest.js';

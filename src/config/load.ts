@@ -7,13 +7,22 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, ConfigErrors, InvalidValue, type ConfigSource } from './errors.js';
 import { envName, type ConfigSpec, type KeySpec } from './schema.js';
+import { closestMatch } from './suggest.js';
 
 export interface LoadedValues {
   /** Parsed value of a declared key. */
   get<T>(spec: KeySpec<T>): T;
   sourceOf(key: string): ConfigSource;
-  /** Keys present in the file that no component declares (logged as a warning, not an error). */
-  readonly unknownKeys: readonly string[];
+  /** Keys in the file, and `RETINA_*` variables, that no component declares (a warning, not an error). */
+  readonly unknownKeys: readonly UnknownKey[];
+}
+
+export interface UnknownKey {
+  /** As written: the file's dotted key, or the variable's name. */
+  readonly key: string;
+  readonly source: 'file' | 'env';
+  /** The declared key closest to it (case-insensitive edit distance), when one is close. */
+  readonly didYouMean: string | undefined;
 }
 
 export interface LoadOptions {
@@ -57,10 +66,8 @@ export function loadValues(opts: LoadOptions): LoadedValues {
   const values = new Map<KeySpec<unknown>, unknown>();
   const sources = new Map<string, ConfigSource>();
   const errors: ConfigError[] = [];
-  const known = new Set<string>();
   for (const spec of opts.specs) {
     const lk = spec.key.toLowerCase();
-    known.add(lk);
     let raw: unknown;
     let source: ConfigSource = 'default';
     const fromFile = fileFlat.get(lk);
@@ -87,8 +94,7 @@ export function loadValues(opts: LoadOptions): LoadedValues {
     }
   }
   if (errors.length) throw new ConfigErrors(errors);
-  // A parent of a declared key (e.g. `apiServer` for `apiServer.port`) is not unknown.
-  const unknownKeys = [...fileFlat.values()].map((v) => v.key).filter((k) => !known.has(k.toLowerCase()));
+  const unknownKeys = unknownKeysOf(fileFlat, opts.env, opts.specs.map((s) => s.key));
   return {
     get<T>(spec: KeySpec<T>): T {
       if (!values.has(spec as KeySpec<unknown>)) throw new Error(`configuration key "${spec.key}" was not declared when loading`);
@@ -97,6 +103,25 @@ export function loadValues(opts: LoadOptions): LoadedValues {
     sourceOf: (key) => sources.get(key.toLowerCase()) ?? 'default',
     unknownKeys,
   };
+}
+
+const ENV_PREFIX = 'RETINA_';
+
+/** File keys and `RETINA_*` variables nobody declares, each with the closest declared key. */
+function unknownKeysOf(fileFlat: ReadonlyMap<string, { key: string }>, env: LoadOptions['env'], declared: readonly string[]): UnknownKey[] {
+  const known = new Set(declared.map((k) => k.toLowerCase()));
+  // Compared without the RETINA_ prefix, so a typo is measured against the key's part only.
+  const envNames = new Map(declared.map((k) => [envName(k).slice(ENV_PREFIX.length), k]));
+  const out: UnknownKey[] = [];
+  for (const { key } of fileFlat.values()) {
+    if (!known.has(key.toLowerCase())) out.push({ key, source: 'file', didYouMean: closestMatch(key, declared) });
+  }
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(ENV_PREFIX) || envNames.has(name.slice(ENV_PREFIX.length))) continue;
+    const near = closestMatch(name.slice(ENV_PREFIX.length), envNames.keys());
+    out.push({ key: name, source: 'env', didYouMean: near === undefined ? undefined : envNames.get(near) });
+  }
+  return out;
 }
 
 /** Builds a component's frozen config object from loaded values. */

@@ -63,6 +63,38 @@ export const advNodeApiserverLatency = def(`${DATA}adv_node_apiserver_latency`, 
 export const advNodeApiserverTcpHandshakeLatency = def(`${DATA}adv_node_apiserver_tcp_handshake_latency`, 'histogram', 'TCP handshake (SYN to SYN-ACK) time from the node to the API server, in ms', [], API_LATENCY_BUCKETS_MS);
 export const advNodeApiserverNoResponse = def(`${DATA}adv_node_apiserver_no_response`, 'counter', 'Requests to the API server that saw no reply in time', ['no_response']);
 
+// --- what a MetricsConfiguration may ask for (operator and agent read these same lists) ----------
+/** Retina's `metricName` values (`utils.IsAdvancedMetric`); the validator accepts exactly these. */
+export const advancedMetricNames = Object.freeze([
+  'drop_count', 'drop_bytes', 'forward_count', 'forward_bytes', 'node_connectivity_status', 'node_connectivity_latency_seconds',
+  'tcp_state', 'tcp_connection_remote', 'tcp_connection_stats', 'tcp_flag_gauges', 'tcp_retransmission_count',
+  'ip_connection_stats', 'udp_connection_stats', 'dns_request_count', 'dns_response_count', 'node_apiserver_latency',
+  'node_apiserver_handshake_latency', 'node_apiserver_no_response',
+] as const);
+export type AdvancedMetricName = (typeof advancedMetricNames)[number];
+
+/**
+ * The `adv_*` families each `metricName` fills. Names Retina accepts but never fills (`tcp_state`,
+ * `node_connectivity_*`, ...) map to none; the three `node_apiserver_*` names turn on all three
+ * API-server families, as in Retina (one latency module).
+ */
+export const advancedFamilies: Readonly<Record<AdvancedMetricName, readonly MetricDef[]>> = (() => {
+  const apiserver = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
+  return Object.freeze({
+    drop_count: [advDropCount], drop_bytes: [advDropBytes], forward_count: [advForwardCount], forward_bytes: [advForwardBytes],
+    node_connectivity_status: [], node_connectivity_latency_seconds: [], tcp_state: [], tcp_connection_remote: [],
+    tcp_connection_stats: [], tcp_flag_gauges: [advTcpFlagsCount], tcp_retransmission_count: [advTcpRetransCount],
+    ip_connection_stats: [], udp_connection_stats: [], dns_request_count: [advDnsRequestCount], dns_response_count: [advDnsResponseCount],
+    node_apiserver_latency: apiserver, node_apiserver_handshake_latency: apiserver, node_apiserver_no_response: apiserver,
+  });
+})();
+
+/** Context-label options (`sourceLabels`, `destinationLabels`; case-insensitive, as in Retina). */
+export const contextLabelOptions = Object.freeze(['ip', 'namespace', 'podname', 'workload', 'service', 'port', 'zone'] as const);
+export type ContextLabelOption = (typeof contextLabelOptions)[number];
+/** The one `additionalLabels` value with an effect (Retina: `utils.IsReply`, matched exactly, forward metrics only). */
+export const isReplyLabel = 'is_reply';
+
 // --- the agent's own health -------------------------------------------------------------------
 export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);

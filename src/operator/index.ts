@@ -1,7 +1,7 @@
 /** The operator's controllers. */
 export { createController, type Controller, type ControllerOptions, type ReconcileResult } from './controller.js';
 export { createRetinaEndpointController, canonical, podToSpec, type RetinaEndpointController, type SlimPod, type SlimEndpoint } from './retina-endpoint-controller.js';
-export { createMetricsConfigurationController, validateMetricsConfiguration, ADVANCED_METRICS, type MetricsConfigurationController } from './metrics-configuration.js';
+export { createMetricsConfigurationController, type MetricsConfigurationController } from './metrics-configuration.js';
 export { installCrds, readCrds } from './crd-installer.js';
 export { operatorKeys, operatorConfig, parseAddr, DEFAULT_LABEL_ALLOWLIST, type OperatorConfig, type OperatorKeys } from './config.js';
 export { leaderStatus, reflectorEvents, reflectorRejected } from './metrics.js';

@@ -85,6 +85,8 @@ export interface PluginDefinition<C = object> {
   readonly config: ConfigSpec<C>;
   readonly hooks: readonly HookSpec[];
   readonly emits: readonly MetricDef[];
+  /** Does nothing unless enablePodLevel (Retina: packetparser); reported at start when enabled without it. */
+  readonly podLevelOnly?: boolean;
   /** Acquires everything; the returned handle releases it all. */
   start(ctx: PluginContext<C>): Promise<AsyncDisposable>;
 }

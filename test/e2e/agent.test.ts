@@ -274,6 +274,21 @@ describe('bad configuration exits 2 naming the key', () => {
   });
 });
 
+describe('keys that are misspelt or contradict each other: warned at start, the agent runs on', () => {
+  test('a typo in the file and in RETINA_*, with the closest key; pod-level keys without enablePodLevel, naming the keys', async () => {
+    const config = configFile('contradictory.yaml', `${agentYaml(['linuxutil'])}enablePodLevl: true\nremoteContext: true\n`);
+    await using agent = new AgentProcess({ args: ['--config', config], env: agentEnv({ RETINA_ENABLEANNOTATIONZ: 'true' }) });
+    await agent.waitForLog((l) => l.msg === 'plugins started', '"plugins started"');
+    const lines = assertJsonLogs(agent);
+    const unknown = lines.filter((l) => l.level === 'warn' && l.msg === 'configuration key not used by this agent').map((l) => [l['key'], l['source'], l['didYouMean']]);
+    assert.deepEqual(unknown, [['enablePodLevl', 'file', 'enablePodLevel'], ['RETINA_ENABLEANNOTATIONZ', 'env', 'enableAnnotations']], agent.stderr);
+    const contradictions = lines.filter((l) => l.level === 'warn' && l.msg === 'contradictory configuration');
+    assert.deepEqual(contradictions.map((l) => l['keys']), [['remoteContext', 'enablePodLevel']], agent.stderr);
+    assert.match(String(contradictions[0]?.['problem']), /remoteContext: true has no effect while enablePodLevel is false/);
+    await assertCleanStop(agent, 'SIGTERM');
+  });
+});
+
 describe('a signal during start-up', () => {
   test('SIGTERM before the plugins start: a clean stop with exit 0, no plugin started, not death by the signal', async () => {
     // An API server that accepts connections and never answers: the pod-level start-up waits up to

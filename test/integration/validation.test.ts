@@ -88,8 +88,8 @@ describe('validation of custom resources', { timeout: 300_000 }, () => {
     const b = await eventually('unknown metric Errored', 20_000, async () => ((await status('b-unknown-metric'))?.state === 'Errored' ? status('b-unknown-metric') : undefined));
     assert.match(b?.reason ?? '', /bogus_count/);
     const c = await eventually('neither include nor exclude Errored', 20_000, async () => ((await status('c-neither'))?.state === 'Errored' ? status('c-neither') : undefined));
-    assert.match(c?.reason ?? '', /exactly one of include and exclude/);
-    assert.match(c?.reason ?? '', /nonsense/);
+    // Retina rejects a spec with neither; an unknown label alone would only be a warning.
+    assert.equal(c?.reason, 'spec.namespaces: set include or exclude (Retina rejects a spec with neither; exclude: [] means every namespace)');
     const d = await eventually('second valid one Errored', 20_000, async () => ((await status('d-second'))?.state === 'Errored' ? status('d-second') : undefined));
     assert.match(d?.reason ?? '', /already active/);
     assert.equal((await status('a-first'))?.state, 'Accepted', 'the active one stays active');
@@ -99,6 +99,27 @@ describe('validation of custom resources', { timeout: 300_000 }, () => {
     // Events record the state changes.
     const events = await client.request<{ items: { reason: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
     assert.ok(events.items.some((e) => e.reason === 'Errored' && e.involvedObject.name === `${prefix}-b-unknown-metric`));
+  });
+
+  it("accepts Retina's documented MetricsConfiguration example, with what it ignores in the status", async () => {
+    for (const n of ['a-first', 'b-unknown-metric', 'c-neither', 'd-second']) {
+      await client.request('DELETE', objectPath(resources.metricsConfigurations, undefined, `${prefix}-${n}`)).catch(() => undefined);
+    }
+    // Verbatim from Retina's docs/05-Concepts/CRDs/MetricsConfiguration.md ("Creating a MetricsConfiguration").
+    const doc = {
+      contextOptions: [
+        { metricName: 'drop_count', sourceLabels: ['ip', 'podname', 'port'], additionalLabels: ['direction'], ttl: '24h' },
+        { metricName: 'forward_count', sourceLabels: ['ip', 'podname', 'port'], additionalLabels: ['direction'] },
+      ],
+      namespaces: { include: ['default', 'kube-system'] },
+    };
+    await client.request('POST', mcPath, { body: mc('e-retina-doc', doc) });
+    const e = await eventually('documented example Accepted', 20_000, async () => ((await status('e-retina-doc'))?.state === 'Accepted' ? status('e-retina-doc') : undefined));
+    assert.deepEqual(e?.lastKnownSpec, doc);
+    assert.match(e?.reason ?? '', /^accepted; ignored: spec\.contextOptions\[0\]\.additionalLabels\[0\]: "direction" has no effect: direction is always a label of drop_count/);
+    assert.match(e?.reason ?? '', /spec\.contextOptions\[1\]\.additionalLabels\[0\]: "direction" has no effect/);
+    const events = await client.request<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
+    assert.ok(events.items.some((v) => v.reason === 'AcceptedWithWarnings' && v.involvedObject.name === `${prefix}-e-retina-doc` && v.message === e?.reason));
   });
 
   it('neither the operator nor an agent crashes on odd but valid resources', async () => {

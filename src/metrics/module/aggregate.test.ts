@@ -4,6 +4,9 @@ import { createFlow, type Endpoint, type Flow, type ObservationPoint } from '../
 import { createMetricsRegistry } from '../registry.js';
 import { createMetricsModule, parseMetricsSpec, type MetricsModule } from './index.js';
 
+/** Retina requires namespaces.include or .exclude; `exclude: []` is every namespace. */
+const allNamespaces = (spec: unknown): unknown => ({ namespaces: { exclude: [] }, ...(spec as object) });
+
 // This node is node-1. A and B run here, R on node-2; S is a Service, H this node's address, X the Internet.
 const pod = (podName: string, nodeName: string): Endpoint => ({ namespace: 'shop', podName, workloadKind: 'Deployment', workloadName: podName, service: '', nodeName, zone: '', labels: {} });
 const A = pod('a', 'node-1');
@@ -26,7 +29,7 @@ function setup(remoteContext: boolean, spec: unknown, o: { nodeName?: string; ma
   const metrics = createMetricsRegistry({ processMetrics: false });
   const t = o.t ?? { now: 1000 };
   const mod: MetricsModule = createMetricsModule({ metrics, remoteContext, now: () => t.now, maxSeriesPerMetric: o.max ?? 1000, ...(o.nodeName === undefined ? {} : { nodeName: o.nodeName }) });
-  mod.apply(parseMetricsSpec(spec));
+  mod.apply(parseMetricsSpec(allNamespaces(spec)));
   const text = async (): Promise<string> => (await metrics.expose()).body;
   /** Sum of a family's series values whose line matches `re`. */
   const sum = async (family: string, re = /./): Promise<number> => {

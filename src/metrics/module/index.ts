@@ -17,8 +17,8 @@ import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from './spec.js';
 
-export { parseMetricsSpec, annotationSpec, sameSpec, SpecError, ADVANCED_METRIC_NAMES, CONTEXT_LABELS } from './spec.js';
-export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter } from './spec.js';
+export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from './spec.js';
+export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from './spec.js';
 export type { GonePods } from './forget.js';
 
 export interface MetricsModuleOptions {
@@ -133,7 +133,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
     sweep,
     forgetPods: (gone) => drain(forgetPodsInSteps(gone, Infinity)),
     forgetPodsInSteps,
-    families: () => emitters.map((e) => e.family.name),
+    families: () => [...emitters.map((e) => e.family.name), ...(apiServer ? API_SERVER_FAMILIES.map((d) => d.name) : [])],
     [Symbol.dispose]: clear,
   };
 }

@@ -35,6 +35,7 @@ export const packetparser = definePlugin<PacketparserConfig>({
   os: 'linux',
   description: 'Pod-level flows from tc programs on pod veths (and host interfaces), with in-kernel connection tracking',
   defaultEnabled: false,
+  podLevelOnly: true,
   config: packetparserConfig,
   hooks,
   emits: EMITS,

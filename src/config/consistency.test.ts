@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { agentConfig, agentKeys, closestMatch, collectSpecs, configWarnings, loadValues } from './index.js';
+
+const keys = agentKeys({ os: 'linux', names: ['linuxutil', 'dropreason', 'dns', 'packetparser'], defaults: ['linuxutil', 'dns'] });
+const specs = collectSpecs(keys);
+const load = (fileText: string, env: Record<string, string> = {}) => loadValues({ fileText, env, specs });
+const warnings = (fileText: string, env: Record<string, string> = {}) => {
+  const values = load(fileText, env);
+  return configWarnings({ agent: agentConfig(keys, values), keys, values, podLevelOnlyPlugins: ['packetparser'] });
+};
+
+describe('unknown keys: "did you mean" the closest known key', () => {
+  it('file keys, case-insensitive edit distance', () => {
+    const v = load('enablePodLevl: true\nenabledPlugins: [dns]\napiserver:\n  prot: 1\nlogLevel: info\ntotallyUnrelatedKey: 1\n');
+    assert.deepEqual(v.unknownKeys.map((u) => [u.key, u.source, u.didYouMean]), [
+      ['enablePodLevl', 'file', 'enablePodLevel'],
+      ['enabledPlugins', 'file', 'enabledPlugin'],
+      ['apiserver.prot', 'file', 'apiServer.port'],
+      ['totallyUnrelatedKey', 'file', undefined],
+    ]);
+  });
+  it('Retina matches keys case-insensitively (viper), so enablePodlevel is the known key, not a typo', () => {
+    const v = load('enablePodlevel: true\n');
+    assert.deepEqual(v.unknownKeys, []);
+    assert.equal(agentConfig(keys, v).enablePodLevel, true);
+  });
+  it('RETINA_ environment variables, named by the key they were probably meant for', () => {
+    const v = load('', { RETINA_ENABLEPODLEVL: 'true', RETINA_LOGLEVEL: 'info', RETINA_APISERVER_PORTT: '1', PATH: '/bin' });
+    assert.deepEqual(v.unknownKeys.map((u) => [u.key, u.source, u.didYouMean]), [
+      ['RETINA_APISERVER_PORTT', 'env', 'apiServer.port'],
+      ['RETINA_ENABLEPODLEVL', 'env', 'enablePodLevel'],
+    ]);
+  });
+  it('closestMatch prefers a key that starts with the word, and gives up when nothing is close', () => {
+    assert.equal(closestMatch('pod', ['ip', 'port', 'podname']), 'podname');
+    assert.equal(closestMatch('xyz', ['ip', 'port', 'podname']), undefined);
+    assert.equal(closestMatch('forward_cout', ['forward_count', 'forward_bytes']), 'forward_count');
+  });
+});
+
+describe('contradictory keys are reported at start, naming the keys', () => {
+  it('a config that is consistent, or spells out every default, has nothing to report', () => {
+    assert.deepEqual(warnings(''), []);
+    assert.deepEqual(warnings('enablePodLevel: false\nremoteContext: false\nenableAnnotations: false\ndataAggregationLevel: low\ndataSamplingRate: 1\n'), []);
+    assert.deepEqual(warnings('enablePodLevel: true\nenabledPlugin: [packetparser, dns]\nremoteContext: true\ndataAggregationLevel: high\nenableConntrackMetrics: true\n'), []);
+  });
+  it('packetparser without enablePodLevel', () => {
+    const w = warnings('enabledPlugin: [packetparser, dns]\n');
+    assert.deepEqual(w.map((x) => x.keys), [['enabledPlugin', 'enablePodLevel']]);
+    assert.match(w[0]?.problem ?? '', /packetparser is in enabledPlugin but enablePodLevel is false/);
+  });
+  it('pod-level keys without enablePodLevel', () => {
+    const w = warnings('enableAnnotations: true\nremoteContext: true\nbypassLookupIPOfInterest: true\n');
+    assert.deepEqual(w.map((x) => x.keys), [['remoteContext', 'enablePodLevel'], ['enableAnnotations', 'enablePodLevel'], ['bypassLookupIPOfInterest', 'enablePodLevel']]);
+    assert.match(w[1]?.problem ?? '', /enableAnnotations: true has no effect while enablePodLevel is false/);
+  });
+  it('packetparser keys while packetparser does not run; both metrics intervals', () => {
+    const w = warnings('enablePodLevel: true\ndataAggregationLevel: high\nenableConntrackMetrics: true\nmetricsInterval: 5\nmetricsIntervalDuration: 10s\n');
+    assert.deepEqual(w.map((x) => x.keys), [['dataAggregationLevel', 'enabledPlugin'], ['enableConntrackMetrics', 'enabledPlugin'], ['metricsInterval', 'metricsIntervalDuration']]);
+    assert.match(w[0]?.problem ?? '', /only packetparser reads it, and packetparser is not in enabledPlugin/);
+  });
+});

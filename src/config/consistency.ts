@@ -1,0 +1,59 @@
+/**
+ * Keys that contradict each other: a value that cannot take effect with the rest of the config
+ * (Retina starts with such configs and silently ignores the part). Each is reported at start as a
+ * warning naming the keys; none stops the agent, since what still works (node metrics) is worth
+ * running and Retina users' ConfigMaps carry over unchanged (README: "Configuration").
+ */
+import type { AgentConfig, AgentKeys } from './agent.js';
+import type { LoadedValues } from './load.js';
+import type { KeySpec } from './schema.js';
+
+export interface ConfigWarning {
+  /** The keys involved, as written in the config. */
+  readonly keys: readonly string[];
+  readonly problem: string;
+}
+
+export interface ConsistencyInput {
+  readonly agent: AgentConfig;
+  readonly keys: AgentKeys;
+  readonly values: LoadedValues;
+  /** Plugins that do nothing unless enablePodLevel (Retina: packetparser). */
+  readonly podLevelOnlyPlugins: readonly string[];
+}
+
+/** The pod-level pipeline's keys (Retina reads them only with enablePodLevel). */
+const POD_LEVEL_KEYS = ['remoteContext', 'enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries', 'packetParserRingBufferSize'] as const;
+/** Agent keys only packetparser reads (with the pod-level pipeline on). */
+const PACKETPARSER_KEYS = ['dataAggregationLevel', 'dataSamplingRate', 'conntrackReportInterval', 'enableConntrackMetrics'] as const;
+
+export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
+  const { agent, keys, values } = i;
+  const out: ConfigWarning[] = [];
+  /** Set to something other than its default (a ConfigMap that spells out every default is fine). */
+  const changed = (field: keyof AgentKeys): boolean => {
+    const spec = keys[field] as KeySpec<unknown>;
+    return values.sourceOf(spec.key) !== 'default' && JSON.stringify(values.get(spec)) !== JSON.stringify(spec.default);
+  };
+  const shown = (field: keyof AgentKeys): string => `${keys[field].key}: ${JSON.stringify(values.get(keys[field] as KeySpec<unknown>))}`;
+
+  if (!agent.enablePodLevel) {
+    for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n))) {
+      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true or remove it` });
+    }
+    for (const f of POD_LEVEL_KEYS) {
+      if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
+    }
+  }
+  const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && agent.enablePodLevel;
+  if (!packetparser) {
+    const why = agent.enabledPlugin.includes('packetparser') ? 'enablePodLevel is false' : 'packetparser is not in enabledPlugin';
+    for (const f of PACKETPARSER_KEYS) {
+      if (changed(f)) out.push({ keys: [keys[f].key, 'enabledPlugin'], problem: `${shown(f)} has no effect: only packetparser reads it, and ${why}` });
+    }
+  }
+  if (values.sourceOf(keys.metricsInterval.key) !== 'default' && values.sourceOf(keys.metricsIntervalDuration.key) !== 'default') {
+    out.push({ keys: ['metricsInterval', 'metricsIntervalDuration'], problem: 'both are set: metricsIntervalDuration is used and the deprecated metricsInterval is ignored (as in Retina)' });
+  }
+  return out;
+}
