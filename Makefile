@@ -24,7 +24,7 @@ APT_STAMP := $(CACHE)/apt.stamp
 NPM_STAMP := node_modules/.stamp
 TS_SOURCES := $(shell find src test bench -name '*.ts' 2>/dev/null)
 
-.PHONY: setup build test run bench lint clean system-deps node
+.PHONY: setup build test run bench lint clean system-deps node dist-prune
 
 setup: system-deps $(NODE_STAMP) $(NPM_STAMP)
 
@@ -53,9 +53,16 @@ $(NPM_STAMP): package.json package-lock.json $(NODE_STAMP)
 
 build: setup dist/.stamp native
 
-dist/.stamp: $(TS_SOURCES) tsconfig.json $(NPM_STAMP)
+dist/.stamp: $(TS_SOURCES) tsconfig.json $(NPM_STAMP) | dist-prune
 	npx tsc -p tsconfig.json
 	touch $@
+
+# tsc never deletes what it emitted, so a deleted or renamed .ts would keep its old .js in dist/ (and
+# `make test` would keep running a deleted test). Every build first removes compiled files whose
+# source is gone (hack/prune-dist.mjs, a directory walk of a few ms); order-only, so it never forces
+# a recompile and incremental builds stay incremental.
+dist-prune: $(NODE_STAMP)
+	@node hack/prune-dist.mjs
 
 # eBPF objects and other native parts hook in here (mk/*.mk).
 native:

@@ -29,6 +29,7 @@ struct dns_event {
 	__u8 pad;
 	__u8 data[DNS_CAPTURE];
 };
+RETINA_BTF_RECORD(dns_event);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -40,6 +40,7 @@ struct drop_event {
 	__u32 ifindex;
 	struct retina_tuple t;
 };
+RETINA_BTF_RECORD(drop_event);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

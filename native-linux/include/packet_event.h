@@ -66,5 +66,6 @@ struct packet_event {
 	__u32 flag_counts[PP_FLAG_SLOTS]; /* 76: packets per flag since the last report (TCP only) */
 	__u32 pad;          /* 116 */
 };                          /* 120 */
+RETINA_BTF_RECORD(packet_event);
 
 #endif

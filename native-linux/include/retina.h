@@ -30,6 +30,12 @@
 		__type(value, __u64);                                                          \
 	} name SEC(".maps")
 
+/* Puts a ring-buffer record type into the object's BTF, which otherwise holds only the types of
+ * maps, globals and functions (a record reached through bpf_ringbuf_reserve's pointer is not among
+ * them). One null read-only pointer per type, 8 bytes of .rodata, never read:
+ * test/conformance/btf-layout.test.ts checks the agent's decoders against the type's BTF layout. */
+#define RETINA_BTF_RECORD(tag) const struct tag *const retina_btf_##tag = 0
+
 static __always_inline void retina_count_lost(void *map)
 {
 	__u32 zero = 0;

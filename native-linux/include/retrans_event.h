@@ -17,5 +17,6 @@ struct retrans_event {
 	__u32 segs;
 	__u32 len;
 };
+RETINA_BTF_RECORD(retrans_event);
 
 #endif

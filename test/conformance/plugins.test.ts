@@ -1,21 +1,60 @@
 /**
  * One conformance suite over every plugin definition of both OS lists (OTel's generated lifecycle
- * test): names, metric families, config keys and docs agree, and every plugin this host can run
- * survives start-stop-start-stop, a second stop, and leaves no resource stack alive.
+ * test): names, metric families, config keys and docs agree, and every plugin of this OS survives
+ * start-stop-start-stop, a second stop, and leaves no resource stack alive. The host running the
+ * suite is a supported node (root, a BTF kernel, tc), so a plugin whose hooks it lacks fails here,
+ * loudly: only plugins that depend on hardware (HARDWARE below) may lack them, and those must then
+ * be refused at start and run their life cycle over a fixture tree instead.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { agentConfig, agentKeys, collectSpecs, loadValues, pick, type ConfigSpec } from '../../src/config/index.js';
 import { discardFlows } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
-import { currentOs, detect, loadPlugins, missingHooks } from '../../src/platform/index.js';
-import { everyIp, liveResourceStacks, type AnyPluginDefinition, type OsName, type PluginContext } from '../../src/plugin/index.js';
+import { currentOs, detect, loadPlugins, missingHooks, type PlatformInfo } from '../../src/platform/index.js';
+import { PermanentError, everyIp, liveResourceStacks, type AnyPluginDefinition, type OsName, type PluginContext } from '../../src/plugin/index.js';
+import { createInfinibandPlugin } from '../../src/plugins/linux/infiniband/index.js';
 
 const ROOT = new URL('../../../', import.meta.url);
 const readme = readFileSync(new URL('README.md', ROOT), 'utf8');
 const catalogNames = new Set(catalog.allMetrics.map((m) => m.name));
+
+/** Plugins that need hardware a supported node may lack: why, and the same plugin over a fixture. */
+const HARDWARE: Readonly<Record<string, { why: string; standIn: () => AnyPluginDefinition }>> = {
+  infiniband: {
+    why: 'an InfiniBand adapter (/sys/class/infiniband)',
+    standIn: () => createInfinibandPlugin({ root: fileURLToPath(new URL('test/fixtures/infiniband/sys', ROOT)) }),
+  },
+};
+
+/**
+ * What the life-cycle test runs for `p` on a host described by `info`: `p` itself when every hook is
+ * there; the fixture stand-in of a hardware plugin whose hardware is absent; otherwise it throws,
+ * naming the missing hooks (a plugin this node should run cannot attach).
+ */
+function runnable(p: AnyPluginDefinition, info: PlatformInfo): { def: AnyPluginDefinition; absent?: string[] } {
+  const missing = missingHooks(p.hooks, info);
+  if (!missing.length) return { def: p };
+  const hw = HARDWARE[p.name];
+  if (!hw) throw new Error(`${p.name} cannot run on this host, which lacks ${missing.join(', ')}; the conformance host must have every hook of a non-hardware plugin`);
+  return { def: hw.standIn(), absent: missing };
+}
+
+/** `info` with one hook taken away, as a host without it would report. */
+function without(info: PlatformInfo, hook: string): PlatformInfo {
+  return {
+    ...info,
+    btf: hook === 'btf' ? false : info.btf,
+    tc: hook === 'tc' ? false : info.tc,
+    capabilities: info.capabilities.filter((c) => c !== hook),
+    hasTracepoint: (t) => t !== hook && info.hasTracepoint(t),
+    hasFile: (f) => f !== hook && info.hasFile(f),
+    hasLibrary: (l) => l !== hook && info.hasLibrary(l),
+  };
+}
 
 function contextFor(def: AnyPluginDefinition, statuses: string[]): { ctx: PluginContext<unknown>; abort: AbortController } {
   const keys = agentKeys({ os: def.os, names: [def.name], defaults: [def.name] });
@@ -69,21 +108,21 @@ for (const os of ['linux', 'windows'] as OsName[]) {
 
         if (os !== currentOs()) return;
 
-        it('survives start-stop-start-stop and a second stop, leaving nothing alive', async (t) => {
-          const info = await detect(os);
-          const missing = missingHooks(p.hooks, info);
-          if (missing.length) {
-            // Not a skip: a plugin whose hooks are missing must be refused by the platform layer,
-            // which the manager tests cover; here we record which hook and check it is named.
-            t.diagnostic(`${p.name}: host lacks ${missing.join(', ')}; lifecycle checked through refusal`);
-            assert.ok(missing.every((m) => m.length > 0));
-            return;
+        it('finds its hooks on this host (or, hardware absent, is refused) and survives start-stop-start-stop and a second stop, leaving nothing alive', async () => {
+          const { def, absent } = runnable(p, await detect(os));
+          if (absent) {
+            const statuses: string[] = [];
+            const live = liveResourceStacks();
+            const { ctx, abort } = contextFor(p, statuses);
+            await assert.rejects(p.start(ctx), PermanentError, `${p.name} started without ${HARDWARE[p.name]?.why}`);
+            abort.abort();
+            assert.equal(liveResourceStacks(), live, `${p.name} left resource stacks alive after a refused start`);
           }
           const before = liveResourceStacks();
           for (let round = 0; round < 2; round++) {
             const statuses: string[] = [];
-            const { ctx, abort } = contextFor(p, statuses);
-            const handle = await p.start(ctx);
+            const { ctx, abort } = contextFor(def, statuses);
+            const handle = await def.start(ctx);
             await new Promise((r) => setTimeout(r, 300));
             abort.abort();
             await handle[Symbol.asyncDispose]();
@@ -91,6 +130,17 @@ for (const os of ['linux', 'windows'] as OsName[]) {
             assert.ok(!statuses.some((s) => s.startsWith('failed')), `${p.name} reported ${statuses.join('; ')}`);
           }
           assert.equal(liveResourceStacks(), before, `${p.name} left resource stacks alive`);
+        });
+
+        it('fails the life-cycle test when this host lacks one of its hooks, unless it is hardware-dependent', async () => {
+          const info = await detect(os);
+          for (const h of p.hooks) {
+            const name = h.kind === 'tracepoint' ? h.target : h.kind === 'file' ? h.path : h.kind === 'library' || h.kind === 'capability' ? h.name : h.kind;
+            if (h.kind === 'file' && h.optional) continue;
+            const lacking = without(info, name);
+            if (HARDWARE[p.name]) assert.ok(runnable(p, lacking).absent?.length, `${p.name} without ${name}: runs its stand-in`);
+            else assert.throws(() => runnable(p, lacking), (e: unknown) => e instanceof Error && e.message.startsWith(`${p.name} cannot run on this host, which lacks `), `${p.name} without ${name}`);
+          }
         });
       });
     }

@@ -67,6 +67,12 @@ describe('agent IP cache against the API server', { timeout: 600_000 }, () => {
   it('starts equal to the API state, IPv4 and IPv6, pods, services and nodes', async () => {
     await settle('initial sync');
     await assertCacheMatches(client, cache);
+    // Written by hand: assertCacheMatches builds its side through the same slim transforms.
+    assert.deepStrictEqual(cache.pod(ns, 'app1-pod1'), {
+      kind: 'pod', namespace: ns, name: 'app1-pod1', ips: ['10.60.0.1', 'fd00:60::1'], nodeIP: '172.18.0.10', labels: { app: 'app1' },
+      annotations: {}, owners: [{ kind: 'ReplicaSet', name: 'app1-7d4b9c8f6d' }], workloads: [{ kind: 'Deployment', name: 'app1' }],
+    });
+    assert.equal(cache.lookup('fd00:60::')?.name, 'app0-pod0', 'fd00:60::0 as written in the RetinaEndpoint is stored as fd00:60::');
     assert.equal(cache.lookup('fd00:60::3')?.kind, 'pod');
     assert.equal(cache.lookup('FD00:60:0::3')?.kind, 'pod', 'IPv6 spelled differently finds the same entry');
     const dual = cache.service(ns, 'dual');

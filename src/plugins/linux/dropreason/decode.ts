@@ -9,6 +9,8 @@ import type { KernelClock } from '../ebpf-shared/clock.js';
 export const DIRECTIONS: Readonly<Record<number, 'ingress' | 'egress'>> = { 1: 'ingress', 2: 'egress' };
 
 /** struct drop_key { u32 reason; u32 direction; } */
+export const DROP_KEY_SIZE = 8;
+
 export interface DropKey {
   readonly reason: number;
   readonly direction: number;

@@ -1,7 +1,7 @@
 /** Reads the kernel's (reason, direction) totals and turns them into drop_count / drop_bytes rows. */
 import type { PerCpuReader } from '../../../ffi/linux/index.js';
 import type { Labels } from '../../../metrics/index.js';
-import { DIRECTIONS, decodeDropKey } from './decode.js';
+import { DIRECTIONS, DROP_KEY_SIZE, decodeDropKey } from './decode.js';
 
 export const METRICS_MAP = 'retina_dropreason_metrics';
 export const EVENTS_MAP = 'retina_dropreason_events';
@@ -17,7 +17,7 @@ export interface DropRows {
 /** Sums every key over CPUs; keys with the same label set (none today) add up. */
 export function readDropTotals(reader: PerCpuReader, reasonName: (n: number) => string): DropRows {
   const totals = new Map<string, { labels: DropLabels; packets: number; bytes: number }>();
-  for (const raw of reader.keys(8)) {
+  for (const raw of reader.keys(DROP_KEY_SIZE)) {
     const sum = reader.sum(raw);
     if (!sum) continue;
     const k = decodeDropKey(raw);
