@@ -76,7 +76,7 @@ describe('pod-level: deleted pods\' series', () => {
     const { pods, cache, add, del } = fakePodWatch();
     const metrics = createMetricsRegistry({ processMetrics: false });
     const module = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-1' });
-    module.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip'] }, { metricName: 'forward_bytes', sourceLabels: ['podname'] }] }));
+    module.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip'] }, { metricName: 'forward_bytes', sourceLabels: ['podname'] }], namespaces: { exclude: [] } }));
     const forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, batchMs: 10, graceMs: 1000 });
     const flows = createEnricher(cacheLookup(cache), module);
     const send = (): void => flows.consume({ source: 't', flows: [createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.9', verdict: 'FORWARDED', proto: 6, packets: 1, bytes: 100, direction: 'EGRESS' })] });

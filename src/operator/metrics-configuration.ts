@@ -3,7 +3,7 @@
  * Accepted (the active one; its reason lists what of the spec is ignored, if anything), or Errored
  * with a reason (invalid, or another one is already active). The active one stays active while it
  * remains valid; otherwise the oldest valid CR takes over. Validation is the agent's own
- * (`validateMetricsSpec`, src/metrics/module/spec.ts), so what is Accepted here is what agents apply.
+ * (`validateMetricsSpec`, src/metrics/spec.ts), so what is Accepted here is what agents apply.
  */
 import {
   objectPath, resources,
@@ -11,7 +11,7 @@ import {
 } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricWriters } from '../metrics/index.js';
-import { describeIssues, validateMetricsSpec, type SpecCheck } from '../metrics/module/index.js';
+import { describeIssues, validateMetricsSpec, type SpecCheck } from '../metrics/index.js';
 import { createController, type Controller } from './controller.js';
 import { apiWrites } from './metrics.js';
 import { canonical } from './retina-endpoint-controller.js';

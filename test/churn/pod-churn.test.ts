@@ -40,6 +40,7 @@ const SPEC = {
     { metricName: 'dns_response_count', sourceLabels: ['port'], destinationLabels: ['podname'] },
     { metricName: 'tcp_retransmission_count', sourceLabels: ['zone', 'service'], destinationLabels: ['workload', 'ip'] },
   ],
+  namespaces: { exclude: [] },
 };
 
 const podOf = (namespace: string, name: string, ips: string[], workload: string): PodEndpoint => ({

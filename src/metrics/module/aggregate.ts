@@ -17,7 +17,7 @@ import { emit, LOCAL_DIRS, REMOTE_DIRS, type Compiled, type Emitter } from './em
 export type { Emitter } from './emit.js';
 import { OP_BYTES, OP_FLAGS, OP_PACKETS, slotCount } from './kinds.js';
 import type { RemovalCount } from '../series.js';
-import type { ContextLabel } from './spec.js';
+import type { ContextLabel } from '../spec.js';
 
 export interface EmitterInit extends Emitter {
   readonly sourceLabels: readonly ContextLabel[];

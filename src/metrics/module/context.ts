@@ -8,7 +8,7 @@
  */
 import type { Endpoint } from '../../flow/index.js';
 import { SEP, cleanLabelValue } from '../series.js';
-import type { ContextLabel } from './spec.js';
+import type { ContextLabel } from '../spec.js';
 
 const UNKNOWN = 'unknown';
 

@@ -15,10 +15,10 @@ import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
 import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, type Kind } from './kinds.js';
-import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from './spec.js';
+import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from '../spec.js';
 
-export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from './spec.js';
-export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from './spec.js';
+export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
+export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from '../spec.js';
 export type { GonePods } from './forget.js';
 
 export interface MetricsModuleOptions {

@@ -8,8 +8,8 @@
  * are accepted and come back as warnings. Every error and warning names its field
  * (`spec.contextOptions[0].sourceLabels[1]`).
  */
-import { didYouMean, parseDurationMs } from '../../config/index.js';
-import { advancedFamilies, advancedMetricNames, contextLabelOptions, isReplyLabel, type ContextLabelOption } from '../catalog.js';
+import { didYouMean, parseDurationMs } from '../config/index.js';
+import { advancedFamilies, advancedMetricNames, contextLabelOptions, isReplyLabel, type ContextLabelOption } from './catalog.js';
 
 export type ContextLabel = ContextLabelOption;
 
