@@ -13,6 +13,12 @@ import { DEFAULT_LABEL_ALLOWLIST } from '../../src/operator/index.js';
 import { createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, listAll, ROOT, scale, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
 
+interface DeploymentWire {
+  metadata: { name: string; generation?: number };
+  spec: { replicas: number };
+  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number };
+}
+
 interface Lease {
   spec: { holderIdentity?: string; leaseTransitions?: number };
 }
@@ -64,7 +70,13 @@ describe('operator restart and leader election', { timeout: 600_000 }, () => {
       // The ReplicaSets are still replacing deleted and rolled pods: converged means all of them
       // are there and every one has its RetinaEndpoint.
       const eligiblePods = async (): Promise<number> => (await listAll<PodWire>(client, resources.pods, ns)).filter(eligible).length;
-      await eventually('all pods up and RetinaEndpoints converged with them', 180_000, async () => (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns), 1000);
+      // Rolled out: each Deployment's controller has seen its last change and every replica is of
+      // the current template, so no pod is still being replaced when the counts are compared.
+      const rolledOut = async (): Promise<boolean> => {
+        const list = await listAll<DeploymentWire>(client, deployments, ns);
+        return list.length === 3 && list.every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.updatedReplicas === d.spec.replicas && d.status?.replicas === d.spec.replicas);
+      };
+      await eventually('all pods up and RetinaEndpoints converged with them', 180_000, async () => (await rolledOut()) && (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns), 1000);
       assert.equal(await eligiblePods(), 40 + 120 + 60);
       assert.ok(await converged(client, ns));
     } finally {
