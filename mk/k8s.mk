@@ -1,5 +1,6 @@
 # Kubernetes test harness (issue 4): etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-# kwok built from Go modules into .cache/k8s/bin/<versions>/ (git-ignored; built once, reused).
+# kwok built from Go modules into ~/.cache/retina-ts/k8s/bin/<versions>/ ($RETINA_TOOLS_CACHE; outside
+# the clone, so a fresh clone reuses them, as Go's build cache is reused; built once).
 .PHONY: k8s-bins k8s-up k8s-down k8s-status
 
 k8s-bins:

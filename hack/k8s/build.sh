@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from Go modules
-# (module proxy only) into .cache/k8s/bin/<key>/. Idempotent: a finished build is a stamp file.
+# (module proxy only) into the tools cache outside the clone ($RETINA_TOOLS_CACHE, default
+# ~/.cache/retina-ts; like Go's own caches, a fresh clone reuses it), k8s/bin/<key>/. Idempotent: a
+# finished build is a stamp file.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/versions.sh"
 KEY="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}"
-BIN="$ROOT/.cache/k8s/bin/$KEY"
-WORK="$ROOT/.cache/k8s/build"
+TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
+BIN="$TOOLS/k8s/bin/$KEY"
+WORK="$TOOLS/k8s/build"
 STAMP="$BIN/.complete"
 if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
 command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
