@@ -1,0 +1,98 @@
+/**
+ * The chart's dashboards, statically: Grafana shape (uid, title, schemaVersion, the `${datasource}`
+ * variable on every panel and query), every query parses (promtool), every metric it reads is in
+ * our catalog, and every panel of Retina's published Standard dashboards has its counterpart.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { allMetrics } from '../../src/metrics/catalog.js';
+import { loadDashboards, metricNames, panelQueries, promtoolParse, variableExpr } from './dashboards.js';
+
+const dashboards = loadDashboards();
+
+/**
+ * Retina's panel titles (microsoft/retina 532c5aa, deploy/grafana-dashboards/{clusters,standard-dns,
+ * standard-pod-level}.json) → our dashboard uid holding the panel with the same title and meaning.
+ */
+const RETINA_PANELS: Readonly<Record<string, string>> = {
+  'Bytes Forwarded by Cluster': 'retina-ts-clusters', 'Bytes Dropped by Cluster': 'retina-ts-clusters',
+  'Packets Dropped By Cluster': 'retina-ts-clusters', 'Egress Bytes': 'retina-ts-clusters', 'Egress Packets': 'retina-ts-clusters',
+  'Ingress Bytes': 'retina-ts-clusters', 'Ingress Packets': 'retina-ts-clusters', 'Packets Dropped - Egress': 'retina-ts-clusters',
+  'Packets Dropped - Ingress': 'retina-ts-clusters', 'Bytes Dropped by Reason': 'retina-ts-clusters', 'Packets Dropped by Reason': 'retina-ts-clusters',
+  'Bytes Dropped by Node': 'retina-ts-clusters', 'Packets Dropped by Node': 'retina-ts-clusters',
+  'TCP Active Connections by State': 'retina-ts-clusters', 'TCP Active Connections by Remote Addr': 'retina-ts-clusters',
+  'TCP Connection Timeouts': 'retina-ts-clusters', 'TCP Connection Resets': 'retina-ts-clusters', 'UDP Connections': 'retina-ts-clusters',
+  'RX Packets by Interface': 'retina-ts-clusters', 'TX Packets by Interface': 'retina-ts-clusters',
+  'Dropped Rx Packets': 'retina-ts-clusters', 'Dropped Tx Packets': 'retina-ts-clusters',
+  'Windows TCP Packets': 'retina-ts-windows', 'Windows TCP RST Packets': 'retina-ts-windows', 'Windows TCP SYN-ACK Packets': 'retina-ts-windows',
+  'DNS Requests': 'retina-ts-dns', 'DNS Responses': 'retina-ts-dns', 'DNS Missing Response': 'retina-ts-dns',
+  'DNS Response IPs Returned': 'retina-ts-dns', 'DNS Errors': 'retina-ts-dns', 'Top DNS Queries (Requests)': 'retina-ts-dns',
+  'Top DNS Queries (Responses)': 'retina-ts-dns', 'DNS Response Table': 'retina-ts-dns',
+  'Outgoing Traffic': 'retina-ts-pod-traffic', 'Incoming Traffic': 'retina-ts-pod-traffic', 'All Outgoing pps per pod': 'retina-ts-pod-traffic',
+  'All Incoming pps per pod': 'retina-ts-pod-traffic', 'Dropped pps per source pod': 'retina-ts-pod-traffic',
+  'Dropped pps per Destination pod': 'retina-ts-pod-traffic', 'Top 10 Pods Outgoing traffic': 'retina-ts-pod-traffic',
+  'Top 10 Pods Incoming traffic': 'retina-ts-pod-traffic', 'API server latency': 'retina-ts-apiserver',
+};
+/**
+ * Retina's panels we leave out, and why. `Current ... by Cluster` are stat twins of the "by Cluster"
+ * time series we keep; the rest read counters no agent exports (Retina's curated lists have no
+ * `tcptsreorder`, and its ethtool filter keeps only err/drop names, as ours does).
+ */
+const RETINA_LEFT_OUT: Readonly<Record<string, string>> = {
+  'Current Traffic by Cluster': 'a stat of "Bytes Forwarded by Cluster"',
+  'Current Dropped Traffic by Cluster': 'a stat of "Bytes Dropped by Cluster"',
+  'Packets Dropped - Unknown': 'direction is always ingress or egress here (Retina: unknown for netfilter drops)',
+  'TCP Connection Reorders': 'TcpExt TCPTSReorder is in neither curated list; the panel is empty on Retina too',
+  'Rx Cache Full error': 'not an err/drop ethtool counter: exported by neither agent',
+  'Tx No Op Errors': 'not an err/drop ethtool counter: exported by neither agent',
+  'Rx Comp Full Errors': 'not an err/drop ethtool counter: exported by neither agent',
+  'Tx Send Full Errors': 'not an err/drop ethtool counter: exported by neither agent',
+};
+
+test('six dashboards, each with a unique uid, a title, a schemaVersion and the datasource variable', () => {
+  assert.deepEqual(dashboards.map((d) => d.file), ['agent-health.json', 'apiserver.json', 'clusters.json', 'dns.json', 'pod-traffic.json', 'windows.json']);
+  assert.equal(new Set(dashboards.map((d) => d.uid)).size, dashboards.length);
+  for (const d of dashboards) {
+    assert.match(d.uid, /^retina-ts-[a-z-]+$/, d.file);
+    assert.ok(d.uid.length <= 40, `${d.file}: Grafana uids are at most 40 characters`);
+    assert.match(d.title, /^retina-ts \/ /, d.file);
+    assert.ok(Number.isInteger(d.schemaVersion) && d.schemaVersion >= 36, `${d.file}: schemaVersion ${d.schemaVersion}`);
+    const ds = d.templating.list.find((v) => v.name === 'datasource');
+    assert.deepEqual([ds?.type, ds?.query], ['datasource', 'prometheus'], `${d.file}: a datasource variable of type prometheus`);
+    assert.ok(d.panels.length > 0, d.file);
+    assert.equal(new Set(d.panels.map((p) => p.id)).size, d.panels.length, `${d.file}: panel ids are unique`);
+    for (const p of d.panels) {
+      assert.equal(p.datasource?.uid, '${datasource}', `${d.file} "${p.title}": panel datasource`);
+      assert.ok((p.targets ?? []).length > 0, `${d.file} "${p.title}": has queries`);
+      for (const t of p.targets ?? []) assert.equal(t.datasource?.uid, '${datasource}', `${d.file} "${p.title}" ${t.refId}`);
+    }
+    for (const v of d.templating.list.filter((x) => x.type === 'query')) assert.equal(v.datasource?.uid, '${datasource}', `${d.file} variable ${v.name}`);
+  }
+});
+
+test('every panel and variable query parses (promtool check rules)', () => {
+  const exprs = [...panelQueries(dashboards).map((q) => q.expr), ...dashboards.flatMap((d) => d.templating.list.map(variableExpr).filter((e) => e !== undefined).map((e) => e.replace(/\$cluster/g, '.*')))];
+  assert.ok(exprs.length > 60, `${exprs.length} queries`);
+  assert.match(promtoolParse(exprs), new RegExp(`SUCCESS: ${exprs.length} rules found`));
+});
+
+test('every metric a query reads is in the catalog (histograms by their _bucket/_count/_sum series)', () => {
+  const known = new Set(allMetrics.flatMap((m) => (m.type === 'histogram' ? [`${m.name}_bucket`, `${m.name}_count`, `${m.name}_sum`] : [m.name])));
+  const read = new Set<string>();
+  for (const q of panelQueries(dashboards)) {
+    for (const n of metricNames(q.expr)) {
+      assert.ok(known.has(n), `${q.dashboard} "${q.panel}" reads ${n}, which no family of the catalog exports`);
+      read.add(n);
+    }
+  }
+  for (const m of allMetrics.filter((x) => /drop|forward|dns|plugin_up|lost_events|overflow|interface_attach|rejected|windows_hns/.test(x.name))) {
+    assert.ok([...read].some((n) => n.startsWith(m.name)), `no panel shows ${m.name}`);
+  }
+});
+
+test("every panel of Retina's Standard dashboards has its counterpart with the same title", () => {
+  const ours = new Map(dashboards.flatMap((d) => d.panels.map((p) => [p.title, d.uid] as const)));
+  for (const [title, uid] of Object.entries(RETINA_PANELS)) assert.equal(ours.get(title), uid, `Retina's panel "${title}"`);
+  for (const title of Object.keys(RETINA_LEFT_OUT)) assert.equal(ours.get(title), undefined, `"${title}" is listed as left out`);
+  assert.equal(Object.keys(RETINA_PANELS).length + Object.keys(RETINA_LEFT_OUT).length, 50, "Retina's 50 distinct titles of panels with queries");
+});
