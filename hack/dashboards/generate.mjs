@@ -107,10 +107,10 @@ dashboard('pod-traffic.json', 'retina-ts-pod-traffic', 'retina-ts / Pod traffic'
 
 const q = (p, metric) => `histogram_quantile(${p}, sum by (le, instance) (${r(`${N}${metric}_bucket`)}))`;
 dashboard('apiserver.json', 'retina-ts-apiserver', 'retina-ts / API server latency', 'Node to API-server latency (pod level: adv_node_apiserver_*; the API server is always an IP of interest).', [
-  ['API server latency', 'ms', 'Round trip of requests from the node to the API server, p50/p99 per node (Retina\'s panel: its handshake histogram).',
-    [q(0.5, 'adv_node_apiserver_latency'), 'p50 {{instance}}'], [q(0.99, 'adv_node_apiserver_latency'), 'p99 {{instance}}']],
-  ['API server TCP handshake latency', 'ms', 'SYN to SYN-ACK, p50/p99 per node.',
+  ['API server latency', 'ms', 'TCP handshake (SYN to SYN-ACK) from the node to the API server, p50/p99 per node: the histogram Retina\'s panel of this title reads.',
     [q(0.5, 'adv_node_apiserver_tcp_handshake_latency'), 'p50 {{instance}}'], [q(0.99, 'adv_node_apiserver_tcp_handshake_latency'), 'p99 {{instance}}']],
+  ['API server request latency', 'ms', 'Round trip of requests from the node to the API server, p50/p99 per node.',
+    [q(0.5, 'adv_node_apiserver_latency'), 'p50 {{instance}}'], [q(0.99, 'adv_node_apiserver_latency'), 'p99 {{instance}}']],
   ['API server requests', 'reqps', 'Requests measured per node.', [`sum by (instance) (${r(`${N}adv_node_apiserver_latency_count`)})`, '{{instance}}']],
   ['API server no response', 'ops', 'Requests that saw no reply in time.', [`sum by (instance) (${r(`${N}adv_node_apiserver_no_response`)})`, '{{instance}}']],
 ]);
