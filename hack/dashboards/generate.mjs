@@ -61,7 +61,7 @@ dashboard('clusters.json', 'retina-ts-clusters', 'retina-ts / Clusters and nodes
   ['TCP Active Connections by State', 'short', 'TCP sockets per state, IPv4 and IPv6 (linuxutil).', [`sum by (state) (${N}tcp_state{${SEL}})`, '{{state}}']],
   ['TCP Active Connections by Remote Addr', 'short', 'Sockets with a remote end (address="AllIPs", as Retina).', [`sum by (address) (${N}tcp_connection_remote{${SEL}, address!~"127.0.0.1|0.0.0.0"})`, '{{address}}']],
   ['TCP Connection Timeouts', 'ops', 'TcpExt TCPTimeouts.', [`sum(${r(`${N}tcp_connection_stats`, 'statistic_name="TCPTimeouts"')})`, 'timeouts']],
-  ['TCP Connection Resets', 'ops', 'Tcp EstabResets (connections reset from ESTABLISHED or CLOSE_WAIT) and OutRsts (resets sent).', [`sum by (statistic_name) (${r(`${N}tcp_connection_stats`, 'statistic_name=~"EstabResets|OutRsts"')})`, '{{statistic_name}}']],
+  ['TCP Connection Resets', 'ops', 'Linux: Tcp EstabResets (connections reset from ESTABLISHED or CLOSE_WAIT) and OutRsts (resets sent); Windows: VFP ResetCount.', [`sum by (statistic_name) (${r(`${N}tcp_connection_stats`, 'statistic_name=~"EstabResets|OutRsts|ResetCount"')})`, '{{statistic_name}}']],
   ['TCP Retransmissions', 'ops', 'Retransmitted segments on the node (tcpretrans, when enabled).', [`sum by (instance) (${r(`${N}tcp_retransmission_count`)})`, '{{instance}}']],
   ['UDP Connections', 'short', 'UDP sockets, IPv4 and IPv6.', [`sum(${N}udp_connection_stats{statistic_name="ACTIVE", ${SEL}})`, 'sockets']],
   ['RX Packets by Interface', 'pps', '', [`sum by (interface_name) (${r(`${N}interface_stats`, 'statistic_name="rx_packets"')})`, '{{interface_name}}']],
@@ -116,11 +116,12 @@ dashboard('apiserver.json', 'retina-ts-apiserver', 'retina-ts / API server laten
 ]);
 
 dashboard('windows.json', 'retina-ts-windows', 'retina-ts / Windows nodes', 'Windows nodes (hnsstats): HNS endpoint counters summed per node, VFP TCP flags, drops.', [
-  ['HNS Packets and Bytes', 'ops', 'windows_hns_stats by direction (win_packets_sent_count, win_bytes_received_count, ...).', [`sum by (instance, direction) (${r(`${N}windows_hns_stats`)})`, '{{instance}} {{direction}}']],
+  ['HNS Packets', 'pps', 'windows_hns_stats by direction (win_packets_sent_count, win_packets_recv_count).', [`sum by (instance, direction) (${r(`${N}windows_hns_stats`)})`, '{{instance}} {{direction}}']],
   ['Windows Drops by Reason', 'pps', 'HNS endpoint drops (reason="endpoint") and VFP ACL drops (reason="aclrule").', [`sum by (instance, reason, direction) (${r(`${N}drop_count`, 'reason=~"endpoint|aclrule"')})`, '{{instance}} {{reason}} {{direction}}']],
   ['Windows TCP Packets', 'pps', 'VFP TCP packets (tcp_flag_gauges).', [`sum(${r(`${N}tcp_flag_gauges`)})`, 'tcp']],
-  ['Windows TCP RST Packets', 'pps', '', [`sum(${r(`${N}tcp_flag_gauges`, 'flag=~"(?i)rst.*"')})`, 'rst']],
-  ['Windows TCP SYN-ACK Packets', 'pps', '', [`sum(${r(`${N}tcp_flag_gauges`, 'flag=~"(?i)syn-?ack.*"')})`, 'syn-ack']],
+  ['Windows TCP RST Packets', 'pps', '', [`sum(${r(`${N}tcp_flag_gauges`, 'flag="RST"')})`, 'rst']],
+  ['Windows TCP SYN-ACK Packets', 'pps', '', [`sum(${r(`${N}tcp_flag_gauges`, 'flag="SYNACK"')})`, 'syn-ack']],
+  ['Windows TCP Connections (VFP)', 'ops', 'VFP connection counters, IN direction: ResetCount, ClosedFin, ResetSyn, TcpHalfOpenTimeouts, Verified, TimedOutCount, TimeWaitExpiredCount.', [`sum by (instance, statistic_name) (${r(`${N}tcp_connection_stats`, 'statistic_name=~"ResetCount|ClosedFin|ResetSyn|TcpHalfOpenTimeouts|Verified|TimedOutCount|TimeWaitExpiredCount"')})`, '{{instance}} {{statistic_name}}']],
   ['Windows TCP Flags', 'pps', '', [`sum by (instance, flag, direction) (${r(`${N}tcp_flag_gauges`)})`, '{{instance}} {{flag}} {{direction}}']],
 ]);
 

@@ -86,6 +86,8 @@ before(async () => {
   const rules = (extra: string): string => `table inet rtprom {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n${extra} }\n chain output {\n  type filter hook output priority 0;\n  udp dport 9997 drop\n }\n}\n`;
   node.run('nft', ['-f', '-'], rules(''));
   peer.run('nft', ['-f', '-'], rules('  tcp dport 7 drop\n'));
+  // infiniband is enabled on a host without InfiniBand on purpose: it is refused and shows as a plugin
+  // down, which the health panels "Plugins not running" and "Plugin reconcile failures" must show.
   agent = new NsAgent(node, 'enabledPlugin: [packetforward, dropreason, linuxutil, dns, tcpretrans, infiniband]\nmetricsIntervalDuration: 1s\npacketForwardInterfaces: [rtprom0]\n');
   await agent.started(['packetforward', 'dropreason', 'linuxutil', 'dns', 'tcpretrans']);
   dir = mkdtempSync(join(tmpdir(), 'rt-prom-'));
