@@ -55,6 +55,20 @@ test('normal traffic is not a drop: no NOT_DROPPED_YET or CONSUMED series', () =
   assert.doesNotMatch(text, /reason="(NOT_DROPPED_YET|CONSUMED)"/);
 });
 
+test('dropReasonNames: retina reports the nftables DROP as Retina does: reason="IPTABLE_RULE_DROP"', async () => {
+  await using retina = new NsAgent(a as Netns, 'enabledPlugin: [dropreason]\nmetricsIntervalDuration: 200ms\ndropReasonNames: retina\n');
+  await retina.started(['dropreason']);
+  const rule = (): number => metric(retina.metrics(), 'networkobservability_drop_count', { reason: 'IPTABLE_RULE_DROP', direction: 'ingress' });
+  const before = await settled(rule);
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9999', '64']);
+  assert.equal((await settled(rule)) - before, N);
+  assert.doesNotMatch(retina.metrics(), /reason="NETFILTER_DROP"/, 'the kernel name is not reported beside it');
+  const closed = (): number => metric(retina.metrics(), 'networkobservability_drop_count', { reason: 'NO_SOCKET', direction: 'ingress' });
+  const closedBefore = await settled(closed);
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+  assert.equal((await settled(closed)) - closedBefore, N, 'a reason Retina has no value for keeps the kernel name');
+});
+
 test('after SIGTERM no program or link of ours is left', async () => {
   const ag = agent as NsAgent;
   const { code, owned } = await ag.terminate();

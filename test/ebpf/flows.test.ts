@@ -29,7 +29,7 @@ async function until(pred: () => boolean, ms = 5000): Promise<void> {
 test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flow', async () => {
   requireKernel();
   const d = fakeContext({ dnsRingBufferSize: 1 << 16 }, { enablePodLevel: true });
-  const r = fakeContext({}, { enablePodLevel: true });
+  const r = fakeContext({ dropReasonNames: 'kernel' as const }, { enablePodLevel: true });
   await using _dns = await dns.start(d.ctx);
   await using _drop = await dropreason.start(r.ctx);
   const name = `rtbpf-${process.pid}.flows.test`;

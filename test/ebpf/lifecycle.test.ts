@@ -48,7 +48,7 @@ test('a tracepoint the kernel lacks fails that plugin alone, naming the hook', a
   requireKernel();
   const live = liveResourceStacks();
   const missing = { program: 'dropreason_kfree_skb', kind: 'tp_btf' as const, target: 'rtbpf_no_such_event', label: 'tp_btf/rtbpf_no_such_event' };
-  const { ctx, got } = fakeContext({});
+  const { ctx, got } = fakeContext({ dropReasonNames: 'kernel' as const });
   await assert.rejects(runDropreason(ctx, () => [missing]), (e: unknown) => e instanceof PermanentError && /tp_btf\/rtbpf_no_such_event/.test(e.message));
   const line = got.logs.find((l) => l.level === 'error' && l.msg === 'eBPF hook unavailable');
   assert.equal(line?.fields['hook'], 'tp_btf/rtbpf_no_such_event');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { kernelClock } from '../ebpf-shared/clock.js';
 import { DROP_EVENT_SIZE, createDropDecoder, decodeDropKey, reasonNames } from './decode.js';
+import { dropreasonConfig } from './config.js';
 
 const kernel = new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [3, 'SKB_DROP_REASON_NO_SOCKET'], [12, 'SKB_DROP_REASON_NETFILTER_DROP'], [1, 'SKB_CONSUMED']]);
 
@@ -49,4 +50,29 @@ test('a drop event becomes a DROPPED flow with the reason name', () => {
   Buffer.from('fd000000000000000000000000000001', 'hex').copy(e, o + 24);
   const six = decode(new DataView(e.buffer, e.byteOffset, e.length), o, DROP_EVENT_SIZE);
   assert.deepEqual([six.srcIp, six.ipVersion, six.direction, six.observationPoint], ['fd00::1', 6, 'EGRESS', 'TO_NETWORK']);
+});
+
+test('dropReasonNames retina: Retina values where one corresponds, the kernel name otherwise', () => {
+  const name = reasonNames(kernel, 'retina');
+  assert.equal(name(12), 'IPTABLE_RULE_DROP');
+  assert.equal(name(2), 'UNKNOWN_DROP');
+  assert.equal(name(3), 'NO_SOCKET');
+  assert.equal(name(999), 'REASON_999');
+  assert.equal(reasonNames(kernel)(12), 'NETFILTER_DROP', 'kernel names by default');
+});
+
+test('dropReasonNames retina: pod-level drop flows (adv_drop_*) carry the Retina value too', () => {
+  const e = Buffer.alloc(DROP_EVENT_SIZE);
+  e.writeUInt32LE(12, 8);
+  e[60] = 4;
+  const decode = createDropDecoder({ reasonName: reasonNames(kernel, 'retina'), clock: kernelClock(0) });
+  assert.equal(decode(new DataView(e.buffer, e.byteOffset, e.length), 0, DROP_EVENT_SIZE).dropReason, 'IPTABLE_RULE_DROP');
+});
+
+test('dropReasonNames is validated: kernel or retina', () => {
+  const spec = dropreasonConfig.dropReasonNames;
+  assert.equal(spec.default, 'kernel');
+  assert.equal(spec.parse('retina'), 'retina');
+  assert.throws(() => spec.parse('Retina-ish'));
+  assert.match(spec.allowed, /kernel.*retina/);
 });

@@ -5,6 +5,7 @@
 import { newFlow, type Flow } from '../../../flow/index.js';
 import { createAddressNames, type AddressNames } from '../ebpf-shared/addr.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
+import { reportedReason, type DropReasonNaming } from './retina-names.js';
 
 export const DIRECTIONS: Readonly<Record<number, 'ingress' | 'egress'>> = { 1: 'ingress', 2: 'egress' };
 
@@ -21,10 +22,13 @@ export function decodeDropKey(b: Uint8Array): DropKey {
   return { reason: v.getUint32(0, true), direction: v.getUint32(4, true) };
 }
 
-/** Names by value, the kernel's prefix removed: 12 → NETFILTER_DROP. Unknown values read REASON_<n>. */
-export function reasonNames(kernelEnum: ReadonlyMap<number, string>): (value: number) => string {
+/**
+ * Names by value, the kernel's prefix removed: 12 → NETFILTER_DROP (with `naming` retina:
+ * IPTABLE_RULE_DROP, see retina-names.ts). Unknown values read REASON_<n>. Built once at start.
+ */
+export function reasonNames(kernelEnum: ReadonlyMap<number, string>, naming: DropReasonNaming = 'kernel'): (value: number) => string {
   const names = new Map<number, string>();
-  for (const [v, n] of kernelEnum) names.set(v, n.replace(/^SKB_DROP_REASON_/, '').replace(/^SKB_/, ''));
+  for (const [v, n] of kernelEnum) names.set(v, reportedReason(n.replace(/^SKB_DROP_REASON_/, '').replace(/^SKB_/, ''), naming));
   return (value) => names.get(value) ?? `REASON_${value}`;
 }
 

@@ -37,7 +37,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     const [hook] = onHook(ctx.log, 'tp_btf/kfree_skb', chooseHooks);
     if (!hook) throw new Error('no dropreason hook chosen');
     const podLevel = ctx.agent.enablePodLevel;
-    const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()));
+    const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()), ctx.config.dropReasonNames);
     const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
     const totals = perCpuReader(obj.map(METRICS_MAP));
@@ -60,6 +60,6 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
         onRecords: (flows) => emitFlows(ctx, 'dropreason', flows),
       });
     }
-    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel });
+    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel, dropReasonNames: ctx.config.dropReasonNames });
   });
 }
