@@ -125,11 +125,11 @@ describe('diagnose: Kubernetes and host', () => {
     const never = (): Promise<never> => new Promise(() => {});
     const fake = { osInfo: never, cpu: never, mem: never, networkInterfaces: never } as unknown as typeof import('systeminformation');
     const start = Date.now();
-    const r = (await hostFacts(50, () => Promise.resolve(fake))) as { os: { kernel: string }; memory: { totalBytes: number }; notes: string[] };
-    assert.ok(Date.now() - start < 2000);
+    const r = (await hostFacts(400, () => Promise.resolve(fake))) as { os: { kernel: string }; memory: { totalBytes: number }; notes: string[] };
+    assert.ok(Date.now() - start < 1000, 'the four calls wait side by side, not one after the other');
     assert.ok(r.os.kernel.length > 0 && r.memory.totalBytes > 0);
     assert.equal(r.notes.length, 4);
-    assert.match(r.notes[0] ?? '', /osInfo: no answer within 50 ms; node:os used/);
+    assert.ok(r.notes.some((n) => /osInfo: no answer within 320 ms; node:os used/.test(n)), r.notes.join('; '));
   });
 });
 

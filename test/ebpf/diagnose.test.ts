@@ -131,7 +131,7 @@ test('diagnose beside a running agent: our filters as ours, foreign ones not, pr
 
   const bpf = data(report, 'bpf') as {
     programs: { id: number; name: string; object?: string; mapIds: number[] }[];
-    maps: { id: number; name: string; type: number; maxEntries: number; entries?: number; fillPercent?: number }[];
+    maps: { id: number; name: string; type: number; typeName?: string; maxEntries: number; entries?: number; fillPercent?: number }[];
   };
   const mine = bpf.programs.filter((p) => held.has(p.id));
   assert.deepEqual(mine.map((p) => `${p.object}/${p.name}`).sort(), ['dropreason/dropreason_kfre', 'packetforward/packetforward_e', 'packetforward/packetforward_i'].sort());
@@ -142,6 +142,7 @@ test('diagnose beside a running agent: our filters as ours, foreign ones not, pr
     return m;
   };
   const ring = ofType(27, 'the drop events ring buffer');
+  assert.equal(ring.typeName, 'ringbuf');
   assert.ok(ring.maxEntries > 0 && ring.entries === undefined, 'a ring buffer: its size, no keys');
   const counters = ofType(6, 'the forward counters (per-CPU array)');
   assert.equal(counters.entries, undefined, 'an array: every slot exists');

@@ -15,8 +15,9 @@ import { kernelProgName } from './tc-leftovers.js';
 
 export interface BpfProgramInfo {
   readonly id: number;
-  /** BPF_PROG_TYPE_* number (3 socket filter, 26 tracing, 3/13 ...: see uapi/linux/bpf.h). */
+  /** BPF_PROG_TYPE_* number (uapi/linux/bpf.h), and its name where we know it ('sched_cls', 'tracing', ...). */
   readonly type: number;
+  readonly typeName: string | undefined;
   /** The kernel's name (at most 15 characters). */
   readonly name: string;
   readonly mapIds: readonly number[];
@@ -24,8 +25,9 @@ export interface BpfProgramInfo {
 
 export interface BpfMapInfo {
   readonly id: number;
-  /** BPF_MAP_TYPE_* number. */
+  /** BPF_MAP_TYPE_* number, and its name where we know it ('percpu_hash', 'ringbuf', ...). */
   readonly type: number;
+  readonly typeName: string | undefined;
   readonly name: string;
   readonly keySize: number;
   readonly valueSize: number;
@@ -48,6 +50,11 @@ const INFO_SIZE = 256;
 const BPF_LINK_TYPE_TCX = 11;
 const BPF_TCX_INGRESS = 46;
 const BPF_TCX_EGRESS = 47;
+const PROG_TYPES: Record<number, string> = { 1: 'socket_filter', 2: 'kprobe', 3: 'sched_cls', 4: 'sched_act', 5: 'tracepoint', 6: 'xdp', 17: 'raw_tracepoint', 26: 'tracing', 29: 'lsm' };
+const MAP_TYPES: Record<number, string> = {
+  1: 'hash', 2: 'array', 3: 'prog_array', 4: 'perf_event_array', 5: 'percpu_hash', 6: 'percpu_array', 9: 'lru_hash', 10: 'lru_percpu_hash',
+  11: 'lpm_trie', 12: 'array_of_maps', 13: 'hash_of_maps', 25: 'devmap_hash', 27: 'ringbuf', 30: 'bloom_filter',
+};
 /** Map types whose keys are walked: the hash family and LPM tries (arrays have every slot; a ring buffer has no keys). */
 const WALKABLE = new Set([1, 5, 9, 10, 11, 13, 25]);
 /** At most this many keys are walked per map (~a second of syscalls): a larger map says so. */
@@ -107,7 +114,8 @@ function programInfo(fd: number): BpfProgramInfo {
       ids.free();
     }
   }
-  return { id: first.readUInt32LE(4), type: first.readUInt32LE(0), name: nameAt(first, 64), mapIds };
+  const type = first.readUInt32LE(0);
+  return { id: first.readUInt32LE(4), type, typeName: PROG_TYPES[type], name: nameAt(first, 64), mapIds };
 }
 
 /** Every loaded BPF program whose kernel name `want` accepts (programs that vanish meanwhile are skipped). */
@@ -148,7 +156,7 @@ export function mapById(id: number, limit = MAX_KEYS_WALKED): BpfMapInfo | undef
     const keySize = b.readUInt32LE(8);
     const walked = WALKABLE.has(type) ? countKeys(fd, keySize, limit) : undefined;
     return {
-      id: b.readUInt32LE(4), type, name: nameAt(b, 24), keySize, valueSize: b.readUInt32LE(12), maxEntries: b.readUInt32LE(16),
+      id: b.readUInt32LE(4), type, typeName: MAP_TYPES[type], name: nameAt(b, 24), keySize, valueSize: b.readUInt32LE(12), maxEntries: b.readUInt32LE(16),
       entries: walked?.entries, entriesTruncated: walked?.truncated ?? false,
     };
   });

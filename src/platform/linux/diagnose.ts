@@ -112,7 +112,7 @@ export function bpfPrograms(): unknown {
     return [{ ...m, fillPercent: fill }];
   });
   return {
-    programs: programs.map((p) => ({ id: p.id, name: p.name, object: objectOf.get(p.name), type: p.type, mapIds: p.mapIds })),
+    programs: programs.map((p) => ({ id: p.id, name: p.name, object: objectOf.get(p.name), type: p.type, typeName: p.typeName, mapIds: p.mapIds })),
     maps,
   };
 }
