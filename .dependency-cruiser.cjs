@@ -27,6 +27,9 @@ const exceptions = {
   // The adapter from the agent's IP cache to the enricher's EndpointLookup (Cilium's parser cell);
   // it belongs to the composition, but lives beside the lookup it implements.
   enricher: ['^src/enricher/cache-lookup\\.ts$', 'cache'],
+  // `retina-agent diagnose`'s OS part (STYLE.md section 13): what only that OS can say comes from its
+  // bindings (netlink, BPF object ids), read only; the rest of the platform layer stays above plugins.
+  platform: ['^src/platform/(linux|windows)/diagnose\\.ts$', 'ffi'],
 };
 
 module.exports = {
@@ -46,6 +49,13 @@ module.exports = {
       comment: 'src/enricher/cache-lookup.ts may import the cache too (see exceptions)',
       from: { path: exceptions.enricher[0] },
       to: { path: '^src/', pathNot: `^src/(enricher|flow|log|${exceptions.enricher[1]})/` },
+    },
+    {
+      name: 'platform-diagnose-ffi',
+      severity: 'error',
+      comment: 'src/platform/<os>/diagnose.ts may import the bindings too (see exceptions)',
+      from: { path: exceptions.platform[0] },
+      to: { path: '^src/', pathNot: `^src/(platform|${mayImport.platform.join('|')}|log|${exceptions.platform[1]})/` },
     },
     {
       name: 'metrics-module-only-from-cli',

@@ -2,23 +2,17 @@
  * Composition root of `retina-agent`: reads flags and config, picks the platform's plugins, and wires
  * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
  */
-import {
-  agentConfig,
-  agentKeys,
-  collectSpecs,
-  configWarnings,
-  loadValues,
-  readConfigFile,
-  type ConfigSpec,
-} from '../config/index.js';
+import { configWarnings } from '../config/index.js';
 import { discardFlows } from '../flow/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
 import { startHttpServer } from '../server/index.js';
+import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
+       retina-agent diagnose --help
 
 Runs the retina-ts node agent: node network metrics on http://<apiServer.host>:<apiServer.port>/metrics.
 Without --config the defaults apply; every key can be overridden with RETINA_<KEY> (see README).`;
@@ -28,19 +22,14 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   if (typeof flags === 'number') return flags;
 
   const platform = await selectPlatform();
-  const names = platform.plugins.map((p) => p.name);
-  const keys = agentKeys({ os: platform.info.os, names, defaults: platform.plugins.filter((p) => p.defaultEnabled).map((p) => p.name) });
-  let agent;
-  let values;
+  let loaded;
   const configPath = flags.values['config'] as string | undefined;
   try {
-    const specs = collectSpecs(keys, ...platform.plugins.map((p) => p.config as ConfigSpec<object>));
-    const fileText = configPath ? await readConfigFile(configPath) : undefined;
-    values = loadValues({ fileText, filePath: configPath, env, specs });
-    agent = agentConfig(keys, values);
+    loaded = await loadAgentConfig(platform, configPath, env);
   } catch (e) {
     return configErrorExit('retina-agent', e);
   }
+  const { agent, keys, values } = loaded;
 
   const log = createLogger({ level: agent.logLevel, component: 'agent' });
   const shutdown = catchSignals(log);

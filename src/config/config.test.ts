@@ -122,7 +122,7 @@ dataAggregationLevel: high
 
   it('lists keys nobody declares instead of failing on them', () => {
     const v = loadValues({ fileText: 'enableTelemetry: true\nlogLevel: info\napiServer:\n  port: 1\n', env: {}, specs });
-    assert.deepEqual(v.unknownKeys, [{ key: 'enableTelemetry', source: 'file', didYouMean: undefined }]);
+    assert.deepEqual(v.unknownKeys, [{ key: 'enableTelemetry', source: 'file', didYouMean: undefined, value: true }]);
   });
 
   it('rejects a key declared twice by two components', () => {

@@ -23,6 +23,8 @@ export interface UnknownKey {
   readonly source: 'file' | 'env';
   /** The declared key closest to it (case-insensitive edit distance), when one is close. */
   readonly didYouMean: string | undefined;
+  /** What it was set to (for `retina-agent diagnose`, which redacts secret-ish keys). */
+  readonly value: unknown;
 }
 
 export interface LoadOptions {
@@ -108,18 +110,18 @@ export function loadValues(opts: LoadOptions): LoadedValues {
 const ENV_PREFIX = 'RETINA_';
 
 /** File keys and `RETINA_*` variables nobody declares, each with the closest declared key. */
-function unknownKeysOf(fileFlat: ReadonlyMap<string, { key: string }>, env: LoadOptions['env'], declared: readonly string[]): UnknownKey[] {
+function unknownKeysOf(fileFlat: ReadonlyMap<string, { key: string; value: unknown }>, env: LoadOptions['env'], declared: readonly string[]): UnknownKey[] {
   const known = new Set(declared.map((k) => k.toLowerCase()));
   // Compared without the RETINA_ prefix, so a typo is measured against the key's part only.
   const envNames = new Map(declared.map((k) => [envName(k).slice(ENV_PREFIX.length), k]));
   const out: UnknownKey[] = [];
-  for (const { key } of fileFlat.values()) {
-    if (!known.has(key.toLowerCase())) out.push({ key, source: 'file', didYouMean: closestMatch(key, declared) });
+  for (const { key, value } of fileFlat.values()) {
+    if (!known.has(key.toLowerCase())) out.push({ key, source: 'file', didYouMean: closestMatch(key, declared), value });
   }
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith(ENV_PREFIX) || envNames.has(name.slice(ENV_PREFIX.length))) continue;
     const near = closestMatch(name.slice(ENV_PREFIX.length), envNames.keys());
-    out.push({ key: name, source: 'env', didYouMean: near === undefined ? undefined : envNames.get(near) });
+    out.push({ key: name, source: 'env', didYouMean: near === undefined ? undefined : envNames.get(near), value: env[name] });
   }
   return out;
 }

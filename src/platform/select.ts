@@ -4,6 +4,7 @@
  */
 import type { AnyPluginDefinition, OsName } from '../plugin/index.js';
 import type { PlatformInfo } from './capabilities.js';
+import type { OsDiagnoseModule } from './diagnose.js';
 
 export interface Platform {
   readonly info: PlatformInfo;
@@ -26,6 +27,16 @@ export async function loadPlugins(os: OsName): Promise<readonly AnyPluginDefinit
 export async function detect(os: OsName): Promise<PlatformInfo> {
   if (os === 'linux') return (await import('./linux/detect.js')).detectLinux();
   return (await import('./windows/detect.js')).detectWindows();
+}
+
+/**
+ * The OS part of `retina-agent diagnose` (`./<os>/diagnose.js`). The Windows module is named through
+ * a variable, so this builds before it exists; until then its sections say it is missing.
+ */
+export async function loadDiagnose(os: OsName): Promise<OsDiagnoseModule> {
+  if (os === 'linux') return import('./linux/diagnose.js');
+  const windows = './windows/diagnose.js';
+  return (await import(windows)) as OsDiagnoseModule;
 }
 
 export async function selectPlatform(os: OsName = currentOs()): Promise<Platform> {

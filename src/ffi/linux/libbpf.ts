@@ -19,6 +19,8 @@ export interface Libbpf {
   readonly rbNew: Fn; rbFree: Fn; rbConsume: Fn; rbEpollFd: Fn;
   readonly testRun: Fn; linkCreate: Fn; enableStats: Fn;
   readonly progFdById: Fn; objGetInfo: Fn;
+  /** Walking the kernel's BPF objects by id (diagnose): next id after `start` (-ENOENT at the end), and an fd for one. */
+  readonly progNextId: Fn; mapNextId: Fn; linkNextId: Fn; mapFdById: Fn; linkFdById: Fn;
   readonly btfVmlinux: Fn; btfFree: Fn; btfFind: Fn; btfType: Fn; btfName: Fn;
   /** The ring-buffer sample callback type: the data pointer arrives as a plain number. */
   readonly sampleProto: koffi.IKoffiCType;
@@ -96,6 +98,11 @@ export function loadLibbpf(): Libbpf {
     enableStats: f('int bpf_enable_stats(int type)'),
     progFdById: f('int bpf_prog_get_fd_by_id(uint32_t id)'),
     objGetInfo: f('int bpf_obj_get_info_by_fd(int fd, _Inout_ uint8_t *info, _Inout_ uint32_t *len)'),
+    progNextId: f('int bpf_prog_get_next_id(uint32_t start, _Out_ uint32_t *next)'),
+    mapNextId: f('int bpf_map_get_next_id(uint32_t start, _Out_ uint32_t *next)'),
+    linkNextId: f('int bpf_link_get_next_id(uint32_t start, _Out_ uint32_t *next)'),
+    mapFdById: f('int bpf_map_get_fd_by_id(uint32_t id)'),
+    linkFdById: f('int bpf_link_get_fd_by_id(uint32_t id)'),
     btfVmlinux: f('btf *btf__load_vmlinux_btf()'),
     btfFree: f('void btf__free(btf *btf)'),
     btfFind: f('int btf__find_by_name_kind(btf *btf, const char *name, uint32_t kind)'),
