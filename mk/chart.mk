@@ -3,7 +3,8 @@
 # offline from the Kubernetes swagger.json in the Go module cache and from charts/retina/crds.
 .PHONY: chart-tools chart-lint
 
-chart-tools: $(K8S_TOOLS_STAMP)
+# (the stamp of mk/k8s.mk: curl, openssl, Go present; named here, as k8s.mk is read after this file)
+chart-tools: $(CACHE)/k8s/tools.stamp
 	hack/chart/build.sh >/dev/null
 
 # lint --strict every profile (the tests do this too, and much more: test/chart).

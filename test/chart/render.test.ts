@@ -160,6 +160,28 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     assert.equal(crdRule((await render('basic', ['--set', 'operator.config.installCRDs=true'])).objects), true);
   });
 
+  it('ServiceAccount names from values are the ones bound (Retina hard-codes the agent\'s)', async () => {
+    const { objects } = await render('basic', ['--set', 'agent.serviceAccount.name=my-agent', '--set', 'operator.serviceAccount.name=my-op']);
+    const subject = (kind: string, name: string): unknown => ((one(objects, kind, name) as Obj)['subjects'] as Obj[])[0]?.['name'];
+    assert.equal(subject('ClusterRoleBinding', 'retina-agent'), 'my-agent');
+    assert.equal(subject('ClusterRoleBinding', 'retina-operator'), 'my-op');
+    assert.equal(podSpec(one(objects, 'DaemonSet', 'retina-agent-linux'))['serviceAccountName'], 'my-agent');
+    assert.equal(podSpec(one(objects, 'Deployment', 'retina-operator'))['serviceAccountName'], 'my-op');
+    assert.deepEqual(find(objects, 'ServiceAccount').map((o) => o.metadata.name).sort(), ['my-agent', 'my-op']);
+  });
+
+  it('helm package makes a chart archive with the schema and the CRDs (for a plain Helm repository)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'retina-pkg-'));
+    const r = await tool('helm', ['package', CHART, '-d', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    const list = (await tool('helm', ['show', 'chart', join(dir, 'retina-0.1.0.tgz')])).stdout;
+    assert.match(list, /name: retina/);
+    const crds = (await tool('helm', ['show', 'crds', join(dir, 'retina-0.1.0.tgz')])).stdout;
+    assert.equal((crds.match(/kind: CustomResourceDefinition/g) ?? []).length, 3);
+    const values = (await tool('helm', ['template', 'x', join(dir, 'retina-0.1.0.tgz'), '--set', 'typo=1']));
+    assert.notEqual(values.code, 0, 'the packaged chart lost its schema');
+  });
+
   it('the operator disabled renders no operator object at all (Retina renders its Service anyway)', async () => {
     const { objects } = await render('basic', ['--set', 'operator.enabled=false', ...MONITORS]);
     assert.deepEqual(objects.filter((o) => o.metadata.name.includes('operator')).map((o) => `${o.kind}/${o.metadata.name}`), []);
