@@ -14,8 +14,9 @@ command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
 export GOFLAGS="-buildvcs=false -mod=mod" GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
 log() { echo "[chart-build $(date -u +%H:%M:%S)] $*" >&2; }
 
-# CRD schemas follow the CRD files; rebuilt when a CRD changes (cheap), the binaries only once.
-CRD_SUM=$(cat "$ROOT"/charts/retina/crds/*.yaml | sha256sum | cut -c1-16)
+# The schemas follow the CRD files and their generator: rebuilt when either changes (cheap); the
+# binaries only once.
+CRD_SUM=$(cat "$ROOT"/charts/retina/crds/*.yaml "$HERE/schemas.py" | sha256sum | cut -c1-16)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$CRD_SUM" ]; then echo "$BIN"; exit 0; fi
 mkdir -p "$BIN"
 

@@ -113,6 +113,50 @@ describe('chart: helm install of every profile into the test control plane', { t
     });
   }
 
+  it('monitors: rendered for each API group the cluster serves, and removed by uninstall', async () => {
+    // Stand-in CRDs for the two groups (the real ones are the Prometheus Operator's and Azure Monitor's).
+    const groups = ['monitoring.coreos.com', 'azmonitoring.coreos.com'];
+    const crd = (group: string, kind: string): unknown => ({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition',
+      metadata: { name: `${kind.toLowerCase()}s.${group}` },
+      spec: {
+        group, scope: 'Namespaced', names: { kind, plural: `${kind.toLowerCase()}s`, singular: kind.toLowerCase(), listKind: `${kind}List` },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    });
+    // only the Azure Monitor group first: the other one must not be rendered
+    for (const kind of ['ServiceMonitor', 'PodMonitor']) await client.request('POST', collectionPath(resources.crds), { body: crd('azmonitoring.coreos.com', kind) });
+    const monitors = (group: string, kind: string): ResourceRef => r(group, `${kind.toLowerCase()}s`, kind, true);
+    const ns = `${ID}-monitors`;
+    const names = async (): Promise<string[]> => {
+      const out: string[] = [];
+      for (const g of groups) {
+        for (const kind of ['ServiceMonitor', 'PodMonitor']) {
+          const items = await listAll<KubeObject>(client, monitors(g, kind), ns).catch(() => []);
+          out.push(...items.map((o) => `${g}/${kind}/${o.metadata.name}`));
+        }
+      }
+      return out.sort();
+    };
+    await eventually('azmonitoring CRDs served', 30_000, async () => (await client.request('GET', '/apis/azmonitoring.coreos.com/v1').then(() => true, () => false)));
+    const set = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true'];
+    let res = await helm(['install', 'rel-mon', CHART, '-n', ns, '--create-namespace', '-f', profileFile('basic'), ...set, '--wait', '--timeout', '5m'], cluster.kubeconfig);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(await names(), ['azmonitoring.coreos.com/PodMonitor/rel-mon-retina-operator', 'azmonitoring.coreos.com/ServiceMonitor/rel-mon-retina-agent']);
+    // the Prometheus Operator's group appears: an upgrade renders its monitors too
+    for (const kind of ['ServiceMonitor', 'PodMonitor']) await client.request('POST', collectionPath(resources.crds), { body: crd('monitoring.coreos.com', kind) });
+    await eventually('monitoring CRDs served', 30_000, async () => (await client.request('GET', '/apis/monitoring.coreos.com/v1').then(() => true, () => false)));
+    res = await helm(['upgrade', 'rel-mon', CHART, '-n', ns, '-f', profileFile('basic'), ...set, '--wait', '--timeout', '5m'], cluster.kubeconfig);
+    assert.equal(res.code, 0, res.stderr);
+    assert.equal((await names()).length, 4);
+    res = await helm(['uninstall', 'rel-mon', '-n', ns, '--wait'], cluster.kubeconfig);
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(await names(), []);
+    await eventually('nothing of rel-mon left', 120_000, async () => (await leftovers(client, 'rel-mon', ns)).length === 0);
+    for (const g of groups) for (const kind of ['servicemonitors', 'podmonitors']) await client.request('DELETE', objectPath(resources.crds, undefined, `${kind}.${g}`)).catch(() => undefined);
+    await client.request('DELETE', objectPath(resources.namespaces, undefined, ns)).catch(() => undefined);
+  });
+
   it('helm install with a typo in values fails with the key named, and installs nothing', async () => {
     const ns = `${ID}-typo`;
     const res = await helm(['install', 'rel-typo', CHART, '-n', ns, '--create-namespace', '--set', 'agent.linux.tolerationz[0].operator=Exists'], cluster.kubeconfig);
