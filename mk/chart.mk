@@ -1,0 +1,15 @@
+# Helm chart tooling (issue 13): helm and kubeconform built from Go modules into
+# ~/.cache/retina-ts/chart/bin/<versions>/ (the tools cache outside the clone; built once, reused), plus kubeconform schemas generated
+# offline from the Kubernetes swagger.json in the Go module cache and from charts/retina/crds.
+.PHONY: chart-tools chart-lint
+
+# (the stamp of mk/k8s.mk: curl, openssl, Go present; named here, as k8s.mk is read after this file)
+chart-tools: $(CACHE)/k8s/tools.stamp
+	hack/chart/build.sh >/dev/null
+
+# lint --strict every profile (the tests do this too, and much more: test/chart).
+chart-lint: chart-tools
+	@B=$$(hack/chart/build.sh); for p in charts/retina/profiles/*.yaml; do $$B/helm lint --strict charts/retina -f $$p || exit 1; done
+
+# `make test` builds the tools first, as it does the test control plane.
+test: chart-tools

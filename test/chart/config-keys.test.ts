@@ -1,0 +1,77 @@
+/**
+ * Every key the chart's ConfigMaps render is a key the agent (or the operator) knows: each profile's
+ * config.yaml is loaded with the commands' own loader and key lists, which must report no unknown key
+ * and no invalid value; the contradiction checks of the agent must be silent too.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { agentConfig, agentKeys, collectSpecs, configWarnings, loadValues, type ConfigSpec } from '../../src/config/index.js';
+import { operatorKeys } from '../../src/operator/index.js';
+import { loadPlugins } from '../../src/platform/index.js';
+import type { OsName } from '../../src/plugin/index.js';
+import { CHART, PROFILES, one, render } from './helm.js';
+
+async function loadAgent(os: OsName, text: string): Promise<{ unknown: string[]; warnings: string[] }> {
+  const plugins = await loadPlugins(os);
+  const keys = agentKeys({ os, names: plugins.map((p) => p.name), defaults: plugins.filter((p) => p.defaultEnabled).map((p) => p.name) });
+  const values = loadValues({ fileText: text, filePath: `${os}/config.yaml`, env: {}, specs: collectSpecs(keys, ...plugins.map((p) => p.config as ConfigSpec<object>)) });
+  const agent = agentConfig(keys, values);
+  const podLevelOnlyPlugins = plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
+  return {
+    unknown: values.unknownKeys.map((u) => u.key),
+    warnings: configWarnings({ agent, keys, values, podLevelOnlyPlugins }).map((w) => w.problem),
+  };
+}
+
+const data = (o: { [k: string]: unknown }, key: string): string => (o['data'] as Record<string, string>)[key] as string;
+
+describe('chart: rendered config keys are the agent\'s and the operator\'s', { timeout: 600_000 }, () => {
+  for (const p of PROFILES) {
+    it(`${p}: agent and operator configs load with no unknown key, error or contradiction`, async () => {
+      const { objects } = await render(p);
+      const linux = await loadAgent('linux', data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml'));
+      assert.deepEqual(linux, { unknown: [], warnings: [] });
+      if (p === 'windows') {
+        const win = await loadAgent('windows', data(one(objects, 'ConfigMap', 'retina-agent-windows'), 'config.yaml'));
+        assert.deepEqual(win, { unknown: [], warnings: [] });
+      }
+      const keys = operatorKeys();
+      const op = loadValues({ fileText: data(one(objects, 'ConfigMap', 'retina-operator'), 'operator-config.yaml'), env: {}, specs: collectSpecs(keys as ConfigSpec<object>) });
+      assert.deepEqual(op.unknownKeys.map((u) => u.key), []);
+    });
+  }
+
+  it('every plugin key the schema offers renders and loads (the values schema and the agent agree)', async () => {
+    const set = ['interfaceStatsExclude={lxc*}', 'packetForwardInterfaces={eth0}', 'packetForwardTcMode=clsact', 'dnsRingBufferSize=2097152',
+      'packetParserHostInterfaces={eth0}', 'packetParserTcMode=tcx', 'packetParserConntrackMaxEntries=1024']
+      .flatMap((s) => ['--set', `agent.linux.config.${s}`]);
+    const { objects } = await render('advanced-local', [...set, '--set', 'config.pluginStartTimeout=5s', '--set', 'config.shutdownTimeout=5s']);
+    const text = data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml');
+    for (const k of ['interfaceStatsExclude', 'packetForwardTcMode', 'dnsRingBufferSize', 'packetParserConntrackMaxEntries', 'pluginStartTimeout']) assert.match(text, new RegExp(`^${k}:`, 'm'));
+    assert.deepEqual((await loadAgent('linux', text)).unknown, []);
+  });
+
+  it('values.schema.json offers exactly the agent\'s keys (shared + Linux) and the operator\'s', async () => {
+    type Schema = { properties: Record<string, Schema & { type?: string }> };
+    const schema = JSON.parse(readFileSync(`${CHART}/values.schema.json`, 'utf8')) as Schema;
+    const flat = (s: Schema, prefix = ''): string[] => Object.entries(s.properties).flatMap(([k, v]) =>
+      v.type === 'object' && v.properties ? flat(v, `${prefix}${k}.`) : [`${prefix}${k}`]);
+    const offered = new Set([...flat(schema.properties['config'] as Schema), ...flat((schema.properties['agent'] as Schema).properties['linux']!.properties['config'] as Schema)]);
+    const plugins = await loadPlugins('linux');
+    const known = new Set([
+      ...Object.values(agentKeys({ os: 'linux', names: [], defaults: [] })).map((k) => k.key),
+      ...plugins.flatMap((p) => Object.values(p.config as Record<string, { key: string }>).map((k) => k.key)),
+    ]);
+    assert.deepEqual([...offered].filter((k) => !known.has(k)).sort(), [], 'schema keys the agent does not know');
+    assert.deepEqual([...known].filter((k) => !offered.has(k)).sort(), [], 'agent keys the chart cannot set');
+    const op = flat((schema.properties['operator'] as Schema).properties['config'] as Schema);
+    const opKnown = Object.values(operatorKeys()).map((k) => k.key).filter((k) => k !== 'remoteContext');
+    assert.deepEqual(op.filter((k) => !opKnown.includes(k)).sort(), []);
+    assert.deepEqual(opKnown.filter((k) => !op.includes(k)).sort(), []);
+  });
+
+  it('a key the agent does not know is caught here (the check can fail)', async () => {
+    assert.deepEqual((await loadAgent('linux', 'enablePodLevl: true\n')).unknown, ['enablePodLevl']);
+  });
+});

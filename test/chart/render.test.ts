@@ -1,0 +1,225 @@
+/**
+ * The chart rendered offline: `helm lint --strict` and `helm template` for every profile, every object
+ * validated by `kubeconform -strict` against schemas generated from Kubernetes' swagger.json and our
+ * CRDs, and the properties the issue asks for (and Retina's chart gets wrong) checked on the objects.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { CHART, PROFILES, find, kubeconform, one, profileFile, render, tool, type K8sObject } from './helm.js';
+
+const MONITORS = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true',
+  '--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'monitoring.coreos.com/v1/PodMonitor',
+  '--api-versions', 'azmonitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'azmonitoring.coreos.com/v1/PodMonitor'];
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const podSpec = (o: K8sObject): Obj => (o as Obj)['spec']['template']['spec'] as Obj;
+const container = (o: K8sObject): Obj => podSpec(o)['containers'][0] as Obj;
+
+describe('chart: lint, template and kubeconform for every profile', { timeout: 1_800_000 }, () => {
+  it('has the five profiles of the issue', () => {
+    assert.deepEqual(PROFILES, ['advanced-local', 'advanced-remote', 'basic', 'hardened', 'windows']);
+  });
+
+  for (const p of PROFILES) {
+    it(`${p}: helm lint --strict passes`, async () => {
+      const r = await tool('helm', ['lint', '--strict', CHART, '-f', profileFile(p)]);
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    });
+    it(`${p}: every rendered object is valid for kubeconform -strict (monitors on, CRDs included)`, async () => {
+      const { text, objects } = await render(p, [...MONITORS, '--include-crds']);
+      assert.ok(objects.length >= 10, `only ${objects.length} objects`);
+      // ServiceMonitor/PodMonitor: their CRDs are not ours and not in swagger.json; checked field by field below.
+      const r = await kubeconform(text, ['ServiceMonitor', 'PodMonitor']);
+      assert.equal(r.summary.invalid + r.summary.errors, 0, r.stdout);
+      assert.equal(r.summary.valid, objects.length - find(objects, 'ServiceMonitor').length - find(objects, 'PodMonitor').length, r.stdout);
+    });
+  }
+
+  it('kubeconform -strict refuses a misspelt field (the check can fail)', async () => {
+    const { text } = await render('basic');
+    const r = await kubeconform(text.replace('hostNetwork: true', 'hostNetwrk: true'));
+    assert.equal(r.summary.invalid, 1, r.stdout);
+    assert.match(r.stdout, /hostNetwrk/);
+  });
+
+  it('the CRD schemas refuse a misspelt field of our custom resources', async () => {
+    const cr = 'apiVersion: retina.sh/v1alpha1\nkind: MetricsConfiguration\nmetadata: {name: x}\nspec:\n  contextOptionz: []\n';
+    const r = await kubeconform(cr);
+    assert.equal(r.summary.invalid, 1, r.stdout);
+    assert.match(r.stdout, /contextOptionz/);
+  });
+
+  it('helm is v3.22.0 and renders for Kubernetes 1.35 without --kube-version (set at build)', async () => {
+    const v = await tool('helm', ['version', '--template', '{{ .Version }}']);
+    assert.equal(v.stdout.trim(), 'v3.22.0');
+    const dir = mkdtempSync(join(tmpdir(), 'retina-kv-'));
+    mkdirSync(join(dir, 'templates'));
+    writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: kv\nversion: 0.0.1\n');
+    writeFileSync(join(dir, 'templates', 'cm.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kv}\ndata: {kube: "{{ .Capabilities.KubeVersion.Version }}"}\n');
+    const t = await tool('helm', ['template', 'kv', dir]);
+    assert.match(t.stdout, /kube: "v1\.35\.0"/, t.stdout + t.stderr);
+  });
+
+  it('a typo in values fails with the key named, at every depth', async () => {
+    for (const [set, key] of [['agent.linux.capabilitiez={BPF}', 'capabilitiez'], ['operatr.enabled=true', 'operatr'], ['config.enablePodLvel=true', 'enablePodLvel']]) {
+      const r = await tool('helm', ['template', 'retina', CHART, '--set', set as string]);
+      assert.notEqual(r.code, 0, `helm accepted --set ${set}`);
+      assert.match(r.stderr, new RegExp(`additional properties? '${key}' not allowed|${key}`), r.stderr);
+    }
+    const bad = await tool('helm', ['template', 'retina', CHART, '--set', 'agent.linux.config.enabledPlugin={nope}']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /enabledPlugin/);
+  });
+});
+
+describe('chart: what the objects say', { timeout: 600_000 }, () => {
+  it('Linux agent: host network, not privileged, drop ALL + the listed capabilities, probes, downward API, mounts', async () => {
+    const { objects } = await render('basic');
+    const ds = one(objects, 'DaemonSet', 'retina-agent-linux');
+    const spec = podSpec(ds);
+    const c = container(ds);
+    assert.equal(spec['hostNetwork'], true);
+    assert.deepEqual(spec['nodeSelector'], { 'kubernetes.io/os': 'linux' });
+    assert.equal(c['securityContext']['privileged'], false);
+    assert.deepEqual(c['securityContext']['capabilities']['drop'], ['ALL']);
+    const values = parseYaml(await (await import('node:fs/promises')).readFile(`${CHART}/values.yaml`, 'utf8')) as Obj;
+    assert.deepEqual(c['securityContext']['capabilities']['add'], values['agent']['linux']['capabilities']);
+    assert.deepEqual(c['livenessProbe']['httpGet'], { path: '/healthz', port: 10093 });
+    assert.deepEqual(c['readinessProbe']['httpGet'], { path: '/readyz', port: 10093 });
+    const env = Object.fromEntries((c['env'] as Obj[]).map((e) => [e['name'], e['valueFrom']?.['fieldRef']?.['fieldPath']]));
+    assert.equal(env['NODE_NAME'], 'spec.nodeName');
+    assert.equal(env['NODE_IP'], 'status.hostIP');
+    const mounts = (c['volumeMounts'] as Obj[]).map((m) => m['mountPath']);
+    for (const m of ['/retina/config', '/sys/fs/bpf', '/sys/kernel/btf']) assert.ok(mounts.includes(m), `${m} not mounted: ${mounts.join(', ')}`);
+    assert.deepEqual(c['args'], ['--config', '/retina/config/config.yaml']);
+    // scrape annotations on the pod template, not on the DaemonSet (Retina's Windows defect)
+    assert.equal(ds.metadata.annotations?.['prometheus.io/scrape'], undefined);
+    assert.equal((ds as Obj)['spec']['template']['metadata']['annotations']['prometheus.io/port'], '10093');
+    // a capability list from values goes straight in
+    const { objects: o2 } = await render('basic', ['--set', 'agent.linux.capabilities={BPF,PERFMON}']);
+    assert.deepEqual(container(one(o2, 'DaemonSet', 'retina-agent-linux'))['securityContext']['capabilities']['add'], ['BPF', 'PERFMON']);
+  });
+
+  it('Windows agent: HostProcess as SYSTEM, sandbox working directory, both probes, small resources, its own tolerations', async () => {
+    const { objects } = await render('windows', ['--set', 'agent.linux.tolerations[0].key=only-linux', '--set', 'agent.linux.tolerations[0].operator=Exists']);
+    const ds = one(objects, 'DaemonSet', 'retina-agent-windows');
+    const spec = podSpec(ds);
+    const c = container(ds);
+    assert.equal(spec['securityContext']['windowsOptions']['hostProcess'], true);
+    assert.equal(spec['securityContext']['windowsOptions']['runAsUserName'], 'NT AUTHORITY\\SYSTEM');
+    assert.equal(spec['hostNetwork'], true);
+    assert.deepEqual(spec['nodeSelector'], { 'kubernetes.io/os': 'windows' });
+    assert.equal(c['workingDir'], '$env:CONTAINER_SANDBOX_MOUNT_POINT');
+    assert.match((c['command'] as string[]).join(' '), /CONTAINER_SANDBOX_MOUNT_POINT.*--config/);
+    assert.equal(c['readinessProbe']['httpGet']['path'], '/readyz');
+    assert.equal(c['livenessProbe']['httpGet']['path'], '/healthz');
+    assert.equal(c['resources']['limits']['cpu'], '500m');
+    assert.equal(c['securityContext'], undefined, 'Linux security fields copied to Windows');
+    assert.deepEqual(spec['tolerations'], [{ operator: 'Exists' }], 'Windows tolerations follow the Linux list');
+    assert.equal((ds as Obj)['spec']['template']['metadata']['annotations']['prometheus.io/scrape'], 'true');
+    assert.equal(ds.metadata.annotations?.['prometheus.io/scrape'], undefined);
+  });
+
+  it('operator: replicas, leader election in the release namespace, probes, non-root, no capabilities', async () => {
+    const { objects } = await render('basic', [], 'observability');
+    const d = one(objects, 'Deployment', 'retina-operator');
+    const c = container(d);
+    assert.equal((d as Obj)['spec']['replicas'], 2);
+    assert.equal(podSpec(d)['securityContext']['runAsNonRoot'], true);
+    assert.deepEqual(c['securityContext']['capabilities'], { drop: ['ALL'] });
+    assert.equal(c['securityContext']['allowPrivilegeEscalation'], false);
+    assert.equal(c['livenessProbe']['httpGet']['path'], '/healthz');
+    assert.equal(c['readinessProbe']['httpGet']['path'], '/readyz');
+    const cfg = parseYaml((one(objects, 'ConfigMap', 'retina-operator') as Obj)['data']['operator-config.yaml'] as string) as Obj;
+    assert.equal(cfg['enableLeaderElection'], true);
+    assert.equal(cfg['leaderElectionNamespace'], 'observability');
+    const lease = one(objects, 'Role', 'retina-operator-leader-election');
+    assert.equal(lease.metadata.namespace, 'observability');
+  });
+
+  it('RBAC: the agent reads no Secrets and writes nothing; the operator reads Secrets only in the listed namespaces', async () => {
+    const rulesOf = (o: K8sObject): Obj[] => (o as Obj)['rules'] as Obj[];
+    const { objects } = await render('advanced-remote');
+    const agentRules = rulesOf(one(objects, 'ClusterRole', 'retina-agent'));
+    for (const r of agentRules) {
+      assert.ok(!(r['resources'] as string[]).some((x) => x.includes('secret') || x === '*'), JSON.stringify(r));
+      assert.deepEqual((r['verbs'] as string[]).filter((v) => !['get', 'list', 'watch'].includes(v)), []);
+    }
+    const secretRules = (objs: K8sObject[]): string[] => objs.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')
+      .filter((o) => rulesOf(o).some((r) => (r['resources'] as string[]).includes('secrets'))).map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`);
+    assert.deepEqual(secretRules(objects), []);
+    const { objects: withCaptures } = await render('advanced-remote', ['--set', 'operator.captureSecretNamespaces={capture-a,capture-b}']);
+    assert.deepEqual(secretRules(withCaptures).sort(), ['Role/capture-a', 'Role/capture-b']);
+    // CRD rights only when the operator installs CRDs
+    const crdRule = (objs: K8sObject[]): boolean => rulesOf(one(objs, 'ClusterRole', 'retina-operator')).some((r) => (r['apiGroups'] as string[]).includes('apiextensions.k8s.io'));
+    assert.equal(crdRule(objects), false);
+    assert.equal(crdRule((await render('basic', ['--set', 'operator.config.installCRDs=true'])).objects), true);
+  });
+
+  it('ServiceAccount names from values are the ones bound (Retina hard-codes the agent\'s)', async () => {
+    const { objects } = await render('basic', ['--set', 'agent.serviceAccount.name=my-agent', '--set', 'operator.serviceAccount.name=my-op']);
+    const subject = (kind: string, name: string): unknown => ((one(objects, kind, name) as Obj)['subjects'] as Obj[])[0]?.['name'];
+    assert.equal(subject('ClusterRoleBinding', 'retina-agent'), 'my-agent');
+    assert.equal(subject('ClusterRoleBinding', 'retina-operator'), 'my-op');
+    assert.equal(podSpec(one(objects, 'DaemonSet', 'retina-agent-linux'))['serviceAccountName'], 'my-agent');
+    assert.equal(podSpec(one(objects, 'Deployment', 'retina-operator'))['serviceAccountName'], 'my-op');
+    assert.deepEqual(find(objects, 'ServiceAccount').map((o) => o.metadata.name).sort(), ['my-agent', 'my-op']);
+  });
+
+  it('helm package makes a chart archive with the schema and the CRDs (for a plain Helm repository)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'retina-pkg-'));
+    const r = await tool('helm', ['package', CHART, '-d', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    const list = (await tool('helm', ['show', 'chart', join(dir, 'retina-0.1.0.tgz')])).stdout;
+    assert.match(list, /name: retina/);
+    const crds = (await tool('helm', ['show', 'crds', join(dir, 'retina-0.1.0.tgz')])).stdout;
+    assert.equal((crds.match(/kind: CustomResourceDefinition/g) ?? []).length, 3);
+    const values = (await tool('helm', ['template', 'x', join(dir, 'retina-0.1.0.tgz'), '--set', 'typo=1']));
+    assert.notEqual(values.code, 0, 'the packaged chart lost its schema');
+  });
+
+  it('the operator disabled renders no operator object at all (Retina renders its Service anyway)', async () => {
+    const { objects } = await render('basic', ['--set', 'operator.enabled=false', ...MONITORS]);
+    assert.deepEqual(objects.filter((o) => o.metadata.name.includes('operator')).map((o) => `${o.kind}/${o.metadata.name}`), []);
+  });
+
+  it('the Service Azure Monitor scrapes: network-observability in the release namespace, port named retina', async () => {
+    const { objects } = await render('basic');
+    const svc = one(objects, 'Service', 'network-observability') as Obj;
+    assert.equal(svc['metadata']['namespace'], 'kube-system');
+    assert.deepEqual(svc['spec']['ports'], [{ name: 'retina', port: 10093, targetPort: 10093, protocol: 'TCP' }]);
+    assert.equal(find(objects, 'Service').length, 1);
+  });
+
+  it('ServiceMonitor/PodMonitor for both API groups, only when enabled and served', async () => {
+    const groups = (objs: K8sObject[], kind: string): string[] => find(objs, kind).map((o) => o.apiVersion).sort();
+    const on = (await render('basic', MONITORS)).objects;
+    assert.deepEqual(groups(on, 'ServiceMonitor'), ['azmonitoring.coreos.com/v1', 'monitoring.coreos.com/v1']);
+    assert.deepEqual(groups(on, 'PodMonitor'), ['azmonitoring.coreos.com/v1', 'monitoring.coreos.com/v1']);
+    const sm = find(on, 'ServiceMonitor')[0] as Obj;
+    assert.equal(sm['spec']['endpoints'][0]['port'], 'retina');
+    // enabled, but the cluster serves only one group
+    const one_ = (await render('basic', ['--set', 'monitoring.serviceMonitor.enabled=true', '--api-versions', 'azmonitoring.coreos.com/v1/ServiceMonitor'])).objects;
+    assert.deepEqual(groups(one_, 'ServiceMonitor'), ['azmonitoring.coreos.com/v1']);
+    assert.deepEqual(groups((await render('basic')).objects, 'ServiceMonitor'), []);
+  });
+
+  it('per-component placement: nodeSelector, tolerations, affinity, priorityClass, resources, image per OS', async () => {
+    const { objects } = await render('windows', [
+      '--set', 'agent.linux.nodeSelector.pool=a', '--set', 'agent.windows.nodeSelector.pool=b', '--set', 'operator.nodeSelector.pool=c',
+      '--set', 'agent.linux.priorityClassName=pl', '--set', 'agent.windows.priorityClassName=pw', '--set', 'operator.priorityClassName=po',
+      '--set', 'image.linux.tag=1.2.3', '--set', 'image.windows.repository=example.com/win', '--set', 'image.windows.tag=9',
+    ]);
+    const l = one(objects, 'DaemonSet', 'retina-agent-linux');
+    const w = one(objects, 'DaemonSet', 'retina-agent-windows');
+    const o = one(objects, 'Deployment', 'retina-operator');
+    assert.deepEqual([podSpec(l)['nodeSelector']['pool'], podSpec(w)['nodeSelector']['pool'], podSpec(o)['nodeSelector']['pool']], ['a', 'b', 'c']);
+    assert.deepEqual([podSpec(l)['priorityClassName'], podSpec(w)['priorityClassName'], podSpec(o)['priorityClassName']], ['pl', 'pw', 'po']);
+    assert.deepEqual([container(l)['image'], container(w)['image'], container(o)['image']], ['ghcr.io/retina-ts/retina-ts:1.2.3', 'example.com/win:9', 'ghcr.io/retina-ts/retina-ts:1.2.3']);
+    assert.deepEqual(podSpec(o)['tolerations'], [{ key: 'CriticalAddonsOnly', operator: 'Exists' }]);
+  });
+});
