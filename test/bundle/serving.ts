@@ -45,11 +45,15 @@ export function assertServing(readyz: { status: number; body: string }, metrics:
   }
 }
 
-/** Resident set size of process `pid` in MiB (VmRSS). */
-export function rssMiB(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]) / 1024;
+/** Resident set size of process `pid` in MiB: total (VmRSS), anonymous and file-backed, one decimal. */
+export function rssMiB(pid: number): { total: number; anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string): number => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (!m) throw new Error(`no ${field} for pid ${pid}`);
+    return Math.round(Number(m[1]) / 102.4) / 10;
+  };
+  return { total: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
 /** The node flags of bin/retina-agent (the one source of them; the image's entrypoint has the same). */
