@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AGENT_BIN, ROOT, nodeBinary } from '../e2e/agent-process.js';
-import { NsAgent, requireKernel, type Netns } from '../ebpf/netns.js';
-import { agentNodeFlags, assertServing, linuxBundle, routedNetns, rssMiB, untilReady } from './serving.js';
+import { NsAgent, requireKernel } from '../ebpf/netns.js';
+import { agentNodeFlags, assertServing, curlIn, linuxBundle, routedNetns, rssMiB, untilReady } from './serving.js';
 
 const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -52,7 +52,7 @@ describe('bundles, run from their own folder', () => {
         const t0 = Date.now();
         await using agent = new NsAgent(ns, '', command);
         await agent.started([]);
-        const readyz = await untilReady(() => curl(ns, agent.port, '/readyz'));
+        const readyz = await untilReady(() => curlIn(ns, agent.port, '/readyz'));
         const startMs = Date.now() - t0;
         assertServing(readyz, agent.metrics());
         // `ip netns exec` and the shim exec, so the pid is node's own.
@@ -66,11 +66,6 @@ describe('bundles, run from their own folder', () => {
   });
 });
 
-function curl(ns: Netns, port: number, path: string): { status: number; body: string } {
-  const out = ns.run('curl', ['-s', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${path}`]);
-  const i = out.lastIndexOf('\n');
-  return { status: Number(out.slice(i + 1)), body: out.slice(0, i) };
-}
 
 /** `entry` and every file it imports statically (`import ... from "./x.mjs"`), transitively; dynamic import() is not followed. */
 function staticImports(dir: string, entry: string): string[] {

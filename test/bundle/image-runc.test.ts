@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 import { ROOT } from '../e2e/agent-process.js';
 import { requireKernel, type Netns } from '../ebpf/netns.js';
 import { IMAGE_LAYOUT, IMAGE_TAG, RuncAgent, configure, requireImageTools, unpackImage } from './runc.js';
-import { agentNodeFlags, assertServing, failedPlugins, routedNetns, rssMiB, untilReady } from './serving.js';
+import { agentNodeFlags, assertServing, curlIn, failedPlugins, routedNetns, rssMiB, untilReady } from './serving.js';
 
 /** The chart's list (values.yaml, agent.linux.capabilities). */
 function chartCapabilities(): string[] {
@@ -27,11 +27,6 @@ function chartCapabilities(): string[] {
 
 const PORT = 10093; // the agent's default port, as the chart runs it
 
-function curl(ns: Netns, path: string): { status: number; body: string } {
-  const out = ns.run('curl', ['-s', '-w', '\n%{http_code}', `http://127.0.0.1:${PORT}${path}`]);
-  const i = out.lastIndexOf('\n');
-  return { status: Number(out.slice(i + 1)), body: out.slice(0, i) };
-}
 
 describe('the Linux image under runc', () => {
   let dir: string;
@@ -52,7 +47,7 @@ describe('the Linux image under runc', () => {
       const t0 = Date.now();
       await using agent = new RuncAgent(`retina-test-${process.pid}-${seq++}`, dir);
       await agent.proc.listening(30_000);
-      const readyz = await untilReady(() => curl(ns, '/readyz'), 20_000);
+      const readyz = await untilReady(() => curlIn(ns, PORT, '/readyz'), 20_000);
       return check(readyz, ns, agent, Date.now() - t0);
     } finally {
       ns.destroy();

@@ -84,3 +84,10 @@ export function failedPlugins(r: { body: string }): string[] {
     return [];
   }
 }
+
+/** GET http://127.0.0.1:<port><path> from inside `ns` (curl): status and body, whatever the status. */
+export function curlIn(ns: Netns, port: number, path: string): { status: number; body: string } {
+  const out = ns.run('curl', ['-s', '-w', '\n%{http_code}', `http://127.0.0.1:${port}${path}`]);
+  const i = out.lastIndexOf('\n');
+  return { status: Number(out.slice(i + 1)), body: out.slice(0, i) };
+}
