@@ -2,7 +2,8 @@
  * The Windows image layer (make image), checked offline (a Windows image cannot run here): an OCI
  * image with os windows whose one layer holds Files/retina-ts/ with node.exe of the Makefile's
  * NODE_VERSION, the bundled commands and koffi's win32 module (no Linux module, no eBPF objects),
- * and an entrypoint with bin/retina-agent's node flags.
+ * and an entrypoint with bin/retina-agent's node flags; its commands answer --version (run by
+ * Linux's node: a Windows image cannot run here).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -50,6 +51,12 @@ describe('the Windows image layer', () => {
       const exe = readFileSync(join(dir, 'Files', 'retina-ts', 'node.exe'));
       assert.equal(exe.subarray(0, 2).toString('latin1'), 'MZ', 'node.exe is a Windows executable');
       assert.ok(exe.includes(`v${nodeVersion}`), `node.exe is Node ${nodeVersion}`);
+      // The bundled commands load here too as far as they need no Windows API: --version.
+      execFileSync('tar', ['-xzf', blob, '-C', dir]);
+      for (const command of ['retina-agent', 'retina-operator']) {
+        const v = execFileSync(process.execPath, [join(dir, 'Files', 'retina-ts', `${command}.mjs`), '--version'], { cwd: tmpdir(), encoding: 'utf8' });
+        assert.equal(v.trim(), pkg.version, `${command} --version from the layer`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
