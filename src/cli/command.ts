@@ -3,7 +3,9 @@
  * errors (exit 2), and a shutdown on SIGTERM/SIGINT that stops within a budget and exits anyway
  * after HARD_EXIT_MS.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigErrors } from '../config/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { parseFlags, type ParsedArgs } from './args.js';
@@ -11,8 +13,20 @@ import { parseFlags, type ParsedArgs } from './args.js';
 /** How long SIGTERM may take before the process exits regardless (the contract's 10 s). */
 export const HARD_EXIT_MS = 10_000;
 
+/**
+ * A file of the package (package.json, charts/...), found from the first folder above this module
+ * that holds package.json: the checkout when run from dist/src/cli, the bundle's own folder when
+ * bundled (hack/bundle.mjs puts package.json beside the bundle).
+ */
+export function packageFile(rel: string, from = dirname(fileURLToPath(import.meta.url))): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, rel);
+    if (dirname(dir) === dir) throw new Error(`cannot find the retina-ts package.json above ${from}`);
+  }
+}
+
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
   return pkg.version;
 }
 

@@ -3,12 +3,11 @@
  * with a kubeconfig, else in-cluster), then runOperator(); SIGTERM stops workers, releases the
  * leader Lease and exits.
  */
-import { fileURLToPath } from 'node:url';
 import { collectSpecs, loadValues, readConfigFile, type ConfigSpec } from '../config/index.js';
 import { createRestClient, loadRestConfig } from '../k8s/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { operatorConfig, operatorKeys } from '../operator/index.js';
-import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
+import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
 import { runOperator } from './operator-run.js';
 
 const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
@@ -16,7 +15,7 @@ const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--met
 Runs the retina-ts operator: RetinaEndpoints from Pods (remote context), MetricsConfiguration validation,
 CRD installation. Every config key can be overridden with RETINA_<KEY> (see README).`;
 
-export const CRD_DIR = fileURLToPath(new URL('../../../charts/retina/crds', import.meta.url));
+export const CRD_DIR = packageFile('charts/retina/crds');
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const flags = readCommandLine('retina-operator', USAGE, argv, ['config', 'kubeconfig', 'metrics-addr', 'probe-addr', 'enable-leader-election']);

@@ -1,0 +1,73 @@
+// One esbuild bundle per command, in a folder that runs on its own (make bundle):
+//   build/bundle/<os>-<arch>/<command>.mjs   the entry (ESM; lazy parts split into chunks)
+//   .../<name>-<hash>.mjs                    code loaded by dynamic import (OS plugin lists, the
+//                                           Kubernetes client, client-node), loaded only when used
+//   .../build/koffi/<triplet>/koffi.node     koffi's native module, this target's only
+//   .../native-linux/<name>/<name>.bpf.o     the eBPF objects (linux), found like in the checkout
+//   .../charts/retina/crds/                  the CRDs the operator installs
+//   .../package.json                         name and version (--version, and the package root)
+//   node hack/bundle.mjs [--os linux|win32] [--arch x64|arm64] [--sourcemap] [--out DIR]
+import { build } from 'esbuild';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+/** The commands that exist: adding one (capture, kubectl-retina) is one line here. */
+export const COMMANDS = {
+  'retina-agent': 'src/cli/agent-main.ts',
+  'retina-operator': 'src/cli/operator-main.ts',
+};
+
+const root = join(dirname(new URL(import.meta.url).pathname), '..');
+const { values: opts } = parseArgs({
+  options: {
+    os: { type: 'string', default: process.platform },
+    arch: { type: 'string', default: process.arch },
+    sourcemap: { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
+});
+const out = opts.out ?? join(root, 'build', 'bundle', `${opts.os === 'win32' ? 'windows' : opts.os}-${opts.arch}`);
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+
+await build({
+  absWorkingDir: root,
+  entryPoints: Object.entries(COMMANDS).map(([name, src]) => ({ out: name, in: src })),
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  outExtension: { '.js': '.mjs' },
+  // Chunks sit beside the entries: koffi's require('./build/koffi/<triplet>/koffi.node') resolves
+  // from the chunk that holds koffi.
+  chunkNames: '[name]-[hash]',
+  // koffi requires its native module by a path relative to itself; it is copied beside the bundle
+  // under the same relative path, so the require stays as written.
+  external: ['*.node'],
+  // CommonJS dependencies (winston, prom-client, koffi) call require() for Node built-ins.
+  banner: { js: "import { createRequire as __retinaRequire } from 'node:module'; const require = __retinaRequire(import.meta.url);" },
+  sourcemap: opts.sourcemap ? 'linked' : false,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+
+const triplet = `${opts.os}_${opts.arch}`;
+const koffi = join(root, 'node_modules', 'koffi', 'build', 'koffi', triplet, 'koffi.node');
+if (!existsSync(koffi)) throw new Error(`koffi has no native module for ${triplet} (${koffi})`);
+cpSync(koffi, join(out, 'build', 'koffi', triplet, 'koffi.node'));
+
+if (opts.os === 'linux') {
+  for (const name of readdirSync(join(root, 'native-linux'))) {
+    const obj = join(root, 'native-linux', name, `${name}.bpf.o`);
+    if (name === 'ringbench' || !existsSync(obj)) continue; // ringbench is a benchmark's, not the agent's
+    cpSync(obj, join(out, 'native-linux', name, `${name}.bpf.o`));
+  }
+}
+cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'crds'), { recursive: true });
+writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
+process.stdout.write(`bundled ${Object.keys(COMMANDS).join(', ')} into ${out}\n`);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Linux image, built offline with no daemon and no base image (make image):
+#   rootfs = Debian 12 .debs (apt-get download + dpkg-deb -x: glibc, libstdc++, libbpf and its
+#            libraries, ca-certificates, tcpdump and libpcap for captures; no shell, no compiler)
+#          + the pinned Node 22 binary (.cache/node) + the Linux bundle (build/bundle/linux-<arch>)
+#   umoci  -> OCI layout build/image/oci-linux-<arch> (tag linux-<arch>), entrypoint = bin/retina-agent's node flags
+#   skopeo -> build/image/retina-ts-linux-<arch>.oci.tar (oci-archive) and .docker.tar (docker-archive)
+# Usage: hack/image/linux.sh <version> <source-url> <revision>
+set -euo pipefail
+shopt -s extglob
+cd "$(dirname "$0")/../.."
+. hack/image/common.sh
+version=$1 source=$2 revision=$3
+arch=$(dpkg --print-architecture)        # amd64, arm64 (OCI names)
+narch=$(node -p process.arch)            # x64, arm64 (Node names)
+out=build/image
+tag=linux-$arch
+layout=$out/oci-$tag
+rootfs=$out/linux-rootfs
+debs=.cache/image/debs
+
+# What the agent links (libbpf over koffi; node itself), tcpdump for captures, and their dependencies
+# (libpcap -> libdbus -> libsystemd -> ...). adduser (tcpdump's postinst) is left out: no scripts run.
+PACKAGES=(libc6 libstdc++6 libgcc-s1 libbpf1 libelf1 zlib1g libzstd1 ca-certificates
+  tcpdump libpcap0.8 libssl3 libdbus-1-3 libsystemd0 libcap2 libgcrypt20 libgpg-error0 liblz4-1 liblzma5)
+
+mkdir -p "$debs"
+# apt-get download fetches the candidate versions; a .deb already in the cache is reused. A machine
+# whose package lists were never fetched cannot download: the lists are fetched once, then again.
+missing=()
+for p in "${PACKAGES[@]}"; do
+  compgen -G "$debs/${p}_*_@(${arch}|all).deb" >/dev/null || missing+=("$p")
+done
+download() { (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${missing[@]}"); }
+[ ${#missing[@]} -eq 0 ] || download || { apt-get update -qq && download; }
+
+rm -rf "$rootfs" && mkdir -p "$rootfs"
+for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$rootfs"; done
+# Documentation, manuals and locales are not needed at run time.
+rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,bug,gcc,gdb} "$rootfs"/usr/lib/*/gconv "$rootfs"/etc/{init.d,cron.daily,logrotate.d,apparmor.d}
+# update-ca-certificates' job (a postinst that does not run here): the bundle file TLS clients read.
+mkdir -p "$rootfs/etc/ssl/certs"
+cat "$rootfs"/usr/share/ca-certificates/mozilla/*.crt > "$rootfs/etc/ssl/certs/ca-certificates.crt"
+ldconfig -r "$rootfs"
+mkdir -p "$rootfs/tmp" "$rootfs/usr/local/bin" "$rootfs/app"
+chmod 1777 "$rootfs/tmp"
+printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' > "$rootfs/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$rootfs/etc/group"
+install -m 0755 .cache/node/bin/node "$rootfs/usr/local/bin/node"
+cp -a "build/bundle/linux-$narch/." "$rootfs/app/"
+# A compiler in the image would be a build leftover: refuse it.
+if compgen -G "$rootfs/usr/bin/*cc*" >/dev/null || compgen -G "$rootfs/usr/bin/clang*" >/dev/null; then echo "a compiler ended up in the image" >&2; exit 1; fi
+
+entry=(--config.entrypoint /usr/local/bin/node)
+flags=$(agent_node_flags)
+for f in $flags; do entry+=(--config.entrypoint "$f"); done
+entry+=(--config.entrypoint /app/retina-agent.mjs)
+mapfile -t labels < <(oci_labels)
+
+new_image "$layout" "$tag" "$rootfs" .
+umoci config --image "$layout:$tag" --os linux --architecture "$arch" "${entry[@]}" \
+  --config.workingdir /app --config.env PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin \
+  --config.env NODE_ENV=production "${labels[@]}"
+umoci gc --layout "$layout"
+
+rm -f "$out/retina-ts-$tag.oci.tar" "$out/retina-ts-$tag.docker.tar"
+skopeo copy -q "oci:$layout:$tag" "oci-archive:$out/retina-ts-$tag.oci.tar:retina-ts:$version"
+skopeo copy -q "oci:$layout:$tag" "docker-archive:$out/retina-ts-$tag.docker.tar:retina-ts:$version"
+ls -l "$out/retina-ts-$tag".*.tar | awk '{printf "%s %.1f MB\n", $9, $5/1e6}'
