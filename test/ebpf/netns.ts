@@ -89,11 +89,12 @@ export class NsAgent implements AsyncDisposable {
   readonly proc: AgentProcess;
   readonly #dir: string;
   port = 0;
-  constructor(readonly ns: Netns, config: string) {
+  /** `bin`: another checkout's `bin/retina-agent` (benchmarks comparing two builds); default this one's. */
+  constructor(readonly ns: Netns, config: string, bin = AGENT_BIN) {
     this.#dir = mkdtempSync(join(tmpdir(), 'rtbpf-'));
     const file = join(this.#dir, 'config.yaml');
     writeFileSync(file, `apiServer:\n  host: 127.0.0.1\n  port: 0\n${config}`);
-    this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, AGENT_BIN], args: ['--config', file], env: agentEnv() });
+    this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, bin], args: ['--config', file], env: agentEnv() });
   }
   async started(plugins: readonly string[]): Promise<void> {
     this.port = await this.proc.listening(30_000);
