@@ -14,12 +14,11 @@
  * without them; BENCH_FOOTPRINT_PODLEVEL=0 leaves it out).
  * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1).
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { NsAgent, sleep } from '../../test/ebpf/netns.js';
 import { AGENT_BIN, AgentProcess, agentEnv } from '../../test/e2e/agent-process.js';
+import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
 import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
 import { uniqueId } from '../../test/integration/operator-helpers.js';
 import { Bed, median } from '../datapath/setup.js';
@@ -30,45 +29,22 @@ const SECONDS = envInt('BENCH_FOOTPRINT_SECONDS', 30);
 const ROUNDS = envInt('BENCH_FOOTPRINT_ROUNDS', 2);
 const PPS = 50_000;
 const ENDPOINTS = 20_000;
-const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const base = process.env['BENCH_FOOTPRINT_BASE'];
 const subjects: Record<string, string> = { current: AGENT_BIN, ...(base ? { base: `${base.replace(/\/$/, '')}/bin/retina-agent` } : {}) };
-
-/** Voluntary context switches of every thread of `pid`, and its utime + stime in seconds. */
-function counters(pid: number): { wakeups: number; cpu: number } {
-  let wakeups = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      wakeups += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? 0);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { wakeups, cpu: (Number(f[11]) + Number(f[12])) / TICKS };
-}
-
-function rss(pid: number): { rssMB: number; anonMB: number; fileMB: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const mb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
-  const r = (x: number): number => Number(x.toFixed(1));
-  return { rssMB: r(mb('VmRSS')), anonMB: r(mb('RssAnon')), fileMB: r(mb('RssFile') + mb('RssShmem')) };
-}
 
 type Window = { wakeupsPerSecond: number; cpuSecondsPerMinute: number; cpuPercentOfOneCore: number; rssMB: number; anonMB: number; fileMB: number };
 
 /** Counters around `during` (which must take the window's time), then the RSS. */
 async function window(pid: number, during: () => Promise<void> | void): Promise<Window> {
-  const c0 = counters(pid);
+  const w0 = wakeups(pid);
+  const c0 = cpuSeconds(pid);
   const t0 = performance.now();
   await during();
   const wall = (performance.now() - t0) / 1000;
-  const c1 = counters(pid);
-  const cpu = (c1.cpu - c0.cpu) / wall;
+  const cpu = (cpuSeconds(pid) - c0) / wall;
   return {
-    wakeupsPerSecond: Number(((c1.wakeups - c0.wakeups) / wall).toFixed(1)),
-    cpuSecondsPerMinute: Number((cpu * 60).toFixed(3)), cpuPercentOfOneCore: Number((cpu * 100).toFixed(3)), ...rss(pid),
+    wakeupsPerSecond: Number(((wakeups(pid) - w0) / wall).toFixed(1)),
+    cpuSecondsPerMinute: Number((cpu * 60).toFixed(3)), cpuPercentOfOneCore: Number((cpu * 100).toFixed(3)), ...rssSplit(pid),
   };
 }
 
@@ -135,6 +111,6 @@ console.log(JSON.stringify({
   goals: { idleCpuPercent: 0.13, loadCpuPercent: 0.2, idleRssMB: 75, podLevel20kRssMB: 100 },
   conditions: {
     seconds: SECONDS, rounds: ROUNDS, order: 'ABBA', subjects, packetsPerSecond: PPS, endpoints: ENDPOINTS,
-    kernel: release(), cpus: cpus().length, loadavg1m: Number((loadavg()[0] ?? 0).toFixed(2)), clockTicks: TICKS,
+    kernel: release(), cpus: cpus().length, loadavg1m: Number((loadavg()[0] ?? 0).toFixed(2)),
   },
 }));
