@@ -49,7 +49,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
   });
   if (values.unknownKeys.length) log.warn('configuration keys not used by this agent', { keys: values.unknownKeys });
-  const metrics = createMetricsRegistry();
+  // The event-loop delay monitor samples once per metrics interval: the agent wakes for nothing else when idle.
+  const metrics = createMetricsRegistry({ eventLoopSampleMs: agent.metricsIntervalMs });
   // The Kubernetes side (and its modules) loads only when there is an API to talk to.
   const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
   const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']
