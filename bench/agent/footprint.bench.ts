@@ -7,7 +7,7 @@
  *     the namespace's default route, where packetforward's tc programs and dns's filter sit;
  *   - podLevel20k: `enablePodLevel` and remote context on the test control plane holding 20 000
  *     RetinaEndpoints, idle once its IP cache has synced.
- * Each window opens 3 s after start-up (5 s after the sync). With BENCH_FOOTPRINT_BASE=<checkout>
+ * Each window opens 30 s after start-up (and after the sync). With BENCH_FOOTPRINT_BASE=<checkout>
  * that checkout's bin/retina-agent runs too, alternated with this one round by round (ABBA), so
  * before/after come from one run on a shared, noisy machine. Figures are medians over the rounds.
  * Needs root, kernel BTF, iperf3; the pod-level case also the Kubernetes binaries (fails loudly
@@ -28,6 +28,8 @@ import { envInt } from '../server/summary.js';
 const SECONDS = envInt('BENCH_FOOTPRINT_SECONDS', 30);
 const ROUNDS = envInt('BENCH_FOOTPRINT_ROUNDS', 2);
 const PPS = 50_000;
+/** Start-up's last compilations and collections (V8's memory reducer runs about 25 s in) are over by then. */
+const SETTLE_MS = 30_000;
 const ENDPOINTS = 20_000;
 const base = process.env['BENCH_FOOTPRINT_BASE'];
 const subjects: Record<string, string> = { current: AGENT_BIN, ...(base ? { base: `${base.replace(/\/$/, '')}/bin/retina-agent` } : {}) };
@@ -67,7 +69,7 @@ for (const name of Object.keys(subjects)) results[name] = { idle: [], load: [], 
       const r = results[name] as (typeof results)[string];
       await using agent = new NsAgent(bed.client, '', subjects[name]);
       await agent.started(['packetforward', 'dns']);
-      await sleep(3000);
+      await sleep(SETTLE_MS);
       r.idle.push(await window(agent.proc.pid, () => sleep(SECONDS * 1000)));
       let sent = 0;
       r.load.push(await window(agent.proc.pid, () => {
@@ -92,7 +94,7 @@ if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
           env: agentEnv({ RETINA_ENABLEPODLEVEL: 'true', RETINA_REMOTECONTEXT: 'true', RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0' }),
         });
         await agent.waitForLog((l) => l.msg === 'IP cache synced', '"IP cache synced"', 180_000);
-        await sleep(5000);
+        await sleep(SETTLE_MS);
         results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
       }
     }
