@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MetricDef } from './catalog.js';
+import { EVENT_LOOP_LAG_STATS, registerEventLoopLag } from './event-loop.js';
 import { formatExposition } from './exposition.js';
 
 export type Labels<L extends string> = Partial<Record<L, string | number>>;
@@ -51,9 +52,14 @@ export interface RegistryOptions {
 export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegistry {
   const registry = new Registry();
   if (opts.processMetrics ?? true) {
-    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: opts.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS });
+    // prom-client's event-loop delay monitor cannot be left out: it samples once in 24 days, and its
+    // gauges are replaced by ours (event-loop.ts), which sample every eventLoopSampleMs.
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 2 ** 31 - 1 });
     // Gauges named `_total` (promtool rejects them); nodejs_active_{handles,requests,resources} carry the same counts.
-    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(n);
+    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total', ...EVENT_LOOP_LAG_STATS]) {
+      registry.removeSingleMetric(n);
+    }
+    registerEventLoopLag(registry, opts.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
   }
   const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();
 
