@@ -7,10 +7,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { IpCache } from '../../src/cache/index.js';
-import { collectionPath, startAgentWatch } from '../../src/k8s/index.js';
-import { resources, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { startAgentWatch } from '../../src/k8s/index.js';
 import { createNamespace, deleteNamespace, eventually, ROOT, startCluster } from '../../test/integration/harness.js';
 import { uniqueId } from '../../test/integration/operator-helpers.js';
+import { createEndpoints } from './endpoints.js';
 
 const N = 20_000;
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -21,26 +21,7 @@ const { client } = cluster;
 const ns = uniqueId('bench-mem');
 await createNamespace(client, ns);
 const t0 = Date.now();
-const hex = (n: number, w: number): string => n.toString(16).padStart(w, '0');
-let next = 0;
-await Promise.all(Array.from({ length: 48 }, async () => {
-  while (next < N) {
-    const i = next++;
-    const app = `svc${i % 200}`;
-    const rs = `${app}-${hex((i % 200) * 7919, 8).replace(/[0-9]/g, (d) => 'bcdfghjklm'[Number(d)] as string)}`;
-    const ip = `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
-    const body: RetinaEndpoint = {
-      apiVersion: 'retina.sh/v1alpha1', kind: 'RetinaEndpoint', metadata: { name: `${rs}-${hex(i, 5)}`, namespace: ns },
-      spec: {
-        podIP: ip, podIPs: i % 4 === 0 ? [ip, `fd00:100::${hex(i, 4)}`] : [ip], nodeIP: `172.18.${i % 50}.10`,
-        containers: [{ name: 'app', id: `containerd://${hex(i * 2654435761, 16)}${hex(i, 48)}` }],
-        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs }],
-        labels: { app, 'app.kubernetes.io/name': app, version: 'v1' },
-      },
-    };
-    await client.request('POST', collectionPath(resources.retinaEndpoints, ns), { body });
-  }
-}));
+await createEndpoints(client, ns, N);
 const createMs = Date.now() - t0;
 
 // (1) heap of the stores and the cache, in this process

@@ -44,14 +44,27 @@ static __always_inline void retina_count_lost(void *map)
 		*lost += 1;
 }
 
-/* Batched wake-ups: with wakeup_bytes > 0 a record wakes the agent only when that much data waits
- * in the ring (the agent also drains on a short timer); 0 keeps the kernel's adaptive wake-up, one
- * per drain. Fewer wake-ups mean fewer drains, each with more records. */
+/* Batched wake-ups: with wakeup_bytes > 0 a record wakes the agent when that much data waits in the
+ * ring, or when no record of this object woke it in the last RETINA_WAKEUP_HOLDOFF_NS; in between,
+ * records wait for the agent's follow-up drain, which it arms after each wake-up for longer than the
+ * hold-off (RingBufferOptions.followUpMs). So a lone record wakes the agent at once, a busy ring at
+ * most every hold-off (plus once per wakeup_bytes), and an idle agent needs no timer at all.
+ * 0 keeps the kernel's adaptive wake-up, one per drain. One object, one batched ring: the time of
+ * the last wake-up is the object's (racy across CPUs: at worst one more wake-up). */
+#define RETINA_WAKEUP_HOLDOFF_NS (50ULL * 1000 * 1000)
+static __u64 retina_last_wakeup_ns;
+
 static __always_inline __u64 retina_submit_flags(void *ring, __u32 wakeup_bytes)
 {
 	if (!wakeup_bytes)
 		return 0;
-	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	__u64 now = bpf_ktime_get_ns();
+	if (now - retina_last_wakeup_ns < RETINA_WAKEUP_HOLDOFF_NS)
+		return BPF_RB_NO_WAKEUP;
+	retina_last_wakeup_ns = now;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 #endif

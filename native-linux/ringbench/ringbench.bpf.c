@@ -5,6 +5,7 @@
 #include "retrans_event.h"
 
 const volatile __u32 per_run = 64;
+const volatile __u32 wakeup_bytes = 0; /* batched wake-ups, as the plugins' programs (retina.h) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -38,7 +39,7 @@ static long emit(__u32 i, void *ctx)
 	e->pad = 0;
 	e->segs = 1;
 	e->len = 1500;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, retina_submit_flags(&retina_ringbench_events, wakeup_bytes));
 	return 0;
 }
 

@@ -44,7 +44,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
   const podLevelOnlyPlugins = platform.plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
   for (const w of configWarnings({ agent, keys, values, podLevelOnlyPlugins })) log.warn('contradictory configuration', { keys: w.keys, problem: w.problem });
-  const metrics = createMetricsRegistry();
+  // The event-loop delay monitor samples once per metrics interval: the agent wakes for nothing else when idle.
+  const metrics = createMetricsRegistry({ eventLoopSampleMs: agent.metricsIntervalMs });
   // The Kubernetes side (and its modules) loads only when there is an API to talk to.
   const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
   const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MetricDef } from './catalog.js';
+import { EVENT_LOOP_LAG_STATS, registerEventLoopLag } from './event-loop.js';
 import { formatExposition } from './exposition.js';
 
 export type Labels<L extends string> = Partial<Record<L, string | number>>;
@@ -34,12 +35,31 @@ export interface MetricsRegistry extends MetricWriters {
   expose(): Promise<{ contentType: string; body: string }>;
 }
 
-export function createMetricsRegistry(opts: { processMetrics?: boolean } = {}): MetricsRegistry {
+/** How often the nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds monitor samples, by default. */
+export const EVENT_LOOP_SAMPLE_MS = 10_000;
+
+export interface RegistryOptions {
+  /** Node.js process metrics (prom-client's default metrics); default true. */
+  readonly processMetrics?: boolean;
+  /**
+   * Sampling period of the event-loop delay monitor, in ms (default EVENT_LOOP_SAMPLE_MS). Each
+   * sample is a timer wake-up: prom-client's own 10 ms woke an idle agent 100 times a second.
+   * nodejs_eventloop_lag_seconds is measured at each scrape, whatever this is.
+   */
+  readonly eventLoopSampleMs?: number;
+}
+
+export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegistry {
   const registry = new Registry();
   if (opts.processMetrics ?? true) {
-    collectDefaultMetrics({ register: registry });
+    // prom-client's event-loop delay monitor cannot be left out: it samples once in 24 days, and its
+    // gauges are replaced by ours (event-loop.ts), which sample every eventLoopSampleMs.
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 2 ** 31 - 1 });
     // Gauges named `_total` (promtool rejects them); nodejs_active_{handles,requests,resources} carry the same counts.
-    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(n);
+    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total', ...EVENT_LOOP_LAG_STATS]) {
+      registry.removeSingleMetric(n);
+    }
+    registerEventLoopLag(registry, opts.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
   }
   const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();
 

@@ -41,10 +41,12 @@ export interface RingBufferOptions<T> {
    */
   readonly maxBatch?: number;
   /**
-   * Also drain every this many ms (unset: only on wake-ups). For programs that batch their
-   * wake-ups (BPF_RB_NO_WAKEUP until enough data waits), this bounds how long a record waits.
+   * For programs that batch their wake-ups (see native-linux/include/retina.h): after a wake-up,
+   * drain again this many ms later, and again while those drains still find records, so a record
+   * the kernel did not wake us for waits at most about this long. An idle ring arms no timer.
+   * Unset: drain on wake-ups only.
    */
-  readonly timerMs?: number;
+  readonly followUpMs?: number;
 }
 
 export interface RingBufferReader extends Disposable {
@@ -147,9 +149,22 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     if (batch.length) flush();
     return Math.max(n, 0);
   };
-  const poller = opts.poll === false ? undefined : koffi.node.poll(l.rbEpollFd(rb) as number, { readable: true }, () => drain());
-  const timer = opts.timerMs ? setInterval(drain, opts.timerMs) : undefined;
-  timer?.unref();
+  // Wake on data only: each epoll wake-up drains, then arms one follow-up drain; a follow-up that
+  // found records arms the next. No fixed-rate timer, so an idle ring costs no wake-ups.
+  const followUpMs = opts.poll === false ? undefined : opts.followUpMs;
+  let followUp: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    if (followUpMs === undefined || followUp || closed) return;
+    followUp = setTimeout(() => {
+      followUp = undefined;
+      if (drain() > 0) arm();
+    }, followUpMs);
+    followUp.unref();
+  };
+  const poller = opts.poll === false ? undefined : koffi.node.poll(l.rbEpollFd(rb) as number, { readable: true }, () => {
+    drain();
+    arm();
+  });
   return {
     stats,
     drain,
@@ -163,7 +178,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     [Symbol.dispose]() {
       if (closed) return;
       closed = true;
-      clearInterval(timer);
+      clearTimeout(followUp);
       poller?.close();
       l.rbFree(rb);
       koffi.unregister(cb);

@@ -4,7 +4,7 @@ import type { Flow } from '../../../flow/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { errMessage, every, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
 import type { KernelClock } from './clock.js';
-import { WAKEUP_TIMER_MS } from './hooks.js';
+import { FOLLOW_UP_MS } from './hooks.js';
 
 export interface EventWiring<T> {
   readonly source: string;
@@ -32,7 +32,7 @@ export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj
     openRingBuffer(obj.map(w.eventsMap), {
       decode: w.decode,
       lostMap: obj.map(w.lostMap),
-      timerMs: WAKEUP_TIMER_MS,
+      followUpMs: FOLLOW_UP_MS,
       onBatch: (records) => {
         ctx.self.parsedPackets(records.length);
         w.onRecords(records);

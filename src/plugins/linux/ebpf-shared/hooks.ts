@@ -32,11 +32,13 @@ export function eventRingSize(podLevel: boolean, configured: number): number {
 }
 
 /**
- * Batched wake-ups for event rings: the programs wake the agent only once this many bytes wait
- * (rodata `wakeup_bytes`), and the agent also drains every WAKEUP_TIMER_MS, so a record waits at most
- * that long. Fewer wake-ups, more records per drain (the per-packet cost under load is the wake-up).
+ * Batched wake-ups for event rings: the programs wake the agent once this many bytes wait (rodata
+ * `wakeup_bytes`) or when they have not woken it for 50 ms (retina.h), and after each wake-up the
+ * agent drains again FOLLOW_UP_MS later (and again while records keep coming), so a record waits at
+ * most about that long and an idle agent arms no timer. Fewer wake-ups, more records per drain (the
+ * per-packet cost under load is the wake-up).
  */
-export const WAKEUP_TIMER_MS = 100;
+export const FOLLOW_UP_MS = 100;
 export function wakeupBytes(ringSize: number): number {
   return Math.max(0, Math.min(65536, Math.floor(ringSize / 8)));
 }

@@ -1,0 +1,118 @@
+/**
+ * What the agent costs a node: wake-ups per second (voluntary context switches summed over every
+ * thread, /proc/<pid>/task/<tid>/status), CPU as utime + stime per minute (/proc/<pid>/stat, all
+ * threads) and RSS split anonymous / file-backed (RssAnon, RssFile + RssShmem), for
+ *   - idle: the default config (default plugins, 10 s interval) in a namespace with no traffic;
+ *   - load: the same agent while iperf3 sends 50 000 UDP packets/s (64-byte datagrams) out through
+ *     the namespace's default route, where packetforward's tc programs and dns's filter sit;
+ *   - podLevel20k: `enablePodLevel` and remote context on the test control plane holding 20 000
+ *     RetinaEndpoints, idle once its IP cache has synced.
+ * Each window opens 30 s after start-up (and after the sync). With BENCH_FOOTPRINT_BASE=<checkout>
+ * that checkout's bin/retina-agent runs too, alternated with this one round by round (ABBA), so
+ * before/after come from one run on a shared, noisy machine. Figures are medians over the rounds.
+ * Needs root, kernel BTF, iperf3; the pod-level case also the Kubernetes binaries (fails loudly
+ * without them; BENCH_FOOTPRINT_PODLEVEL=0 leaves it out).
+ * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1).
+ */
+import { cpus, loadavg, release } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { NsAgent, sleep } from '../../test/ebpf/netns.js';
+import { AGENT_BIN, AgentProcess, agentEnv } from '../../test/e2e/agent-process.js';
+import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
+import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
+import { uniqueId } from '../../test/integration/operator-helpers.js';
+import { Bed, median } from '../datapath/setup.js';
+import { createEndpoints } from '../k8s/endpoints.js';
+import { envInt } from '../server/summary.js';
+
+const SECONDS = envInt('BENCH_FOOTPRINT_SECONDS', 30);
+const ROUNDS = envInt('BENCH_FOOTPRINT_ROUNDS', 2);
+const PPS = 50_000;
+/** Start-up's last compilations and collections (V8's memory reducer runs about 25 s in) are over by then. */
+const SETTLE_MS = 30_000;
+const ENDPOINTS = 20_000;
+const base = process.env['BENCH_FOOTPRINT_BASE'];
+const subjects: Record<string, string> = { current: AGENT_BIN, ...(base ? { base: `${base.replace(/\/$/, '')}/bin/retina-agent` } : {}) };
+
+type Window = { wakeupsPerSecond: number; cpuSecondsPerMinute: number; cpuPercentOfOneCore: number; rssMB: number; anonMB: number; fileMB: number };
+
+/** Counters around `during` (which must take the window's time), then the RSS. */
+async function window(pid: number, during: () => Promise<void> | void): Promise<Window> {
+  const w0 = wakeups(pid);
+  const c0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  await during();
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = (cpuSeconds(pid) - c0) / wall;
+  return {
+    wakeupsPerSecond: Number(((wakeups(pid) - w0) / wall).toFixed(1)),
+    cpuSecondsPerMinute: Number((cpu * 60).toFixed(3)), cpuPercentOfOneCore: Number((cpu * 100).toFixed(3)), ...rssSplit(pid),
+  };
+}
+
+/** Medians of each field over the rounds. */
+function medians(ws: readonly Window[]): Window {
+  const keys = Object.keys(ws[0] as Window) as (keyof Window)[];
+  return Object.fromEntries(keys.map((k) => [k, Number(median(ws.map((w) => w[k])).toFixed(3))])) as Window;
+}
+
+/** ABBA order of the subjects over the rounds. */
+const order = (round: number): string[] => (round % 2 ? Object.keys(subjects).reverse() : Object.keys(subjects));
+
+const results: Record<string, { idle: Window[]; load: Window[]; podLevel20k: Window[]; sentPps: number[] }> = {};
+for (const name of Object.keys(subjects)) results[name] = { idle: [], load: [], podLevel20k: [], sentPps: [] };
+
+{
+  await using bed = new Bed();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of order(round)) {
+      const r = results[name] as (typeof results)[string];
+      await using agent = new NsAgent(bed.client, '', [subjects[name] as string]);
+      await agent.started(['packetforward', 'dns']);
+      await sleep(SETTLE_MS);
+      r.idle.push(await window(agent.proc.pid, () => sleep(SECONDS * 1000)));
+      let sent = 0;
+      r.load.push(await window(agent.proc.pid, () => {
+        const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
+        sent = (out['end'] as { sum: { packets: number } }).sum.packets;
+      }));
+      r.sentPps.push(Math.round(sent / SECONDS));
+    }
+  }
+}
+
+if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
+  await using cluster = await startCluster();
+  const ns = uniqueId('bench-fp');
+  await createNamespace(cluster.client, ns);
+  try {
+    await createEndpoints(cluster.client, ns, ENDPOINTS);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const name of order(round)) {
+        await using agent = new AgentProcess({
+          command: [subjects[name] as string], args: ['--kubeconfig', cluster.kubeconfig],
+          env: agentEnv({ RETINA_ENABLEPODLEVEL: 'true', RETINA_REMOTECONTEXT: 'true', RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0' }),
+        });
+        await agent.waitForLog((l) => l.msg === 'IP cache synced', '"IP cache synced"', 180_000);
+        await sleep(SETTLE_MS);
+        results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
+      }
+    }
+  } finally {
+    await deleteNamespace(cluster.client, ns);
+  }
+}
+
+console.log(JSON.stringify({
+  name: 'agent/footprint',
+  ...Object.fromEntries(Object.entries(results).map(([name, r]) => [name, {
+    idle: medians(r.idle),
+    load: { ...medians(r.load), sentPacketsPerSecond: median(r.sentPps) },
+    ...(r.podLevel20k.length ? { podLevel20k: medians(r.podLevel20k) } : {}),
+  }])),
+  goals: { idleCpuPercent: 0.13, loadCpuPercent: 0.2, idleRssMB: 75, podLevel20kRssMB: 100 },
+  conditions: {
+    seconds: SECONDS, rounds: ROUNDS, order: 'ABBA', subjects, packetsPerSecond: PPS, endpoints: ENDPOINTS,
+    kernel: release(), cpus: cpus().length, loadavg1m: Number((loadavg()[0] ?? 0).toFixed(2)),
+  },
+}));
