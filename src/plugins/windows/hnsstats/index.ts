@@ -1,13 +1,14 @@
 /**
  * hnsstats: per-endpoint packet, byte and drop counters from HNS and the VFP port counters from
  * vfpctrl, published as node series summed over every attached endpoint, every
- * metricsIntervalDuration. See README.md.
+ * metricsIntervalDuration, and per-endpoint flows for the pod level. See README.md.
  */
 import { openHcn, openHns } from '../../../ffi/windows/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, poll, type PluginDefinition } from '../../../plugin/index.js';
 import { OwnedSeries } from '../owned-series.js';
 import { readHns, type HnsSources } from './collect.js';
+import { EndpointFlows } from './endpoint-flows.js';
 import { nodeRows } from './node-sums.js';
 import { runVfpctrl } from './vfpctrl.js';
 
@@ -27,6 +28,7 @@ export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefiniti
       ResourceStack.build(async (s) => {
         const src = sources ? sources() : { hcn: openHcn(), hns: openHns(), vfpctrl: (ports: readonly string[]) => runVfpctrl(ports) };
         const tcpStats = new OwnedSeries(ctx.metrics.gauge(catalog.tcpConnectionStats));
+        const endpointFlows = new EndpointFlows();
         let lastReason: string | undefined;
         await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {
           const reading = await readHns(src);
@@ -38,6 +40,9 @@ export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefiniti
           replaceSeries(ctx.metrics.gauge(catalog.windowsHnsStats), rows.windowsHnsStats);
           replaceSeries(ctx.metrics.gauge(catalog.tcpFlagGauges), rows.tcpFlagGauges);
           tcpStats.replace(rows.tcpConnectionStats);
+          // Pod level: per-endpoint deltas through the Enricher (ctx.flows discards them otherwise).
+          const flows = endpointFlows.next(reading.endpoints, Date.now());
+          if (flows.length) ctx.flows.consume({ source: 'hnsstats', flows });
           const reason = reading.failures.length ? reading.failures.join('; ') : undefined;
           if (reason !== lastReason) ctx.log.debug('hnsstats reading changed completeness', { endpoints: reading.endpoints.length, vanished: reading.vanished });
           lastReason = reason;
