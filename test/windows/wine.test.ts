@@ -41,10 +41,10 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
       ...parentEnv,
       WINEPREFIX: `${CACHE}/prefix`, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=',
       WINEPATH: win(`${ROOT}test/windows/fakes`),
-      RETINA_DLL_COMPUTENETWORK: win(`${CACHE}/fakes/computenetwork.dll`),
-      RETINA_DLL_VMCOMPUTE: win(`${CACHE}/fakes/vmcompute.dll`),
+      RETINATS_DLL_COMPUTENETWORK: win(`${CACHE}/fakes/computenetwork.dll`),
+      RETINATS_DLL_VMCOMPUTE: win(`${CACHE}/fakes/vmcompute.dll`),
       FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
-      RETINA_WINE_FIGURES: win(`${CACHE}/figures.json`),
+      RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
     },
   });
   closeSync(fd);

@@ -1,7 +1,8 @@
 /**
- * The one table of Windows DLLs the bindings load, and the test seam: `RETINA_DLL_<KEY>` (e.g.
- * RETINA_DLL_COMPUTENETWORK) points one binding at another file (the fakes under test/windows/fakes)
- * without touching the code that calls it. Libraries are loaded when a binding is opened (in a
+ * The one table of Windows DLLs the bindings load, and the test seam: `RETINATS_DLL_<KEY>` (e.g.
+ * RETINATS_DLL_COMPUTENETWORK) points one binding at another file (the fakes under test/windows/fakes)
+ * without touching the code that calls it. Not `RETINA_*`: those are configuration keys, and the
+ * agent warns about ones it does not declare. Libraries are loaded when a binding is opened (in a
  * plugin's start), never at import time.
  */
 import koffi from 'koffi';
@@ -17,7 +18,7 @@ export type DllKey = keyof typeof DLLS;
 
 /** The file `key` loads: the table's name, or the override from the environment. */
 export function dllPath(key: DllKey, env: NodeJS.ProcessEnv = process.env): string {
-  return env[`RETINA_DLL_${key.toUpperCase()}`] || DLLS[key];
+  return env[`RETINATS_DLL_${key.toUpperCase()}`] || DLLS[key];
 }
 
 const loaded = new Map<string, koffi.IKoffiLib>();

@@ -1,6 +1,6 @@
 /**
  * Under Wine: every Windows module loads, every binding binds (iphlpapi: Wine's; computenetwork and
- * vmcompute: the fakes RETINA_DLL_* name), and HRESULTs, error records and CoTaskMem strings come
+ * vmcompute: the fakes RETINATS_DLL_* name), and HRESULTs, error records and CoTaskMem strings come
  * back as the bindings promise.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { currentOs, loadPlugins, selectPlatform } from '../../../src/platform/in
 import { parseEndpointIds, parseEndpointStats } from '../../../src/plugins/windows/hnsstats/documents.js';
 import { env } from './wine.js';
 
-const openHandles = (): number => (koffi.load(env('RETINA_DLL_COMPUTENETWORK')).func('int32_t __stdcall FakeOpenHandles(void)') as () => number)();
+const openHandles = (): number => (koffi.load(env('RETINATS_DLL_COMPUTENETWORK')).func('int32_t __stdcall FakeOpenHandles(void)') as () => number)();
 
 describe('Windows modules under Wine', () => {
   it('the platform layer picks Windows and its plugin list (hnsstats, winutil)', async () => {

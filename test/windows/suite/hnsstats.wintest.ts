@@ -1,9 +1,9 @@
 /**
- * hnsstats end to end under Wine, against the fake computenetwork.dll and vmcompute.dll (RETINA_DLL_*)
+ * hnsstats end to end under Wine, against the fake computenetwork.dll and vmcompute.dll (RETINATS_DLL_*)
  * and vfpctrl as a .cmd stub on WINEPATH printing test/fixtures/windows/vfp-port-counter.txt: one
  * reading in process (the failing and the vanished endpoint), then the real agent started with
  * node.exe and its /metrics scraped with http.get (fetch does not work under Wine 8). With 200 fake
- * endpoints, the scrape time is measured and written to RETINA_WINE_FIGURES.
+ * endpoints, the scrape time is measured and written to RETINATS_WINE_FIGURES.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -105,6 +105,7 @@ describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub', () => {
       // winutil's tcp_connection_stats series live beside hnsstats' in the same family
       assert.notEqual(v('tcp_connection_stats', { statistic_name: 'InSegs' }), undefined, 'winutil series missing (overwritten by hnsstats?)');
       assert.match(t, /networkobservability_interface_stats\{/);
+      assert.doesNotMatch(log(), /not used by this agent/, 'the test seam (RETINATS_DLL_*) or a key was taken for configuration');
     });
   });
 
@@ -122,7 +123,7 @@ describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub', () => {
       }
       times.sort((a, b) => a - b);
       const figures = { endpoints: 200, scrapeMsMedian: Number((times[10] as number).toFixed(2)), scrapeMsMax: Number((times[19] as number).toFixed(2)), firstFullReadingMs: firstReadingMs };
-      writeFileSync(env('RETINA_WINE_FIGURES'), JSON.stringify(figures));
+      writeFileSync(env('RETINATS_WINE_FIGURES'), JSON.stringify(figures));
       assert.ok(figures.scrapeMsMedian < 1000, `scrape took ${figures.scrapeMsMedian} ms`);
     });
   });
