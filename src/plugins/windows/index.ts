@@ -1,4 +1,6 @@
-/** The Windows plugin list (hnsstats, pktmon come with the Windows issue). */
+/** The Windows plugin list (Retina's enabledPlugin_win default is hnsstats; pktmon comes later). */
 import type { AnyPluginDefinition } from '../../plugin/index.js';
+import { hnsstats } from './hnsstats/index.js';
+import { winutil } from './winutil/index.js';
 
-export const plugins: readonly AnyPluginDefinition[] = [];
+export const plugins: readonly AnyPluginDefinition[] = [hnsstats, winutil];

@@ -1,0 +1,48 @@
+/** readHns over in-memory sources (the same paths run against the fake DLLs under Wine). */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { it } from 'node:test';
+import { WindowsCallError } from '../../../ffi/windows/index.js';
+import { readHns, type HnsSources } from './collect.js';
+
+const vfpText = readFileSync(new URL('../../../../../test/fixtures/windows/vfp-port-counter.txt', import.meta.url), 'utf8');
+const id = (i: number): string => `0000000${i}-0000-4000-8000-00000000000${i}`;
+const stats = (k: number): string => JSON.stringify({ Success: true, Output: { PacketsReceived: k, PacketsSent: k, BytesReceived: k, BytesSent: k, DroppedPacketsIncoming: 0, DroppedPacketsOutgoing: 0 } });
+
+function sources(vfp: HnsSources['vfpctrl']): HnsSources {
+  return {
+    hcn: {
+      enumerateEndpoints: () => JSON.stringify([1, 2, 3, 4, 5].map(id)),
+      endpointProperties: (ep) => {
+        if (ep === id(2)) throw new WindowsCallError('HcnOpenEndpoint', 0x80070490 | 0, 'HRESULT', '{"Error":"gone"}');
+        if (ep === id(3)) throw new WindowsCallError('HcnQueryEndpointProperties', 0x803b0001 | 0, 'HRESULT', '{"Error":"broken"}');
+        if (ep === id(5)) return JSON.stringify({ ID: ep }); // no IP: left out, as in Retina
+        return JSON.stringify({ ID: ep, IpConfigurations: [{ IpAddress: `10.0.0.${ep[7]}` }] });
+      },
+    },
+    hns: {
+      call: (_m, path) => {
+        if (path === '/endpoints/') return JSON.stringify({ Success: true, Output: [{ ID: id(1), Resources: { Allocators: [{ Tag: 'Endpoint Port', EndpointPortGuid: 'P-1' }] } }, { ID: id(4), Resources: { Allocators: [{ Tag: 'Endpoint Port', EndpointPortGuid: 'P-4' }] } }] });
+        return stats(Number(path.at(-1)));
+      },
+    },
+    vfpctrl: vfp,
+  };
+}
+
+it('reads every endpoint it can: vanished skipped, failures named, no-IP endpoints left out, VFP per port', async () => {
+  const r = await readHns(sources(async (ports) => new Map(ports.map((p) => [p, p === 'P-4' ? 'Error: port not found\r\n' : vfpText]))));
+  assert.deepEqual(r.endpoints.map((e) => [e.ip, e.stats.packetsReceived, e.vfp?.in.syn]), [['10.0.0.1', 1n, 111n], ['10.0.0.4', 4n, undefined]]);
+  assert.equal(r.vanished, 1);
+  assert.deepEqual(r.failures, [
+    `endpoint ${id(3)}: HcnQueryEndpointProperties failed: HRESULT 0x803B0001: broken`,
+    `vfpctrl port P-4 of ${id(4)}: no counters in its output ("Error: port not found")`,
+  ]);
+});
+
+it('vfpctrl failing as a whole keeps the HNS counters and names the failure', async () => {
+  const r = await readHns(sources(() => Promise.reject(new Error('cmd.exe: not found'))));
+  assert.equal(r.endpoints.length, 2);
+  assert.ok(r.endpoints.every((e) => e.vfp === undefined));
+  assert.ok(r.failures.includes('vfpctrl: cmd.exe: not found'), r.failures.join('\n'));
+});

