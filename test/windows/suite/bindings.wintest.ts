@@ -6,9 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import koffi from 'koffi';
-import { ALL_ENDPOINTS_QUERY, ATTACHED_SHARING_QUERY, WindowsCallError, openHcn, openHns, openIphlpapi, AF_INET } from '../../../src/ffi/windows/index.js';
+import { ALL_ENDPOINTS_QUERY, ATTACHED_SHARING_QUERY, WindowsCallError, openHcn, openHns, openIphlpapi, parseEndpointIds, parseEndpointStats, AF_INET } from '../../../src/ffi/windows/index.js';
 import { currentOs, loadPlugins, selectPlatform } from '../../../src/platform/index.js';
-import { parseEndpointIds, parseEndpointStats } from '../../../src/plugins/windows/hnsstats/documents.js';
 import { env } from './wine.js';
 
 const openHandles = (): number => (koffi.load(env('RETINATS_DLL_COMPUTENETWORK')).func('int32_t __stdcall FakeOpenHandles(void)') as () => number)();
