@@ -29,14 +29,9 @@ export async function detect(os: OsName): Promise<PlatformInfo> {
   return (await import('./windows/detect.js')).detectWindows();
 }
 
-/**
- * The OS part of `retina-agent diagnose` (`./<os>/diagnose.js`). The Windows module is named through
- * a variable, so this builds before it exists; until then its sections say it is missing.
- */
+/** The OS part of `retina-agent diagnose` (`./<os>/diagnose.js`), loaded only on that OS. */
 export async function loadDiagnose(os: OsName): Promise<OsDiagnoseModule> {
-  if (os === 'linux') return import('./linux/diagnose.js');
-  const windows = './windows/diagnose.js';
-  return (await import(windows)) as OsDiagnoseModule;
+  return os === 'linux' ? import('./linux/diagnose.js') : import('./windows/diagnose.js');
 }
 
 export async function selectPlatform(os: OsName = currentOs()): Promise<Platform> {

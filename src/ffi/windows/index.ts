@@ -6,3 +6,6 @@ export { openHcn, ATTACHED_SHARING_QUERY, ALL_ENDPOINTS_QUERY, type HcnClient } 
 export { openHns, type HnsClient } from './vmcompute.js';
 export { openIphlpapi, AF_INET, AF_INET6, type IfRow, type Iphlpapi, type StatsRecord, type TcpStats } from './iphlpapi.js';
 export { iphlpTypes, TABLE_ROWS, IF_COUNTERS } from './iphlpapi-types.js';
+export { hnsOutput, parseEndpoint, parseEndpointIds, parseEndpointStats, parseJsonU64, parsePortMap, type EndpointStats, type HcnEndpoint } from './documents.js';
+export { parseVfpCounters, type VfpCounters, type VfpDirection, type VfpField } from './vfp.js';
+export { runVfpctrl, splitVfpOutput, vfpCommand, VFP_BATCH } from './vfpctrl.js';

@@ -20,6 +20,12 @@ export interface IfRow {
   readonly type: number;
   /** InterfaceAndOperStatusFlags (bit 1: a filter interface stacked on another). */
   readonly flags: number;
+  /** PhysicalAddress as `00-15-5D-00-00-01` ('' when the interface has none). */
+  readonly mac: string;
+  readonly mtu: number;
+  /** TransmitLinkSpeed / ReceiveLinkSpeed in bits per second. */
+  readonly transmitBps: number;
+  readonly receiveBps: number;
   /** IF_COUNTERS by name (u64 as number; exact below 2^53). */
   readonly counters: Readonly<Record<string, number>>;
 }
@@ -108,7 +114,13 @@ export function openIphlpapi(): Iphlpapi {
           const r = koffi.decode(ptr, TABLE_ROWS.MIB_IF_TABLE2 + i * rowSize, t.MIB_IF_ROW2) as Record<string, unknown>;
           const counters: Record<string, number> = {};
           for (const c of IF_COUNTERS) counters[c] = num(r[c]);
-          rows.push({ index: r['InterfaceIndex'] as number, alias: r['Alias'] as string, description: r['Description'] as string, operStatus: r['OperStatus'] as number, type: r['Type'] as number, flags: r['InterfaceAndOperStatusFlags'] as number, counters });
+          const macBytes = Array.from(r['PhysicalAddress'] as ArrayLike<number>).slice(0, r['PhysicalAddressLength'] as number);
+          rows.push({
+            index: r['InterfaceIndex'] as number, alias: r['Alias'] as string, description: r['Description'] as string, operStatus: r['OperStatus'] as number,
+            type: r['Type'] as number, flags: r['InterfaceAndOperStatusFlags'] as number, counters,
+            mac: macBytes.map((b) => b.toString(16).padStart(2, '0').toUpperCase()).join('-'), mtu: r['Mtu'] as number,
+            transmitBps: num(r['TransmitLinkSpeed']), receiveBps: num(r['ReceiveLinkSpeed']),
+          });
         }
         return rows;
       } finally {

@@ -4,7 +4,8 @@
  * PacketsReceived 1000(i+1), PacketsSent 2000(i+1), BytesReceived 100000(i+1), BytesSent 200000(i+1),
  * DroppedPacketsIncoming i+1, DroppedPacketsOutgoing 2(i+1).
  * GET /endpoints/: every endpoint with an "Endpoint Port" allocator whose EndpointPortGuid is
- * 0000200<i>-0000-4000-8000-00000000000<i>. Anything else: {"Success":false}.
+ * 0000200<i>-0000-4000-8000-00000000000<i>. GET /networks/: one l2bridge network "azure".
+ * Anything else: {"Success":false}.
  */
 #include <windows.h>
 #include <objbase.h>
@@ -46,6 +47,12 @@ __declspec(dllexport) HRESULT WINAPI HNSCall(PCWSTR method, PCWSTR path, PCWSTR 
     sprintf(p, "]}");
     *response = dup_wide(out);
     free(out);
+    return S_OK;
+  }
+  if (wcscmp(path, L"/networks/") == 0) {
+    *response = dup_wide("{\"Success\":true,\"Output\":[{\"ID\":\"0000A000-0000-4000-8000-000000000000\",\"Name\":\"azure\",\"Type\":\"L2Bridge\","
+                         "\"Subnets\":[{\"AddressPrefix\":\"10.240.0.0/16\",\"GatewayAddress\":\"10.240.0.1\"}],\"ManagementIP\":\"10.240.0.4\","
+                         "\"SourceMac\":\"00-15-5D-AA-BB-CC\",\"State\":1,\"Policies\":[{\"Type\":\"RemoteSubnetRoute\"}]}]}");
     return S_OK;
   }
   *response = dup_wide("{\"Success\":false,\"Error\":\"fake: unknown path\"}");

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { openHcn, openHns } from '../../../src/ffi/windows/index.js';
 import { readHns } from '../../../src/plugins/windows/hnsstats/collect.js';
-import { runVfpctrl } from '../../../src/plugins/windows/hnsstats/vfpctrl.js';
+import { runVfpctrl } from '../../../src/ffi/windows/index.js';
 import { seriesValue, until } from './context.js';
 import { env } from './wine.js';
 

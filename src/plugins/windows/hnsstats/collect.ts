@@ -4,11 +4,12 @@
  * between enumerate and open is skipped, any other failure is named in `failures` and the rest is
  * still reported.
  */
-import { ATTACHED_SHARING_QUERY, WindowsCallError, type HcnClient, type HnsClient } from '../../../ffi/windows/index.js';
+import {
+  ATTACHED_SHARING_QUERY, WindowsCallError, parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap, parseVfpCounters,
+  type HcnClient, type HnsClient, type VfpCounters,
+} from '../../../ffi/windows/index.js';
 import { errMessage } from '../../../plugin/index.js';
-import { parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap } from './documents.js';
 import type { EndpointReading } from './node-sums.js';
-import { parseVfpCounters, type VfpCounters } from './vfp.js';
 
 export interface HnsSources {
   readonly hcn: HcnClient;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { EndpointStats } from './documents.js';
+import type { EndpointStats } from '../../../ffi/windows/index.js';
 import { EndpointFlows } from './endpoint-flows.js';
 
 const stats = (recv: bigint, sent: bigint, dropIn = 0n): EndpointStats => ({

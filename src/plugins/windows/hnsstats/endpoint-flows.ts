@@ -6,7 +6,7 @@
  * endpoint was re-created under the same ID) counts from zero.
  */
 import { createFlow, type Flow } from '../../../flow/index.js';
-import type { EndpointStats } from './documents.js';
+import type { EndpointStats } from '../../../ffi/windows/index.js';
 import type { EndpointReading } from './node-sums.js';
 
 const delta = (now: bigint, before: bigint): number => Number(now >= before ? now - before : now);

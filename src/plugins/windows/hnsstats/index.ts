@@ -3,14 +3,13 @@
  * vfpctrl, published as node series summed over every attached endpoint, every
  * metricsIntervalDuration, and per-endpoint flows for the pod level. See README.md.
  */
-import { openHcn, openHns } from '../../../ffi/windows/index.js';
+import { openHcn, openHns, runVfpctrl } from '../../../ffi/windows/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, poll, type PluginDefinition } from '../../../plugin/index.js';
 import { OwnedSeries } from '../owned-series.js';
 import { readHns, type HnsSources } from './collect.js';
 import { EndpointFlows } from './endpoint-flows.js';
 import { nodeRows } from './node-sums.js';
-import { runVfpctrl } from './vfpctrl.js';
 
 export const EMITS = [catalog.forwardCount, catalog.forwardBytes, catalog.dropCount, catalog.windowsHnsStats, catalog.tcpConnectionStats, catalog.tcpFlagGauges] as const;
 

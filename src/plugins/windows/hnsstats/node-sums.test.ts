@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { EndpointStats } from './documents.js';
+import type { EndpointStats } from '../../../ffi/windows/index.js';
 import { nodeRows, type EndpointReading } from './node-sums.js';
-import { parseVfpCounters } from './vfp.js';
+import { parseVfpCounters } from '../../../ffi/windows/index.js';
 
 const stats = (k: bigint): EndpointStats => ({
   packetsReceived: 10n * k, packetsSent: 20n * k, bytesReceived: 1000n * k, bytesSent: 2000n * k, droppedIncoming: k, droppedOutgoing: 2n * k,

@@ -4,8 +4,7 @@
  * when they are published.
  */
 import type { Row } from '../owned-series.js';
-import type { EndpointStats } from './documents.js';
-import type { VfpCounters, VfpDirection, VfpField } from './vfp.js';
+import type { EndpointStats, VfpCounters, VfpDirection, VfpField } from '../../../ffi/windows/index.js';
 
 export interface EndpointReading {
   readonly id: string;

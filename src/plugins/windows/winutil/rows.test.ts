@@ -4,7 +4,7 @@ import type { IfRow } from '../../../ffi/windows/index.js';
 import { winutilRows } from './rows.js';
 
 const ifRow = (alias: string, type: number, flags: number, k: number): IfRow => ({
-  index: k, alias, description: alias, operStatus: 1, type, flags,
+  index: k, alias, description: alias, operStatus: 1, type, flags, mac: '', mtu: 1500, transmitBps: 0, receiveBps: 0,
   counters: { InOctets: 100 * k, InUcastPkts: 10 * k, InNUcastPkts: k, InDiscards: 2, InErrors: 3, OutOctets: 200 * k, OutUcastPkts: 20 * k, OutNUcastPkts: 0, OutDiscards: 4, OutErrors: 5 },
 });
 

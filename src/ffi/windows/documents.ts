@@ -64,7 +64,7 @@ const STAT_FIELDS: readonly [keyof EndpointStats, string][] = [
 ];
 
 /** The `Output` of an HNS v1 response; `{Success:false, Error}` throws with HNS's error text. */
-function hnsOutput(text: string, what: string): unknown {
+export function hnsOutput(text: string, what: string): unknown {
   const doc = parseJsonU64(text, what);
   if (!isObject(doc)) throw new Error(`${what}: expected a JSON object`);
   if (doc['Success'] !== true) throw new Error(`${what}: hns failed with error: ${typeof doc['Error'] === 'string' ? doc['Error'] : JSON.stringify(doc['Error'] ?? 'Success is not true')}`);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseEndpoint, parseEndpointIds, parseEndpointStats, parseJsonU64, parsePortMap } from './documents.js';
 
-const fixture = (name: string): string => readFileSync(new URL(`../../../../../test/fixtures/windows/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string): string => readFileSync(new URL(`../../../../test/fixtures/windows/${name}`, import.meta.url), 'utf8');
 
 describe('HCN/HNS documents', () => {
   it('u64 counters above 2^53 keep every digit', () => {

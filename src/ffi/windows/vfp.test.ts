@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { parseVfpCounters } from './vfp.js';
 import { splitVfpOutput, vfpCommand } from './vfpctrl.js';
 
-const fixture = (name: string): string => readFileSync(new URL(`../../../../../test/fixtures/windows/${name}`, import.meta.url), 'utf8');
+const fixture = (name: string): string => readFileSync(new URL(`../../../../test/fixtures/windows/${name}`, import.meta.url), 'utf8');
 
 describe('vfpctrl /get-port-counter text', () => {
   it('reads both directions from CRLF text with banner, trailer and unknown lines', () => {
