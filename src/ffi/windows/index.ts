@@ -6,3 +6,5 @@ export { openHcn, ATTACHED_SHARING_QUERY, ALL_ENDPOINTS_QUERY, type HcnClient } 
 export { openHns, type HnsClient } from './vmcompute.js';
 export { openIphlpapi, AF_INET, AF_INET6, type IfRow, type Iphlpapi, type StatsRecord, type TcpStats } from './iphlpapi.js';
 export { iphlpTypes, TABLE_ROWS, IF_COUNTERS } from './iphlpapi-types.js';
+export { startEtwSession, consumeEtwSession, ERROR_ALREADY_EXISTS, type EtwConsumer, type EtwSession, type EtwSessionOptions } from './etw.js';
+export { ETW_LAYOUT, type EtwEvent, type SessionLosses } from './etw-layout.js';
