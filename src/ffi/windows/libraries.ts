@@ -12,6 +12,8 @@ export const DLLS = Object.freeze({
   vmcompute: 'vmcompute.dll',
   iphlpapi: 'iphlpapi.dll',
   ole32: 'ole32.dll',
+  advapi32: 'advapi32.dll',
+  kernel32: 'kernel32.dll',
 });
 
 export type DllKey = keyof typeof DLLS;

@@ -6,8 +6,8 @@
  * fails carries its error in its row and the rest is still listed.
  */
 import {
-  ALL_ENDPOINTS_QUERY, WindowsCallError, hnsOutput, openHcn, openHns, openIphlpapi, parseEndpointIds, parseJsonU64, parsePortMap,
-  parseVfpCounters, runVfpctrl, type VfpDirection,
+  ALL_ENDPOINTS_QUERY, PKTMON_SESSION_NAME, WindowsCallError, hnsOutput, openHcn, openHns, openIphlpapi, parseEndpointIds, parseJsonU64, parsePortMap,
+  parseVfpCounters, queryEtwSession, runVfpctrl, type VfpDirection,
 } from '../../ffi/windows/index.js';
 import { errMessage } from '../../plugin/index.js';
 import type { PlatformInfo } from '../capabilities.js';
@@ -116,12 +116,13 @@ export function interfaces(): unknown[] {
   }));
 }
 
-/** The `etw` section: no ETW consumer exists yet, so nothing is queried and nothing is guessed. */
+/**
+ * The `etw` section: whether the pktmon plugin's real-time session runs (ControlTraceW QUERY, which
+ * changes nothing) and its loss counters; `running: false` when it does not (pktmon off, or no agent).
+ */
 export function etwState(): unknown {
-  return {
-    consumer: 'not built',
-    sessions: 'not queried: retina-ts has no ETW binding yet (a ControlTraceW query of the PktMon and retina sessions comes with the ETW consumer)',
-  };
+  const q = queryEtwSession(PKTMON_SESSION_NAME);
+  return { session: PKTMON_SESSION_NAME, consumer: 'pktmon plugin (pod level)', ...q };
 }
 
 export function osSections(_info: PlatformInfo): readonly DiagnoseSection[] {

@@ -1,6 +1,7 @@
-/** The Windows plugin list (Retina's enabledPlugin_win default is hnsstats; pktmon comes later). */
+/** The Windows plugin list (Retina's enabledPlugin_win default is hnsstats; pktmon is pod level, off by default). */
 import type { AnyPluginDefinition } from '../../plugin/index.js';
 import { hnsstats } from './hnsstats/index.js';
+import { pktmon } from './pktmon/index.js';
 import { winutil } from './winutil/index.js';
 
-export const plugins: readonly AnyPluginDefinition[] = [hnsstats, winutil];
+export const plugins: readonly AnyPluginDefinition[] = [hnsstats, winutil, pktmon];

@@ -9,6 +9,8 @@
 #include <ws2ipdef.h>
 #include <iphlpapi.h>
 #include <stddef.h>
+#include <evntrace.h>
+#include <evntcons.h>
 
 typedef struct {
   DWORD dwRtoAlgorithm, dwRtoMin, dwRtoMax, dwMaxConn, dwActiveOpens, dwPassiveOpens, dwAttemptFails, dwEstabResets, dwCurrEstab;
@@ -36,4 +38,13 @@ void layout(void) {
   S(MIB_TCPTABLE2); L(MIB_TCPTABLE2, table);
   S(MIB_TCP6ROW2); L(MIB_TCP6ROW2, dwLocalPort); L(MIB_TCP6ROW2, State); L(MIB_TCP6ROW2, dwOffloadState);
   S(MIB_TCP6TABLE2); L(MIB_TCP6TABLE2, table);
+  S(WNODE_HEADER); L(WNODE_HEADER, BufferSize); L(WNODE_HEADER, Guid); L(WNODE_HEADER, ClientContext); L(WNODE_HEADER, Flags);
+  S(EVENT_TRACE_PROPERTIES); L(EVENT_TRACE_PROPERTIES, BufferSize); L(EVENT_TRACE_PROPERTIES, MinimumBuffers); L(EVENT_TRACE_PROPERTIES, MaximumBuffers);
+  L(EVENT_TRACE_PROPERTIES, LogFileMode); L(EVENT_TRACE_PROPERTIES, FlushTimer); L(EVENT_TRACE_PROPERTIES, EventsLost); L(EVENT_TRACE_PROPERTIES, LogBuffersLost);
+  L(EVENT_TRACE_PROPERTIES, RealTimeBuffersLost); L(EVENT_TRACE_PROPERTIES, LogFileNameOffset); L(EVENT_TRACE_PROPERTIES, LoggerNameOffset);
+  S(ENABLE_TRACE_PARAMETERS); L(ENABLE_TRACE_PARAMETERS, Version); L(ENABLE_TRACE_PARAMETERS, EnableFilterDesc); L(ENABLE_TRACE_PARAMETERS, FilterDescCount);
+  S(EVENT_HEADER); L(EVENT_HEADER, Flags); L(EVENT_HEADER, TimeStamp); L(EVENT_HEADER, ProviderId); L(EVENT_HEADER, EventDescriptor);
+  S(EVENT_RECORD); L(EVENT_RECORD, UserDataLength); L(EVENT_RECORD, UserData);
+  S(EVENT_TRACE_LOGFILEW); L(EVENT_TRACE_LOGFILEW, LoggerName); L(EVENT_TRACE_LOGFILEW, ProcessTraceMode); L(EVENT_TRACE_LOGFILEW, EventsLost);
+  L(EVENT_TRACE_LOGFILEW, EventRecordCallback); L(EVENT_TRACE_LOGFILEW, Context);
 }

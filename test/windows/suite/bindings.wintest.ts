@@ -13,11 +13,11 @@ import { env } from './wine.js';
 const openHandles = (): number => (koffi.load(env('RETINATS_DLL_COMPUTENETWORK')).func('int32_t __stdcall FakeOpenHandles(void)') as () => number)();
 
 describe('Windows modules under Wine', () => {
-  it('the platform layer picks Windows and its plugin list (hnsstats, winutil)', async () => {
+  it('the platform layer picks Windows and its plugin list (hnsstats, winutil, pktmon)', async () => {
     assert.equal(currentOs(), 'windows');
     const platform = await selectPlatform();
     assert.equal(platform.info.os, 'windows');
-    assert.deepEqual((await loadPlugins('windows')).map((p) => p.name), ['hnsstats', 'winutil']);
+    assert.deepEqual((await loadPlugins('windows')).map((p) => p.name), ['hnsstats', 'winutil', 'pktmon']);
   });
 
   it('iphlpapi binds; GetTcpStatisticsEx answers where Wine lacks GetTcpStatisticsEx2', () => {

@@ -68,8 +68,8 @@ describe('retina-agent diagnose on Windows (fake HCN/HNS, vfpctrl stub, Wine iph
     assert.ok(rows.some((r) => typeof r['mac'] === 'string' && /^([0-9A-F]{2}-){5}[0-9A-F]{2}$/.test(r['mac']) && Number(r['mtu']) > 0), JSON.stringify(rows));
   });
 
-  it('etw: says plainly that the consumer is not built (no made-up sessions)', () => {
-    assert.equal(report.sections['etw']?.data?.['consumer'], 'not built');
+  it('etw: the pktmon session is looked up by name (ControlTraceW QUERY on the fake ETW DLL: no session runs)', () => {
+    assert.deepEqual(report.sections['etw']?.data, { session: 'retina-ts-pktmon', consumer: 'pktmon plugin (pod level)', running: false });
   });
 
   it('--format text renders the Windows sections as tables', { timeout: 300_000 }, () => {
@@ -79,6 +79,6 @@ describe('retina-agent diagnose on Windows (fake HCN/HNS, vfpctrl stub, Wine iph
     assert.match(text, /^ +ID +NAME +NETWORK +STATE +IPS +MAC/m);
     assert.match(text, /^ +ENDPOINT +PORT +DIRECTION +SYN +SYNACK/m);
     assert.match(text, /^ +00001001-0000-4000-8000-000000000001 .*HcnQueryEndpointProperties/im, 'the failing endpoint\'s row with its error');
-    assert.match(text, /^== etw \(ok, \d+ ms\) ==\n  consumer: not built$/m);
+    assert.match(text, /^== etw \(ok, \d+ ms\) ==\n  session: retina-ts-pktmon$/m);
   });
 });

@@ -1,0 +1,108 @@
+/**
+ * PktMon ETW packet events, pure: the user data of events 160 (FramePayload) and 170
+ * (FrameDropPayload) of Microsoft-Windows-PktMon into Flows. Layout (windows.md A.7, from the
+ * provider's published NetMon parser): PktGroupId u64 | PktNumber u16 | AppearanceCount u16 |
+ * DirTag u16 | PacketType u16 | ComponentId u16 | EdgeId u16 | FilterId u16 | DropReason u32 |
+ * DropLocation u32 | OriginalPayloadSize u16 | LoggedPayloadSize u16 (34 bytes, little-endian), then
+ * the logged frame (network order). Only Ethernet frames (PacketType 1) carrying IPv4/IPv6 become
+ * flows; the others are skipped and counted by the caller.
+ */
+import { newFlow, type Flow, type TrafficDirection } from '../../../flow/index.js';
+import { dropReasonName } from './drop-reasons.js';
+
+export const EVENT_FRAME = 160;
+export const EVENT_FRAME_DROP = 170;
+export const HEADER_SIZE = 34;
+/** FILETIME of the Unix epoch (100 ns ticks since 1601). */
+const FILETIME_UNIX = 116_444_736_000_000_000n;
+
+/** DirTag: 1 In, 2 Out, 3 Rx, 4 Tx, 5 Ingress, 6 Egress. */
+const DIRECTIONS: readonly TrafficDirection[] = ['UNKNOWN', 'INGRESS', 'EGRESS', 'INGRESS', 'EGRESS', 'INGRESS', 'EGRESS'];
+
+export interface PktmonHeader {
+  readonly dirTag: number;
+  readonly packetType: number;
+  readonly componentId: number;
+  readonly dropReason: number;
+  readonly dropLocation: number;
+  readonly originalSize: number;
+  readonly loggedSize: number;
+}
+
+/** The 34-byte header; throws naming the field when the record is too short for it. */
+export function decodeHeader(v: DataView): PktmonHeader {
+  if (v.byteLength < HEADER_SIZE) throw new Error(`PktMon event user data of ${v.byteLength} bytes, shorter than its ${HEADER_SIZE}-byte header (LoggedPayloadSize at 32)`);
+  return {
+    dirTag: v.getUint16(12, true),
+    packetType: v.getUint16(14, true),
+    componentId: v.getUint16(16, true),
+    dropReason: v.getUint32(22, true),
+    dropLocation: v.getUint32(26, true),
+    originalSize: v.getUint16(30, true),
+    loggedSize: v.getUint16(32, true),
+  };
+}
+
+/** Milliseconds since the epoch of an ETW FILETIME stamp. */
+export function filetimeToMs(ft: bigint): number {
+  return Number(ft - FILETIME_UNIX) / 10_000;
+}
+
+const ipv4 = (v: DataView, o: number): string => `${v.getUint8(o)}.${v.getUint8(o + 1)}.${v.getUint8(o + 2)}.${v.getUint8(o + 3)}`;
+
+/** RFC 5952 text of 16 bytes at `o` (URL's IPv6 serializer does the zero-run compression). */
+function ipv6(v: DataView, o: number): string {
+  let hex = '';
+  for (let i = 0; i < 8; i++) hex += (i ? ':' : '') + v.getUint16(o + i * 2, false).toString(16);
+  return new URL(`http://[${hex}]/`).hostname.slice(1, -1);
+}
+
+/**
+ * One event's user data into a Flow, or undefined for a frame that is not Ethernet + IPv4/IPv6 or
+ * too truncated to hold the IP header. Event 170, or a non-zero DropReason, is DROPPED with
+ * PktMon's reason name. `bytes` is the frame's original size (the logged part may be truncated).
+ */
+export function decodeFrameEvent(id: number, timestamp: bigint, data: Uint8Array): Flow | undefined {
+  const v = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const h = decodeHeader(v);
+  if (h.packetType !== 1) return undefined;
+  const end = Math.min(v.byteLength, HEADER_SIZE + h.loggedSize);
+  let o = HEADER_SIZE + 12;
+  if (o + 2 > end) return undefined;
+  let etherType = v.getUint16(o, false);
+  if (etherType === 0x8100 && o + 6 <= end) {
+    o += 4;
+    etherType = v.getUint16(o, false);
+  }
+  o += 2;
+  const dropped = id === EVENT_FRAME_DROP || h.dropReason !== 0;
+  const f = newFlow(dropped ? 'DROPPED' : 'FORWARDED');
+  let l4: number;
+  if (etherType === 0x0800) {
+    if (o + 20 > end) return undefined;
+    f.ipVersion = 4;
+    f.proto = v.getUint8(o + 9);
+    f.srcIp = ipv4(v, o + 12);
+    f.dstIp = ipv4(v, o + 16);
+    l4 = o + (v.getUint8(o) & 0x0f) * 4;
+  } else if (etherType === 0x86dd) {
+    if (o + 40 > end) return undefined;
+    f.ipVersion = 6;
+    f.proto = v.getUint8(o + 6);
+    f.srcIp = ipv6(v, o + 8);
+    f.dstIp = ipv6(v, o + 24);
+    l4 = o + 40;
+  } else {
+    return undefined;
+  }
+  if ((f.proto === 6 || f.proto === 17) && l4 + 4 <= end) {
+    f.srcPort = v.getUint16(l4, false);
+    f.dstPort = v.getUint16(l4 + 2, false);
+    if (f.proto === 6 && l4 + 14 <= end) f.tcpFlags = v.getUint8(l4 + 13) | ((v.getUint8(l4 + 12) & 1) << 8);
+  }
+  f.timeMs = filetimeToMs(timestamp);
+  f.direction = DIRECTIONS[h.dirTag] ?? 'UNKNOWN';
+  if (dropped) f.dropReason = dropReasonName(h.dropReason);
+  f.bytes = h.originalSize;
+  return f;
+}
