@@ -2,9 +2,11 @@
  * The ring-buffer drain on a real kernel, with the synthetic producer (ringbench, BPF_PROG_TEST_RUN):
  * records arrive from the event loop (koffi.node.poll on the epoll fd), in order, decoded, one batch
  * per wake-up; a ring too small loses records and the loss is counted exactly. Batched wake-ups are
- * tested in ring-wakeups.test.ts, a process of its own.
+ * tested in ring-wakeups.test.ts, a process of its own. An open ring's data area is mapped once
+ * (libbpf's mapping, which repeats it), not again by the reader.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { openBpfObject, openRingBuffer, testRunProgram } from '../../src/ffi/linux/index.js';
 import { decodeRetrans, type RetransRecord } from '../../src/plugins/linux/tcpretrans/decode.js';
@@ -51,4 +53,30 @@ test('a full ring loses records, and the loss is counted', () => {
   assert.ok(lost > 0, 'records were lost');
   assert.equal(got + lost, 200);
   assert.equal(ring.takeLost(), 0, 'takeLost reports each loss once');
+});
+
+/** kB of RSS in this process's mappings of BPF maps (ring buffers, mmapable global data). */
+function bpfMapRssKb(): number {
+  let kb = 0;
+  let inMap = false;
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inMap = line.includes('bpf-map');
+    else if (inMap && line.startsWith('Rss:')) kb += Number(line.split(/\s+/)[1]);
+  }
+  return kb;
+}
+
+test('an open ring costs its data area twice in RSS (libbpf\'s mapping only), not four times', () => {
+  requireKernel();
+  const size = 8 << 20;
+  const before = bpfMapRssKb();
+  using obj = openBpfObject('ringbench', { rodata: { per_run: 1 }, maxEntries: { retina_ringbench_events: size } });
+  using ring = openRingBuffer(obj.map('retina_ringbench_events'), { decode: decodeRetrans, poll: false, onBatch: () => undefined });
+  testRunProgram(obj.program('ringbench_produce'), PACKET, 1);
+  assert.equal(ring.drain(), 1);
+  const ringKb = bpfMapRssKb() - before;
+  // libbpf maps the producer page and the data area twice (2 x 8 MiB), plus the consumer page; the
+  // reader maps only the consumer page again. A second mapping of the data area would add 16 MiB.
+  assert.ok(ringKb >= 2 * (size >> 10), `ring RSS ${ringKb} kB counts libbpf's mapping`);
+  assert.ok(ringKb < 2 * (size >> 10) + 1024, `ring RSS ${ringKb} kB: the data area is mapped once`);
 });

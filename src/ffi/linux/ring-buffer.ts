@@ -3,15 +3,16 @@
  *
  * libbpf's ring_buffer owns the consumer position; its epoll fd is watched with koffi.node.poll and
  * each wake-up makes exactly one ring_buffer__consume call, which runs our sample callback once per
- * record. The callback does not decode through koffi (which would allocate per record): the agent
- * maps the same ring read-only itself and the decoder reads each record straight out of one
- * DataView. The callback receives the record's address as a number; the first record's position,
- * found by following libbpf's walk from the consumer position (8-byte headers, 8-byte aligned,
- * discarded records skipped), fixes where libbpf's mapping starts, and after that a record's offset
- * in our view is its address minus that base (both mappings repeat the data area twice, so a
- * record never wraps).
+ * record. The callback does not decode through koffi (which would allocate per record): the decoder
+ * reads each record straight out of one DataView over libbpf's own mapping of the data area (which
+ * repeats the data area twice, so a record never wraps), and a record's offset in it is its address
+ * minus where that mapping's data area starts. libbpf does not tell where it mapped the ring, so the
+ * reader finds the one mapping of the map's fd that ring_buffer__new added to /proc/self/maps (offset
+ * one page, length one page plus twice the ring's size). No second mapping of the data area: each
+ * mapping of a ring counts twice its size in RSS (the kernel maps every page at mmap time).
  * The records of one drain are handed on as one batch (or several of at most maxBatch records).
  */
+import { readFileSync } from 'node:fs';
 import { koffi, errnoText, lastErrno, libbpfLogTail, loadLibbpf } from './libbpf.js';
 import type { BpfMap } from './object.js';
 import { perCpuReader, u32Key } from './maps.js';
@@ -57,26 +58,30 @@ export interface RingBufferReader extends Disposable {
   readonly stats: { readonly drains: number; readonly records: number; readonly errors: number };
 }
 
-const BUSY = 0x80000000;
-const DISCARD = 0x40000000;
+/** A DataView of `length` bytes at a raw address (memory that someone else mapped and keeps). */
+function viewAt(address: number, length: number): DataView {
+  const ptr: unknown = koffi.decode(new BigUint64Array([BigInt(address)]).buffer, 'void *');
+  return new DataView(koffi.view(ptr, length));
+}
+
+/** Start addresses of this process's mappings of BPF maps at file offset `offset` and `length` bytes long. */
+function bpfMapMappings(offset: number, length: number): Set<number> {
+  const found = new Set<number>();
+  for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    if (!line.endsWith('bpf-map')) continue;
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) /.exec(line);
+    if (!m) continue;
+    const start = parseInt(m[1] as string, 16);
+    if (parseInt(m[2] as string, 16) - start === length && parseInt(m[3] as string, 16) === offset) found.add(start);
+  }
+  return found;
+}
 
 export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): RingBufferReader {
   const l = loadLibbpf();
   const sys = loadSys();
   const size = map.maxEntries;
-  const mask = size - 1;
   const page = sys.pageSize;
-  const consumerMap = sys.mmapReadOnly(map.fd, page, 0);
-  const dataLen = page + 2 * size;
-  let dataMap: { ptr: unknown } | undefined;
-  try {
-    dataMap = sys.mmapReadOnly(map.fd, dataLen, page);
-  } catch (e) {
-    sys.munmap(consumerMap.ptr, page);
-    throw e;
-  }
-  const consumer = new DataView(koffi.view(consumerMap.ptr, 8));
-  const data = new DataView(koffi.view(dataMap.ptr, dataLen), page);
   const { decode, onBatch } = opts;
   const onError = opts.onError ?? (() => undefined);
   const stats = { drains: 0, records: 0, errors: 0 };
@@ -93,27 +98,10 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       onError(e, out.length);
     }
   };
-  let pos = 0;
-  /** Where libbpf's mapping of the data area starts: found from the first record, then fixed. */
-  let base = -1;
-  const walk = (len: number): number => {
-    // Follow libbpf's walk: skip discarded records, then this one.
-    for (;;) {
-      const hdr = data.getUint32(pos & mask, true);
-      if ((hdr & DISCARD) === 0 || (hdr & BUSY) !== 0) break;
-      pos += ((hdr & ~DISCARD) + 8 + 7) & ~7;
-    }
-    const off = (pos & mask) + 8;
-    pos += (len + 8 + 7) & ~7;
-    return off;
-  };
+  let base = 0;
+  let data: DataView = new DataView(new ArrayBuffer(0));
   const sample = (_ctx: unknown, addr: number, len: number): number => {
-    let off: number;
-    if (base >= 0) off = addr - base;
-    else {
-      off = walk(len);
-      base = addr - off;
-    }
+    const off = addr - base;
     try {
       batch.push(decode(data, off, len));
     } catch (e) {
@@ -124,20 +112,27 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     return 0;
   };
   const cb = koffi.register(sample, koffi.pointer(l.sampleProto));
+  const ringLen = page + 2 * size;
+  const earlier = bpfMapMappings(page, ringLen);
   const rb: unknown = l.rbNew(map.fd, cb, null, null);
   if (!rb) {
     const why = `${errnoText(lastErrno())}${libbpfLogTail(l)}`;
     koffi.unregister(cb);
-    sys.munmap(dataMap.ptr, dataLen);
-    sys.munmap(consumerMap.ptr, page);
     throw new Error(`cannot open ring buffer ${map.name}: ${why}`);
   }
+  const added = [...bpfMapMappings(page, ringLen)].filter((a) => !earlier.has(a));
+  if (added.length !== 1) {
+    l.rbFree(rb);
+    koffi.unregister(cb);
+    throw new Error(`cannot open ring buffer ${map.name}: ${added.length} new mappings of ${ringLen} bytes at offset ${page} in /proc/self/maps, expected libbpf's one`);
+  }
+  base = (added[0] as number) + page;
+  data = viewAt(base, 2 * size);
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;
   const drain = (): number => {
     if (closed) return 0;
-    if (base < 0) pos = consumer.getUint32(0, true) + consumer.getUint32(4, true) * 2 ** 32;
     const n = l.rbConsume(rb) as number;
     stats.drains++;
     if (n < 0) {
@@ -182,8 +177,6 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       poller?.close();
       l.rbFree(rb);
       koffi.unregister(cb);
-      sys.munmap(dataMap.ptr, dataLen);
-      sys.munmap(consumerMap.ptr, page);
     },
   };
 }
