@@ -18,11 +18,19 @@ const PACKET = new Uint8Array(64);
 /** Voluntary context switches of this (the event loop's) thread: one per wake-up. */
 const wakeups = (): number => Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync('/proc/thread-self/status', 'utf8'))?.[1]);
 
-/** Wake-ups of the event loop over `ms` with nothing else to do (the sleep itself is one). */
+/**
+ * Wake-ups of the event loop over `ms` with nothing else to do (the sleep itself is one): the fewest
+ * of three such windows. A reader that wakes by itself (a timer, an unbatched ring) wakes in every
+ * window; a busy machine's one-off wake-ups of this thread (V8 workers' locks, housekeeping) do not.
+ */
 async function idleWakeups(ms: number): Promise<number> {
-  const w0 = wakeups();
-  await sleep(ms);
-  return wakeups() - w0;
+  let least = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const w0 = wakeups();
+    await sleep(ms);
+    least = Math.min(least, wakeups() - w0);
+  }
+  return least;
 }
 
 test('batched wake-ups: a lone record arrives at once, a straggler with the follow-up drain, an idle reader never wakes', async () => {
@@ -36,7 +44,7 @@ test('batched wake-ups: a lone record arrives at once, a straggler with the foll
     },
   });
   const idle = await idleWakeups(1000);
-  assert.ok(idle <= 3, `an idle reader does not wake the event loop (${idle} wake-ups in 1 s)`);
+  assert.ok(idle <= 3, `an idle reader does not wake the event loop (${idle} wake-ups in the quietest of three 1 s windows)`);
 
   const produce = (): number => {
     const t = performance.now();
@@ -60,5 +68,5 @@ test('batched wake-ups: a lone record arrives at once, a straggler with the foll
   // The follow-up found a record, so one more follows it; then the chain ends.
   await sleep(300);
   const after = await idleWakeups(1000);
-  assert.ok(after <= 3, `once the ring is idle again the reader stops waking (${after} wake-ups in 1 s; first record after ${((arrivals[0] as number) - t1).toFixed(0)} ms)`);
+  assert.ok(after <= 3, `once the ring is idle again the reader stops waking (${after} wake-ups in the quietest of three 1 s windows; first record after ${((arrivals[0] as number) - t1).toFixed(0)} ms)`);
 });
