@@ -7,12 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Netns, NsAgent, metric, requireKernel, sleep, vethPair } from './netns.js';
-
-interface Ready {
-  status: string;
-  plugins: { name: string; state: string; lastError?: string; failures: number }[];
-}
+import { Netns, NsAgent, metric, requireKernel, vethPair } from './netns.js';
 
 let node: Netns | undefined;
 let peer: Netns | undefined;
@@ -34,30 +29,16 @@ after(async () => {
   }
 });
 
-function readyz(): Ready {
-  const a = agent as NsAgent;
-  return JSON.parse((node as Netns).run('curl', ['-s', `http://127.0.0.1:${a.port}/readyz`])) as Ready;
-}
-
-async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; stderr:\n${agent?.proc.stderr ?? ''}`);
-    await sleep(100);
-  }
-}
-
 test('an interface deleted under packetforward fails the plugin, which is restarted once the interface is back', async () => {
-  agent = new NsAgent(node as Netns, 'enabledPlugin: [packetforward]\npacketForwardInterfaces: [rtbpf-lost]\nmetricsIntervalDuration: 200ms\n');
-  await agent.started(['packetforward']);
-  assert.equal(readyz().status, 'ready');
+  const a = new NsAgent(node as Netns, 'enabledPlugin: [packetforward]\npacketForwardInterfaces: [rtbpf-lost]\nmetricsIntervalDuration: 200ms\n');
+  agent = a;
+  await a.started(['packetforward']);
+  assert.equal(a.readyz().status, 'ready');
 
   (node as Netns).run('ip', ['link', 'del', 'rtbpf-lost']);
-  const failed = await until(() => readyz().plugins.find((p) => p.name === 'packetforward' && p.state === 'failed'), 'packetforward failed in /readyz');
+  const failed = await a.until(() => a.readyz().plugins.find((p) => p.name === 'packetforward' && p.state === 'failed'), 'packetforward failed in /readyz');
   assert.match(failed.lastError ?? '', /interface rtbpf-lost \(ifindex \d+\) is gone/);
-  assert.equal(readyz().status, 'not ready');
+  assert.equal(a.readyz().status, 'not ready');
   await agent.proc.waitForLog((l) => l.msg === 'plugin failed while running; stopping it' && l['plugin'] === 'packetforward', 'the runtime failure logged');
   // The retry runs while the interface is missing, and fails (retryable: not permanent).
   await agent.proc.waitForLog((l) => l.msg === 'plugin failed; retrying' && /rtbpf-lost does not exist/.test(String(l['error'])), 'a retry that fails');
@@ -67,9 +48,8 @@ test('an interface deleted under packetforward fails the plugin, which is restar
   assert.doesNotMatch(text, /networkobservability_forward_count\{/, 'the failed plugin left no series');
 
   vethPair(node as Netns, 'rtbpf-lost', '10.232.9.1', peer as Netns, 'rtbpf-lostp', '10.232.9.2');
-  await until(() => (readyz().status === 'ready' ? true : undefined), 'ready again after the interface came back', 90_000);
-  const a = agent;
-  await until(() => (a.proc.logLines().filter((l) => l.msg === 'plugin started' && l['plugin'] === 'packetforward').length === 2 ? true : undefined), 'a second "plugin started"');
+  await a.until(() => (a.readyz().status === 'ready' ? true : undefined), 'ready again after the interface came back', 90_000);
+  await a.until(() => (a.proc.logLines().filter((l) => l.msg === 'plugin started' && l['plugin'] === 'packetforward').length === 2 ? true : undefined), 'a second "plugin started"');
   const { code } = await agent.terminate();
   assert.equal(code, 0);
 });

@@ -7,7 +7,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGENT_BIN, AgentProcess, agentEnv, nodeBinary } from '../e2e/agent-process.js';
+import { AGENT_BIN, AgentProcess, agentEnv, eventually, nodeBinary } from '../e2e/agent-process.js';
 
 /** Fails loudly when the eBPF tests cannot run here. */
 export function requireKernel(): void {
@@ -90,6 +90,12 @@ export function vethPair(na: Netns, a: string, ipA: string, nb: Netns, b: string
   }
 }
 
+/** The body of the agent's /readyz. */
+export interface Readiness {
+  readonly status: string;
+  readonly plugins: readonly { name: string; state: string; lastError?: string; failures: number; degraded?: Record<string, string> }[];
+}
+
 /** The agent, run in `ns` with `config` (YAML), listening on a free port on loopback. */
 export class NsAgent implements AsyncDisposable {
   readonly proc: AgentProcess;
@@ -110,6 +116,18 @@ export class NsAgent implements AsyncDisposable {
   }
   metrics(): string {
     return this.ns.run('curl', ['-sf', `http://127.0.0.1:${this.port}/metrics`]);
+  }
+  /** The agent's /readyz body (200 or 503 alike). */
+  readyz(): Readiness {
+    return JSON.parse(this.ns.run('curl', ['-s', `http://127.0.0.1:${this.port}/readyz`])) as Readiness;
+  }
+  /** `eventually` over a synchronous probe; a timeout also shows the agent's stderr. */
+  async until<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+    try {
+      return await eventually(async () => probe(), what, timeoutMs, 100);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}; stderr:\n${this.proc.stderr}`, { cause: e });
+    }
   }
   /** SIGTERM; resolves with the exit and the BPF programs and links the agent held just before. */
   async terminate(): Promise<{ code: number | null; owned: BpfIds }> {

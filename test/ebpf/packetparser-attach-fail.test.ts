@@ -7,14 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Netns, NsAgent, metric, requireKernel, sleep, vethPair } from './netns.js';
+import { Netns, NsAgent, metric, requireKernel, vethPair, type Readiness } from './netns.js';
 
 const GAUGE = 'controlplane_networkobservability_interface_attach_failed';
-
-interface Ready {
-  status: string;
-  plugins: { name: string; state: string; degraded?: Record<string, string> }[];
-}
 
 let node: Netns | undefined;
 let podA: Netns | undefined;
@@ -41,20 +36,12 @@ after(async () => {
   }
 });
 
-function packetparser(): Ready['plugins'][number] {
+function packetparser(): Readiness['plugins'][number] {
   const a = agent as NsAgent;
-  const r = JSON.parse((node as Netns).run('curl', ['-s', `http://127.0.0.1:${a.port}/readyz`])) as Ready;
+  const r = a.readyz();
   const p = r.plugins.find((x) => x.name === 'packetparser');
   assert.ok(p, JSON.stringify(r));
   return p;
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; stderr:\n${agent?.proc.stderr ?? ''}`);
-    await sleep(100);
-  }
 }
 
 test('a veth that cannot be attached shows in /readyz and in interface_attach_failed, and clears when it attaches or goes', async () => {
@@ -71,7 +58,7 @@ test('a veth that cannot be attached shows in /readyz and in interface_attach_fa
 
   // The obstacle removed: the next retry attaches, and that veth's problem clears (the other stays).
   (node as Netns).run('tc', ['qdisc', 'del', 'dev', 'rtbpf-ppfa', 'root']);
-  await until(() => packetparser().degraded?.['veth rtbpf-ppfa'] === undefined, 'rtbpf-ppfa to clear');
+  await a.until(() => (packetparser().degraded?.['veth rtbpf-ppfa'] === undefined ? true : undefined), 'rtbpf-ppfa to clear');
   assert.deepEqual(Object.keys(packetparser().degraded ?? {}), ['veth rtbpf-ppfb']);
   text = a.metrics();
   assert.doesNotMatch(text, /interface_attach_failed\{plugin="packetparser",interface="rtbpf-ppfa"\}/);
@@ -79,7 +66,7 @@ test('a veth that cannot be attached shows in /readyz and in interface_attach_fa
 
   // The failing veth deleted: its problem and its series go, and the plugin runs clean.
   (node as Netns).run('ip', ['link', 'del', 'rtbpf-ppfb']);
-  await until(() => packetparser().state === 'running', 'packetparser running');
+  await a.until(() => (packetparser().state === 'running' ? true : undefined), 'packetparser running');
   assert.doesNotMatch(a.metrics(), /interface_attach_failed\{/);
   const { code } = await a.terminate();
   assert.equal(code, 0);
