@@ -151,3 +151,5 @@ export function fanOut(consumers: readonly FlowConsumer[], onError: (err: unknow
     },
   };
 }
+
+export { ipAt, ipv4At, ipv6At, createAddressNames, type AddressNames } from './addr.js';

@@ -3,9 +3,8 @@
  * u16 l3_off | u8 pkt_type | u8 pad | u8 data[1024] (the packet from its link header). The packet is
  * parsed here: IPv4/IPv6 (with extension headers), UDP or TCP (2-byte length prefix), then DNS.
  */
-import { newFlow, type Flow } from '../../../flow/index.js';
+import { newFlow, ipAt, type Flow } from '../../../flow/index.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
-import { ipAt } from '../ebpf-shared/addr.js';
 import { DnsParseError, dnsRcodeName, dnsTypeName, tryParseDns, type DnsMessage } from './parser.js';
 
 export const DNS_EVENT_HEADER = 24;

@@ -2,8 +2,7 @@
  * dropreason records, pure: the per-CPU map's key, the ring buffer's drop event, reason names from
  * the kernel's enum skb_drop_reason, and the flows built from events.
  */
-import { newFlow, type Flow } from '../../../flow/index.js';
-import { createAddressNames, type AddressNames } from '../ebpf-shared/addr.js';
+import { newFlow, createAddressNames, type AddressNames, type Flow } from '../../../flow/index.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
 import { reportedReason, type DropReasonNaming } from './retina-names.js';
 

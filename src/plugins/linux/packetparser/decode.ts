@@ -4,8 +4,7 @@
  * address strings, no intermediate objects; flag counts are copied only for aggregated reports
  * (more than one packet).
  */
-import { newFlow, type Flow, type ObservationPoint, type TrafficDirection } from '../../../flow/index.js';
-import { createAddressNames, type AddressNames } from '../ebpf-shared/addr.js';
+import { newFlow, createAddressNames, type AddressNames, type Flow, type ObservationPoint, type TrafficDirection } from '../../../flow/index.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
 
 export const PACKET_EVENT_SIZE = 120;

@@ -3,8 +3,7 @@
  * u64 ts_ns | u8 saddr[16] | u8 daddr[16] | u16 sport | u16 dport | u8 family | u8 state |
  * u8 tcp_flags | u8 pad | u32 segs | u32 len. IPv4 addresses sit in the first 4 address bytes.
  */
-import { newFlow, type Flow } from '../../../flow/index.js';
-import { createAddressNames, type AddressNames } from '../ebpf-shared/addr.js';
+import { newFlow, createAddressNames, type AddressNames, type Flow } from '../../../flow/index.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
 
 export const RETRANS_EVENT_SIZE = 56;

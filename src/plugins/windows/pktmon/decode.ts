@@ -7,7 +7,7 @@
  * the logged frame (network order). Only Ethernet frames (PacketType 1) carrying IPv4/IPv6 become
  * flows; the others are skipped and counted by the caller.
  */
-import { newFlow, type Flow, type TrafficDirection } from '../../../flow/index.js';
+import { ipv4At, ipv6At, newFlow, type Flow, type TrafficDirection } from '../../../flow/index.js';
 import { dropReasonName } from './drop-reasons.js';
 
 export const EVENT_FRAME = 160;
@@ -48,15 +48,6 @@ export function filetimeToMs(ft: bigint): number {
   return Number(ft - FILETIME_UNIX) / 10_000;
 }
 
-const ipv4 = (v: DataView, o: number): string => `${v.getUint8(o)}.${v.getUint8(o + 1)}.${v.getUint8(o + 2)}.${v.getUint8(o + 3)}`;
-
-/** RFC 5952 text of 16 bytes at `o` (URL's IPv6 serializer does the zero-run compression). */
-function ipv6(v: DataView, o: number): string {
-  let hex = '';
-  for (let i = 0; i < 8; i++) hex += (i ? ':' : '') + v.getUint16(o + i * 2, false).toString(16);
-  return new URL(`http://[${hex}]/`).hostname.slice(1, -1);
-}
-
 /**
  * One event's user data into a Flow, or undefined for a frame that is not Ethernet + IPv4/IPv6 or
  * too truncated to hold the IP header. Event 170, or a non-zero DropReason, is DROPPED with
@@ -82,15 +73,15 @@ export function decodeFrameEvent(id: number, timestamp: bigint, data: Uint8Array
     if (o + 20 > end) return undefined;
     f.ipVersion = 4;
     f.proto = v.getUint8(o + 9);
-    f.srcIp = ipv4(v, o + 12);
-    f.dstIp = ipv4(v, o + 16);
+    f.srcIp = ipv4At(v, o + 12);
+    f.dstIp = ipv4At(v, o + 16);
     l4 = o + (v.getUint8(o) & 0x0f) * 4;
   } else if (etherType === 0x86dd) {
     if (o + 40 > end) return undefined;
     f.ipVersion = 6;
     f.proto = v.getUint8(o + 6);
-    f.srcIp = ipv6(v, o + 8);
-    f.dstIp = ipv6(v, o + 24);
+    f.srcIp = ipv6At(v, o + 8);
+    f.dstIp = ipv6At(v, o + 24);
     l4 = o + 40;
   } else {
     return undefined;

@@ -1,4 +1,4 @@
-/** Formats addresses from raw record bytes (pure; used by the eBPF plugins' decoders). */
+/** Formats addresses from raw record bytes (pure; used by the decoders of both OSes' plugins). */
 
 /** An IPv4 address from 4 bytes at `off` (network order). */
 export function ipv4At(v: DataView, off: number): string {
