@@ -17,6 +17,8 @@ KUBECONFIG_OUT="$K8S_DIR/kubeconfig"
 ETCD_PORT=${RETINA_K8S_ETCD_PORT:-32379}
 API_PORT=${RETINA_K8S_API_PORT:-36443}
 NODES=${RETINA_K8S_NODES:-10}
+# kwok's kubelet-like server (pods/exec, logs): a fixed port so nodes can advertise it.
+KWOK_PORT=${RETINA_K8S_KWOK_PORT:-$((API_PORT + 1))}
 log() { echo "[k8s $(date -u +%H:%M:%S)] $*" >&2; }
 
 bin_dir() { "$HERE/build.sh"; }
@@ -137,9 +139,23 @@ up() {
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false --secure-port=0 \
     --authentication-kubeconfig="$KUBECONFIG_OUT" --authorization-kubeconfig="$KUBECONFIG_OUT" \
     --kube-api-qps=1000 --kube-api-burst=2000
-  start kwok "$B/kwok" --kubeconfig="$KUBECONFIG_OUT" --manage-all-nodes=false \
+  # pods/exec runs the command on this machine, in $RUN/exec-root (a test fills it with the files a
+  # pod would see, paths relative to the container's /); nodes advertise kwok's server port, and a
+  # node whose only address is InternalIP 127.0.0.1 can be reached by the API server for exec.
+  mkdir -p "$RUN/exec-root"
+  cat > "$RUN/kwok.yaml" <<KWOK
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: retina-test-local-exec
+spec:
+  execs:
+  - local:
+      workDir: $RUN/exec-root
+KWOK
+  start kwok "$B/kwok" --config="$RUN/kwok.yaml" --kubeconfig="$KUBECONFIG_OUT" --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr=10.250.0.1/16 \
-    --node-ip=172.18.0.2 --node-lease-duration-seconds=40 --server-address=127.0.0.1:0
+    --node-ip=172.18.0.2 --node-lease-duration-seconds=40 --server-address="127.0.0.1:$KWOK_PORT" --node-port="$KWOK_PORT"
   create_nodes
   for f in "$ROOT"/charts/retina/crds/*.yaml; do
     [ -f "$f" ] || continue

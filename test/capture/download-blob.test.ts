@@ -1,0 +1,114 @@
+/**
+ * `kubectl-retina capture download --blob-url` against Azurite (the real Azure Storage emulator,
+ * npm `azurite`, started here on a free port, in memory): the capture's tarballs come down
+ * byte-identical and verified, other captures' blobs are left alone, a wrong manifest digest fails the
+ * command, and a bad SAS gives a clear 403 without the SAS in the message.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
+import { runDownload } from '../../src/cli/capture/download.js';
+import { captureBaseName } from '../../src/capture/naming.js';
+import { Sink, writeCaptureTarball } from './fixtures.js';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+// Azurite's documented development account (the same in every emulator; not a secret)
+const ACCOUNT = 'devstoreaccount1';
+const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+const AT = new Date(Date.UTC(2026, 10, 23, 18, 30, 0));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+describe('capture download from Azure Blob (Azurite)', { timeout: 120_000 }, () => {
+  let azurite: ChildProcess | undefined;
+  let dir = '';
+  let sasUrl = '';
+  const blobs = new Map<string, Buffer>();
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rt-cd-blob-'));
+    const port = await freePort();
+    azurite = spawn(`${ROOT}node_modules/.bin/azurite-blob`, ['--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence', '--disableTelemetry', '--skipApiVersionCheck', '--loose', '--silent'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    azurite.stdout?.on('data', (d: Buffer) => (log += d.toString()));
+    azurite.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    const deadline = Date.now() + 30_000;
+    while (!/successfully listens/.test(log)) {
+      if (azurite.exitCode !== null || Date.now() > deadline) throw new Error(`azurite did not start: ${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const cred = new StorageSharedKeyCredential(ACCOUNT, KEY);
+    const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
+    const container = new BlobServiceClient(endpoint, cred).getContainerClient('retina-capture');
+    await container.create();
+    for (const [capture, node, wrong] of [['cap-blob', 'node-1', false], ['cap-blob', 'node-2', false], ['cap-blob-x', 'node-1', false], ['cap-bad', 'node-1', true]] as const) {
+      const base = captureBaseName(capture, node, AT);
+      const file = join(dir, 'src', `${base}.tar.gz`);
+      await writeCaptureTarball(file, base, { pcapBytes: 256 * 1024, wrongDigest: wrong });
+      const body = readFileSync(file);
+      blobs.set(`${base}.tar.gz`, body);
+      await container.getBlockBlobClient(`${base}.tar.gz`).uploadData(body);
+    }
+    const sas = generateBlobSASQueryParameters({ containerName: 'retina-capture', permissions: ContainerSASPermissions.parse('rl'), expiresOn: new Date(Date.now() + 3600_000) }, cred).toString();
+    sasUrl = `${endpoint}/retina-capture?${sas}`;
+  });
+
+  after(() => {
+    azurite?.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function download(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const stdout = new Sink();
+    const stderr = new Sink();
+    const code = await runDownload(args, { stdout, stderr, handleSignals: false, env: {} });
+    return { code, stdout: stdout.text, stderr: stderr.text };
+  }
+
+  it("downloads the capture's blobs byte-identical and verified", async () => {
+    const out = join(dir, 'out');
+    // `cap-blob-x` only: the blobs named `<capture>-…`
+    const r = await download(['--blob-url', sasUrl, '--name', 'cap-blob-x', '-o', out]);
+    assert.equal(r.code, 0, r.stderr);
+    const want = [captureBaseName('cap-blob-x', 'node-1', AT) + '.tar.gz'];
+    assert.deepEqual(readdirSync(out), want);
+    const r2 = await download(['--blob-url', sasUrl, '--name', 'cap-blob', '-o', join(dir, 'out2')]);
+    assert.equal(r2.code, 0, r2.stderr);
+    const files = readdirSync(join(dir, 'out2')).sort();
+    assert.ok(files.includes(captureBaseName('cap-blob', 'node-1', AT) + '.tar.gz') && files.includes(captureBaseName('cap-blob', 'node-2', AT) + '.tar.gz'), files.join());
+    for (const f of files) assert.ok(readFileSync(join(dir, 'out2', f)).equals(blobs.get(f) ?? Buffer.alloc(0)), `${f} differs`);
+    assert.equal((r2.stderr.match(/sha256 of 1 file\(s\) match/g) ?? []).length, files.length, r2.stderr);
+    assert.doesNotMatch(r2.stderr + r2.stdout, /sig=/, 'the SAS reached the output');
+  });
+
+  it('a wrong manifest digest fails the command', async () => {
+    const r = await download(['--blob-url', sasUrl, '--name', 'cap-bad', '-o', join(dir, 'out3')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /checksum verification failed: cap-bad-node-1-20261123183000UTC\/cap-bad-node-1-20261123183000UTC\.pcap: sha256/);
+  });
+
+  it('a bad SAS or an unknown capture is a clear error, with the SAS redacted', async () => {
+    const tampered = sasUrl.replace(/sig=[^&]+/, 'sig=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA%3D');
+    const r = await download(['--blob-url', tampered, '--name', 'cap-blob', '-o', join(dir, 'out4')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /403 Forbidden .*the SAS is wrong, expired or lacks read\/list permission/);
+    assert.doesNotMatch(r.stderr + r.stdout, /sig=/);
+    const none = await download(['--blob-url', sasUrl, '--name', 'cap-nothing', '-o', join(dir, 'out5')]);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no capture tarballs starting with cap-nothing- in http:\/\/127\.0\.0\.1:\d+\/devstoreaccount1\/retina-capture\?<SAS redacted>/);
+  });
+});
