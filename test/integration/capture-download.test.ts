@@ -25,6 +25,7 @@ const NS3 = 'cd-dl-bad';
 const NODE_A = 'cd-node-a';
 const NODE_B = 'cd-node-b';
 const NODE_IDLE = 'cd-node-idle'; // not managed by kwok: pods on it never run
+const NODE_WIN = 'cd-node-win'; // not managed either
 const BASE_DIR = '/var/log/retina/captures';
 const AT = new Date(Date.UTC(2026, 10, 23, 19, 0, 5));
 
@@ -59,7 +60,7 @@ describe('capture download from nodes', { timeout: 300_000 }, () => {
       },
     });
     const name = pod.metadata?.name ?? '';
-    if (node === NODE_IDLE || node.startsWith('cd-node-gone')) {
+    if (node === NODE_IDLE || node === NODE_WIN || node.startsWith('cd-node-gone')) {
       pod.status = { phase: 'Succeeded' };
       await core.replaceNamespacedPodStatus({ name, namespace: ns, body: pod });
     }
@@ -114,7 +115,7 @@ describe('capture download from nodes', { timeout: 300_000 }, () => {
 
   after(async () => {
     for (const ns of [NS1, NS2, NS3]) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    for (const name of [NODE_A, NODE_B, NODE_IDLE]) await core?.deleteNode({ name }).catch(() => undefined);
+    for (const name of [NODE_A, NODE_B, NODE_IDLE, NODE_WIN]) await core?.deleteNode({ name }).catch(() => undefined);
     for (const d of hostDirs) rmSync(d, { recursive: true, force: true });
     rmSync(out, { recursive: true, force: true });
     await cluster?.[Symbol.asyncDispose]();
@@ -202,20 +203,51 @@ describe('capture download from nodes', { timeout: 300_000 }, () => {
     assert.match(bad.stderr, /--all-namespaces works only with --all/);
   });
 
-  it('a helper pod that never runs: a clear timeout, and Ctrl-C; both delete the pod', async () => {
+  it('a helper pod that never runs: a clear timeout, and Ctrl-C; both delete the pod; Linux and Windows pod specs', async () => {
     await capturePod(NS2, 'cap-idle', NODE_IDLE, { 'retina-capture-hostpath': `${BASE_DIR}/cap-idle`, 'retina-capture-filename': 'x.tar.gz' });
     const r = await download(['--name', 'cap-idle', '-n', NS2, '-o', out, '--pod-timeout', '1']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /helper pod cd-dl-two\/cap-idle-download-[0-9a-f]+ on node cd-node-idle is not Running after 1 s/);
     assert.deepEqual(await helperPods(NS2), []);
 
+    // Ctrl-C while the helper pod waits (the image from RETINA_DOWNLOAD_IMAGE)
     const ac = new AbortController();
-    const running = download(['--name', 'cap-idle', '-n', NS2, '-o', out], { signal: ac.signal });
-    await eventually('the helper pod', 20_000, async () => (await helperPods(NS2)).length === 1);
+    const running = download(['--name', 'cap-idle', '-n', NS2, '-o', out], { signal: ac.signal, env: { RETINA_DOWNLOAD_IMAGE: 'registry.local/busybox:test' } });
+    const [linux] = await eventually('the helper pod', 20_000, async () => {
+      const p = await helperPods(NS2);
+      return p.length === 1 ? p : undefined;
+    });
     ac.abort();
     const c = await running;
     assert.equal(c.code, 130, c.stderr);
     assert.deepEqual(await helperPods(NS2), [], 'Ctrl-C left the helper pod');
+    assert.equal(linux?.spec?.nodeName, NODE_IDLE);
+    const lc = linux?.spec?.containers[0];
+    assert.equal(lc?.image, 'registry.local/busybox:test');
+    assert.deepEqual(lc?.volumeMounts?.map((m) => [m.mountPath, m.readOnly]), [[`/host${BASE_DIR}/cap-idle`, true]]);
+    assert.deepEqual(linux?.spec?.volumes?.map((v) => [v.hostPath?.path, v.hostPath?.type]), [[`${BASE_DIR}/cap-idle`, 'Directory']]);
+
+    // a Windows node: nanoserver of the node's LTSC, the host directory at C:\host<dir>
+    await core.deleteNode({ name: NODE_WIN }).catch(() => undefined);
+    await core.createNode({
+      body: {
+        metadata: { name: NODE_WIN, labels: { 'kubernetes.io/os': 'windows' } },
+        status: { nodeInfo: { operatingSystem: 'windows', osImage: 'Windows Server 2025 Datacenter', architecture: 'amd64', bootID: '', containerRuntimeVersion: '', kernelVersion: '', kubeProxyVersion: '', kubeletVersion: '', machineID: '', systemUUID: '' } },
+      },
+    });
+    await capturePod(NS2, 'cap-win', NODE_WIN, { 'retina-capture-hostpath': '/retina/captures', 'retina-capture-filename': 'x.tar.gz' });
+    const ac2 = new AbortController();
+    const win = download(['--name', 'cap-win', '-n', NS2, '-o', out], { signal: ac2.signal });
+    const [wp] = await eventually('the Windows helper pod', 20_000, async () => {
+      const p = await helperPods(NS2);
+      return p.length === 1 ? p : undefined;
+    });
+    ac2.abort();
+    assert.equal((await win).code, 130);
+    assert.deepEqual(await helperPods(NS2), []);
+    assert.equal(wp?.spec?.containers[0]?.image, 'mcr.microsoft.com/windows/nanoserver:ltsc2025');
+    assert.equal(wp?.spec?.containers[0]?.command?.[0], 'cmd');
+    assert.equal(wp?.spec?.containers[0]?.volumeMounts?.[0]?.mountPath, 'C:\\host\\retina\\captures');
   });
 
   it('exec refused by RBAC is named as such', async () => {
