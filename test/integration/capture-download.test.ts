@@ -8,6 +8,7 @@
  * never running), and the helper pod is deleted in every case, Ctrl-C included.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { list as tarList } from 'tar';
 import { runDownload } from '../../src/cli/capture/download.js';
 import { captureBaseName } from '../../src/capture/naming.js';
 import { Sink, writeCaptureTarball } from '../capture/fixtures.js';
-import { EXEC_ROOT, eventually, startCluster, type Cluster } from './harness.js';
+import { EXEC_ROOT, ROOT, eventually, startCluster, type Cluster } from './harness.js';
 
 const NS1 = 'cd-dl-one';
 const NS2 = 'cd-dl-two';
@@ -226,6 +227,17 @@ describe('capture download from nodes', { timeout: 300_000 }, () => {
     assert.equal(lc?.image, 'registry.local/busybox:test');
     assert.deepEqual(lc?.volumeMounts?.map((m) => [m.mountPath, m.readOnly]), [[`/host${BASE_DIR}/cap-idle`, true]]);
     assert.deepEqual(linux?.spec?.volumes?.map((v) => [v.hostPath?.path, v.hostPath?.type]), [[`${BASE_DIR}/cap-idle`, 'Directory']]);
+
+    // a real SIGINT to a real process
+    const child = spawn(process.execPath, [join(ROOT, 'dist/test/capture/download-entry.js'), '--name', 'cap-idle', '-n', NS2, '-o', out, '--kubeconfig', cluster.kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let childErr = '';
+    child.stderr?.on('data', (d: Buffer) => (childErr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await eventually('the helper pod of the child', 20_000, async () => (await helperPods(NS2)).length === 1);
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, childErr);
+    assert.match(childErr, /SIGINT: stopping, deleting helper pods/);
+    assert.deepEqual(await helperPods(NS2), [], 'SIGINT left the helper pod');
 
     // a Windows node: nanoserver of the node's LTSC, the host directory at C:\host<dir>
     await core.deleteNode({ name: NODE_WIN }).catch(() => undefined);
