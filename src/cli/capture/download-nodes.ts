@@ -69,7 +69,8 @@ interface OsCommands {
 function statusCode(e: unknown): number | undefined {
   const o = e as { code?: unknown; statusCode?: unknown; response?: { statusCode?: unknown } };
   for (const v of [o?.code, o?.statusCode, o?.response?.statusCode]) if (typeof v === 'number') return v;
-  const m = /\b(\d{3})\b/.exec(String((e as Error)?.message ?? ''));
+  // the WebSocket handshake's refusal (client-node's exec)
+  const m = /Unexpected server response: (\d{3})/.exec(String((e as Error)?.message ?? ''));
   return m ? Number(m[1]) : undefined;
 }
 
@@ -150,7 +151,7 @@ export class NodeDownloader {
         warn(`capture ${capture.name}: pod ${pod} has no ${HOSTPATH_ANNOTATION} annotation (no hostPath output; use --blob-url or --s3-bucket); skipped`);
         continue;
       }
-      if (!hostPath.startsWith('/') || hostPath.split('/').includes('..')) {
+      if (!/^(\/|[A-Za-z]:[\\/])/.test(hostPath) || hostPath.split(/[\\/]/).includes('..')) {
         warn(`capture ${capture.name}: pod ${pod}: annotation ${HOSTPATH_ANNOTATION} ${JSON.stringify(hostPath)} is not an absolute path; skipped`);
         continue;
       }
@@ -242,7 +243,8 @@ export class NodeDownloader {
 
   private commands(os: NodeOS, node: V1Node, hostPath: string): OsCommands {
     if (os === 'windows') {
-      const mountPath = 'C:\\host' + hostPath.replaceAll('/', '\\');
+      // as Retina: C:\\host<dir>; a drive letter in the annotation (C:\\x or C:/x) is dropped from the mount path
+      const mountPath = 'C:\\host' + hostPath.replace(/^[A-Za-z]:/, '').replaceAll('/', '\\').replace(/\\+$/, '');
       const file = (n: string): string => `${mountPath}\\${n}`;
       return {
         image: this.o.windowsImage ?? `${DEFAULT_WINDOWS_IMAGE_REPO}:${windowsLtsc(node)}`,
@@ -322,7 +324,12 @@ export class NodeDownloader {
     const deadline = Date.now() + (this.o.podReadyTimeoutMs ?? 120_000);
     for (;;) {
       this.o.signal.throwIfAborted();
-      const p = await this.core.readNamespacedPod({ name, namespace });
+      let p: V1Pod;
+      try {
+        p = await this.core.readNamespacedPod({ name, namespace });
+      } catch (e) {
+        throw this.apiError(e, `read helper pod ${namespace}/${name}`, 'get pods');
+      }
       const phase = p.status?.phase;
       if (phase === 'Running') return;
       if (phase === 'Failed' || phase === 'Succeeded') {

@@ -310,6 +310,12 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
       stderr.write(`error: ${e.message}\n`);
       return 1;
     }
+    const sys = e as NodeJS.ErrnoException;
+    if (typeof sys.code === 'string' && typeof sys.syscall === 'string') {
+      // the local disk: output directory not writable, disk full, ...
+      stderr.write(`error: ${sys.message}\n`);
+      return 1;
+    }
     throw e;
   } finally {
     await nodes?.cleanup();
