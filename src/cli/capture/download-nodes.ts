@@ -284,7 +284,8 @@ export class NodeDownloader {
   }
 
   private async createHelper(f: NodeFile, c: OsCommands): Promise<string> {
-    const name = `${f.capture.name.slice(0, 40)}-download-${randomBytes(3).toString('hex')}`.replace(/^-+/, '');
+    const trim = (v: string, n: number): string => v.slice(0, n).replace(/[^a-z0-9]+$/i, '');
+    const name = `${trim(f.capture.name, 40)}-download-${randomBytes(3).toString('hex')}`;
     const ns = f.capture.namespace;
     // registered before the create: an abort during the request still deletes it
     this.helpers.set(`${ns}/${name}`, f.capture);
@@ -292,7 +293,7 @@ export class NodeDownloader {
       await this.core.createNamespacedPod({
         namespace: ns,
         body: {
-          metadata: { name, namespace: ns, labels: { [APP_LABEL]: HELPER_APP, 'retina.sh/download-for': f.capture.name.slice(0, 63) } },
+          metadata: { name, namespace: ns, labels: { [APP_LABEL]: HELPER_APP, 'retina.sh/download-for': trim(f.capture.name, 63) } },
           spec: {
             nodeName: f.node,
             restartPolicy: 'Never',
