@@ -15,7 +15,9 @@ import type { RestClient } from '../../src/k8s/index.js';
 import type { Logger, LogFields } from '../../src/log/index.js';
 import { createKubeAuthorizer, startHttpServer, type HttpServer } from '../../src/server/index.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
+import { AgentProcess, agentEnv } from '../e2e/agent-process.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
+import { startOperator } from './operator-helpers.js';
 
 const NS = 'am-metrics';
 const ROLE = 'am-metrics-reader';
@@ -45,12 +47,12 @@ const logger: Logger = {
 
 interface Reply { status: number; body: string; headers: Record<string, unknown> }
 
-function get(path: string, o: { ca: string; token?: string; authorization?: string }): Promise<Reply> {
+function get(path: string, o: { ca: string; token?: string; authorization?: string; port?: number }): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (o.token !== undefined) headers['Authorization'] = `Bearer ${o.token}`;
   if (o.authorization !== undefined) headers['Authorization'] = o.authorization;
   return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port: server.address.port, path, headers, ca: o.ca, agent: false, timeout: 10_000 }, (res) => {
+    request({ host: '127.0.0.1', port: o.port ?? server.address.port, path, headers, ca: o.ca, agent: false, timeout: 10_000 }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
     }).on('error', reject).end();
@@ -245,4 +247,42 @@ test('a real Prometheus scrapes over HTTPS with a ServiceAccount token (up == 1)
     return res.length === 1 ? res : undefined;
   }, 500);
   assert.equal(up.length, 1);
+});
+
+test('bin/retina-agent and the operator take TLS and auth from their config keys; without a Kubernetes API the agent refuses to start', async () => {
+  mkdirSync(join(dir, 'proc'));
+  const files = { RETINA_METRICSTLS_CERTFILE: join(dir, 'proc', 'tls.crt'), RETINA_METRICSTLS_KEYFILE: join(dir, 'proc', 'tls.key'), RETINA_METRICSAUTH_ENABLED: 'true' };
+  copyFileSync(leaf1.cert, files.RETINA_METRICSTLS_CERTFILE);
+  copyFileSync(leaf1.key, files.RETINA_METRICSTLS_KEYFILE);
+  const ca = pem(ca1.cert);
+  {
+    await using agent = new AgentProcess({
+      args: ['--kubeconfig', cluster.kubeconfig],
+      env: agentEnv({ RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0', RETINA_ENABLEDPLUGIN: 'linuxutil', NODE_NAME: 'am-node', ...files }),
+    });
+    const port = await agent.listening(30_000);
+    assert.equal((await get('/metrics', { ca, port })).status, 401);
+    assert.equal((await get('/metrics', { ca, port, token: tokens.other })).status, 403);
+    const ok = await get('/metrics', { ca, port, token: tokens.reader });
+    assert.equal(ok.status, 200);
+    assert.match(ok.body, /^networkobservability_/m);
+    assert.deepEqual(JSON.parse((await get('/healthz', { ca, port })).body), { status: 'ok' });
+    assert.ok(!agent.stderr.includes(tokens.reader));
+  }
+  {
+    await using running = await startOperator(cluster.kubeconfig, files);
+    const { metricsServer, probeServer } = running.op;
+    assert.deepEqual([metricsServer.scheme, probeServer.scheme], ['https', 'http']);
+    assert.equal((await get('/metrics', { ca, port: metricsServer.address.port })).status, 401);
+    const ok = await get('/metrics', { ca, port: metricsServer.address.port, token: tokens.reader });
+    assert.equal(ok.status, 200);
+    assert.match(ok.body, /^workqueue_/m);
+  }
+  {
+    await using agent = new AgentProcess({ env: agentEnv({ RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0', RETINA_ENABLEDPLUGIN: 'linuxutil', KUBECONFIG: '', KUBERNETES_SERVICE_HOST: '', ...files }) });
+    const exit = await agent.waitExit(15_000);
+    assert.equal(exit.code, 1, agent.stderr);
+    assert.ok(agent.logLines().some((l) => l.level === 'error' && /metricsAuth\.enabled is true but there is no usable Kubernetes API/.test(l.msg)), agent.stderr);
+    assert.ok(!agent.logLines().some((l) => l.msg === 'http server listening'));
+  }
 });
