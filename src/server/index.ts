@@ -88,7 +88,7 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
   };
   const common: ServerOptions = {
     maxHeaderSize: limits.maxHeaderBytes,
-    headersTimeout: limits.headersTimeoutMs,
+    headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionsCheckingInterval: limits.checkIntervalMs,

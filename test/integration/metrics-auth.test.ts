@@ -15,6 +15,7 @@ import type { RestClient } from '../../src/k8s/index.js';
 import type { Logger, LogFields } from '../../src/log/index.js';
 import { createKubeAuthorizer, startHttpServer, type HttpServer } from '../../src/server/index.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
+import { runningAgent } from '../../src/cli/diagnose-remote.js';
 import { AgentProcess, agentEnv } from '../e2e/agent-process.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { startOperator } from './operator-helpers.js';
@@ -175,7 +176,7 @@ test('reviews are cached: allowed for the long TTL, refused for the short one, i
   assert.equal(authorizer.cacheEntries(), 4);
 });
 
-test('the probes answer without a token but tell only ok/ready; an allowed token sees the details', async () => {
+test('the probes answer without a token but tell only ok/ready; an allowed token sees the details; diagnose finds the agent over HTTPS', async () => {
   const ca = pem(ca1.cert);
   for (const path of ['/healthz', '/readyz']) {
     const open = await get(path, { ca });
@@ -184,6 +185,10 @@ test('the probes answer without a token but tell only ok/ready; an allowed token
     assert.equal((await get(path, { ca, token: tokens.other })).body, open.body, path);
   }
   assert.deepEqual((JSON.parse((await get('/readyz', { ca, token: tokens.reader })).body) as { plugins: unknown }).plugins, [{ name: 'linuxutil', state: 'running' }]);
+  // retina-agent diagnose on the node: finds the agent over HTTPS, and says /metrics is protected.
+  assert.deepEqual(await runningAgent('127.0.0.1', server.address.port, 5000, { tls: true, auth: true }), {
+    running: true, url: `https://127.0.0.1:${server.address.port}`, ready: 'ready', metrics: 'protected by metricsAuth (401): plugin states, lost events and plugin failures not read',
+  });
 });
 
 test('a client that does not trust the certificate fails the handshake; a rotated pair is picked up; a bad new pair keeps the old one', async () => {
