@@ -48,7 +48,9 @@ export const DEFAULT_LIMITS: ServerLimits = {
   // Above Prometheus' scrape interval keeps its connection; idle ones still go within a minute.
   keepAliveTimeoutMs: 65_000,
   handshakeTimeoutMs: 10_000,
-  checkIntervalMs: 2_000,
+  // Node's check timer runs even with no connection: every 5 s keeps an idle agent's wake-ups low
+  // (test/ebpf/idle.test.ts), and a slow head is cut within 10-15 s.
+  checkIntervalMs: 5_000,
 };
 
 export interface HttpServerOptions<S> {
