@@ -243,6 +243,14 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
       assert.deepEqual(m['tlsConfig'], { ca: { secret: { name: 'retina-metrics-tls', key: 'ca.crt' } }, serverName: 'network-observability.kube-system.svc' });
       assert.equal(m['bearerTokenFile'], '/var/run/secrets/kubernetes.io/serviceaccount/token');
     }
+    // The Windows agent (HostProcess): the Secret mounted and the paths relative to its sandbox working directory.
+    const win = (await render('windows', ['--set', 'metricsSecurity.tls.enabled=true', '--set', 'metricsSecurity.auth.enabled=true'])).objects;
+    assert.deepEqual(config(win, 'retina-agent-windows', 'config.yaml')['metricsTLS'], { certFile: 'metrics-tls/tls.crt', keyFile: 'metrics-tls/tls.key' });
+    assert.deepEqual(config(win, 'retina-agent-windows', 'config.yaml')['metricsAuth'], { enabled: true });
+    const winAgent = container(one(win, 'DaemonSet', 'retina-agent-windows'));
+    assert.deepEqual((winAgent['volumeMounts'] as Obj[]).find((v) => v['name'] === 'metrics-tls'), { name: 'metrics-tls', mountPath: 'metrics-tls', readOnly: true });
+    assert.equal(winAgent['readinessProbe']['httpGet']['scheme'], 'HTTPS');
+    assert.deepEqual(config(win, 'retina-agent-linux', 'config.yaml')['metricsTLS'], tlsKeys);
     // cert-manager: a Certificate for the Secret, named for the scrapers' serverName, only with an issuer.
     assert.equal(find(objects, 'Certificate').length, 0);
     const cm = (await render('hardened', ['--set', 'metricsSecurity.tls.certManager.issuerRef.name=my-ca', '--set', 'metricsSecurity.tls.certManager.issuerRef.kind=ClusterIssuer'])).objects;

@@ -57,15 +57,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- toYaml $out -}}
 {{- end -}}
 
-{{/* The agent's config.yaml for one OS: the shared keys, then the OS's own (which win), then metricsSecurity (Linux). */}}
+{{/* The agent's config.yaml for one OS: the shared keys, then the OS's own (which win), then metricsSecurity's. */}}
 {{- define "retina.agentConfig" -}}
 {{- $cfg := merge (deepCopy .os.config) (deepCopy .root.Values.config) -}}
-{{- if .linux -}}{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" .root | fromYaml) -}}{{- end -}}
+{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .root.Values "dir" .tlsDir) | fromYaml) -}}
 {{- include "retina.configYaml" $cfg -}}
 {{- end -}}
 
-{{/* Where the metrics TLS Secret is mounted, in the Linux agent and the operator. */}}
+{{/* Where the metrics TLS Secret is mounted: Linux agent and operator; the Windows agent's is relative to its sandbox working directory. */}}
 {{- define "retina.metricsTlsDir" -}}/retina/metrics-tls{{- end -}}
+{{- define "retina.metricsTlsDirWindows" -}}metrics-tls{{- end -}}
 {{- define "retina.metricsTlsSecret" -}}
 {{- .Values.metricsSecurity.tls.secretName | default (printf "%s-metrics-tls" (include "retina.fullname" .)) -}}
 {{- end -}}
@@ -76,7 +77,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "retina.metricsSecurityKeys" -}}
 {{- $out := dict -}}
 {{- if .Values.metricsSecurity.tls.enabled -}}
-{{- $dir := include "retina.metricsTlsDir" . -}}
+{{- $dir := .dir | default (include "retina.metricsTlsDir" .) -}}
 {{- $_ := set $out "metricsTLS" (dict "certFile" (printf "%s/tls.crt" $dir) "keyFile" (printf "%s/tls.key" $dir)) -}}
 {{- end -}}
 {{- if .Values.metricsSecurity.auth.enabled -}}
@@ -90,7 +91,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not $cfg.leaderElectionNamespace -}}{{- $_ := set $cfg "leaderElectionNamespace" .Release.Namespace -}}{{- end -}}
 {{- $_ := set $cfg "remoteContext" .Values.config.remoteContext -}}
 {{- if not $cfg.logLevel -}}{{- $_ := set $cfg "logLevel" .Values.config.logLevel -}}{{- end -}}
-{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" . | fromYaml) -}}
+{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .Values) | fromYaml) -}}
 {{- include "retina.configYaml" $cfg -}}
 {{- end -}}
 
