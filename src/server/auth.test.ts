@@ -53,3 +53,16 @@ test('an API server that cannot answer gives 503 and is asked again next time; c
   assert.equal(await get('nope'), 401);
   assert.equal(api.calls.filter((c) => c === 'tokenreviews').length, 3);
 });
+
+test('the review cache drops the least recently used entry: a scraper that keeps scraping stays cached through bad tokens', async () => {
+  const api = fakeApi({ users: { good: 'prom' }, allowed: ['prom'] });
+  const auth = createKubeAuthorizer({ client: api, log: silentLogger, allowedTtlMs: 60_000, deniedTtlMs: 60_000, cacheSize: 2 });
+  const reviews = (): number => api.calls.filter((c) => c === 'tokenreviews').length;
+  assert.equal((await auth.authorize('Bearer good', '/metrics')).outcome, 'allowed');
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await auth.authorize(`Bearer bad-${i}`, '/metrics')).outcome, 'unauthenticated');
+    assert.equal((await auth.authorize('Bearer good', '/metrics')).outcome, 'allowed');
+  }
+  assert.equal(reviews(), 6, 'one review for the good token, one per bad token');
+  assert.equal(auth.cacheEntries(), 2);
+});

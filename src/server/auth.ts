@@ -3,7 +3,8 @@
  * secure metrics serving do it: the bearer token goes to TokenReview (authentication.k8s.io/v1), the
  * user it names to SubjectAccessReview (authorization.k8s.io/v1) for `get` on the non-resource URL
  * (/metrics). Answers are cached by the token's SHA-256 (never the token itself), allowed ones longer
- * than refused ones, in a map of bounded size; concurrent scrapes with one token share one review.
+ * than refused ones, in a map of bounded size (least recently used dropped first); concurrent scrapes
+ * with one token share one review.
  * An API server that cannot answer is not cached: that scrape fails with 503 and the next one asks again.
  */
 import { createHash } from 'node:crypto';
@@ -87,7 +88,12 @@ export function createKubeAuthorizer(o: KubeAuthorizerOptions): RequestAuthorize
       const key = createHash('sha256').update(path).update('\0').update(token).digest('base64');
       const t = now();
       const hit = cache.get(key);
-      if (hit && hit.expires > t) return hit.decision;
+      if (hit && hit.expires > t) {
+        // Least recently used goes first: a scraper's entry is not pushed out by a burst of bad tokens before older ones.
+        cache.delete(key);
+        cache.set(key, hit);
+        return hit.decision;
+      }
       if (hit) cache.delete(key);
       const decision = review(token, path).catch((e: unknown): AuthDecision => {
         cache.delete(key);
