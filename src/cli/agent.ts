@@ -7,7 +7,7 @@ import { discardFlows } from '../flow/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
-import { startHttpServer } from '../server/index.js';
+import { createKubeAuthorizer, startHttpServer, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
 
@@ -52,6 +52,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     ? await (await import('./agent-k8s.js')).startAgentKubernetes({ kubeconfig, env, agent, log, metrics })
     : undefined;
   if (!k8s) log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
+  // metricsAuth fails closed: without an API server to review tokens, /metrics is not served at all.
+  let auth: RequestAuthorizer | undefined;
+  if (agent.metricsSecurity.auth.enabled) {
+    if (!k8s) {
+      log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
+      return 1;
+    }
+    auth = createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
+  }
   // Pod level: enricher -> Metrics Module, and the IPs of interest (pod-level.ts).
   const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s }) : undefined;
 
@@ -64,7 +73,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const health = (): string | undefined => (fatal.error !== undefined ? `exiting after ${fatal.error}` : shutdown.signal !== undefined ? `shutting down (${shutdown.signal})` : undefined);
   let server;
   try {
-    server = await startHttpServer({ host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager, health });
+    server = await startHttpServer({
+      host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager, health,
+      ...(agent.metricsSecurity.tls ? { tls: agent.metricsSecurity.tls } : {}), ...(auth ? { auth } : {}),
+    });
   } catch (e) {
     log.error('cannot start the HTTP server', { error: errorFields(e as Error), host: agent.apiServerHost, port: agent.apiServerPort });
     return 1;

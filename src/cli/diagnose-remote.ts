@@ -5,29 +5,35 @@
  * fetch, which Wine's Node cannot run) and never writes anything.
  */
 import http from 'node:http';
+import https from 'node:https';
 import { createRestClient, describeKubeconfig, loadRestConfig } from '../k8s/index.js';
 import { catalog } from '../metrics/index.js';
 
-/** The body of GET `url`, rejected on an error status, a connection error or after `timeoutMs`. */
+/**
+ * The body of GET `url`, rejected on a connection error or after `timeoutMs`. An https URL is the
+ * local agent's metricsTLS port: its certificate is not checked (it names the node's Service, not
+ * loopback, and nothing secret is sent).
+ */
 export function httpGet(url: string, timeoutMs: number): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, (res) => {
+    const onResponse = (res: http.IncomingMessage): void => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       res.on('error', reject);
-    });
+    };
+    const req = url.startsWith('https:') ? https.get(url, { rejectUnauthorized: false }, onResponse) : http.get(url, onResponse);
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`GET ${url}: no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
   });
 }
 
 /** Where a local client reaches the agent: a wildcard listen address means loopback. */
-export function agentUrl(host: string, port: number): string | undefined {
+export function agentUrl(host: string, port: number, tls = false): string | undefined {
   if (port === 0) return undefined;
   const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
-  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  return `${tls ? 'https' : 'http'}://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
 /** `name{labels} value` samples of family `name` in Prometheus text. */
@@ -44,8 +50,8 @@ export function samples(text: string, name: string): { labels: Record<string, st
 }
 
 /** The running agent's plugin states and lost events; `running: false` (with why) when none answers. */
-export async function runningAgent(host: string, port: number, timeoutMs: number): Promise<unknown> {
-  const base = agentUrl(host, port);
+export async function runningAgent(host: string, port: number, timeoutMs: number, security: { tls: boolean; auth: boolean } = { tls: false, auth: false }): Promise<unknown> {
+  const base = agentUrl(host, port, security.tls);
   if (base === undefined) return { running: 'unknown', reason: 'apiServer.port is 0 (the agent picks a free port at start): set apiServer.port to find it' };
   let ready;
   try {
@@ -55,6 +61,10 @@ export async function runningAgent(host: string, port: number, timeoutMs: number
   }
   const readyz = JSON.parse(ready.body) as { status?: string; plugins?: unknown[] };
   const metrics = await httpGet(`${base}/metrics`, timeoutMs);
+  if (metrics.status === 401 || metrics.status === 403) {
+    // metricsAuth: diagnose has no scraper's token; /readyz then tells only ready or not.
+    return { running: true, url: base, ready: readyz.status, metrics: `protected by metricsAuth (${metrics.status}): plugin states, lost events and plugin failures not read` };
+  }
   const lost = samples(metrics.body, catalog.lostEventsCounter.name).map((s) => ({ type: s.labels['type'], reason: s.labels['reason'], count: s.value }));
   const failures = samples(metrics.body, catalog.pluginManagerFailedToReconcile.name).map((s) => ({ ...s.labels, count: s.value }));
   return { running: true, url: base, ready: readyz.status, plugins: readyz.plugins ?? [], lostEvents: lost, pluginFailures: failures };

@@ -64,7 +64,12 @@ export async function diagnose(o: DiagnoseOptions): Promise<Record<string, unkno
         return configDocument(loaded, o.configPath);
       },
     },
-    { name: 'agent', collect: () => runningAgent(agent?.apiServerHost ?? '0.0.0.0', agent?.apiServerPort ?? 10093, o.timeoutMs) },
+    {
+      name: 'agent',
+      collect: () => runningAgent(agent?.apiServerHost ?? '0.0.0.0', agent?.apiServerPort ?? 10093, o.timeoutMs, {
+        tls: agent?.metricsSecurity.tls !== undefined, auth: agent?.metricsSecurity.auth.enabled ?? false,
+      }),
+    },
     { name: 'kubernetes', collect: () => kubernetesConnection(o.kubeconfig, o.env, o.timeoutMs) },
   ];
   let osSections: readonly DiagnoseSection[];

@@ -13,7 +13,7 @@ import {
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
 import { ResourceStack } from '../plugin/index.js';
-import { startHttpServer, type HttpServer } from '../server/index.js';
+import { createKubeAuthorizer, startHttpServer, type HttpServer } from '../server/index.js';
 
 export interface RunningOperator extends AsyncDisposable {
   readonly identity: string;
@@ -102,7 +102,11 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     };
     const m = parseAddr(cfg.metricsAddr);
     const p = parseAddr(cfg.probeAddr);
-    metricsServer = s.use(await startHttpServer({ ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness }));
+    const sec = cfg.metricsSecurity;
+    const auth = sec.auth.enabled ? createKubeAuthorizer({ client, log: log.child({ component: 'metrics-auth' }), ...sec.auth }) : undefined;
+    metricsServer = s.use(await startHttpServer({
+      ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),
+    }));
     probeServer = s.use(await startHttpServer({ ...p, log: log.child({ component: 'http-probes' }), expose: () => metrics.expose(), readiness }));
   });
 

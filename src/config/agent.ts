@@ -7,6 +7,7 @@ import { LOG_LEVELS, type LogLevel } from '../log/index.js';
 import { parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
+import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
 
 export interface AgentConfig {
   readonly apiServerHost: string;
@@ -26,6 +27,8 @@ export interface AgentConfig {
   readonly filterMapMaxEntries: number;
   readonly pluginStartTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** TLS and Kubernetes auth of the HTTP server's /metrics (off by default). */
+  readonly metricsSecurity: MetricsSecurityConfig;
 }
 
 /** What the platform layer knows when the keys are built: this OS's plugins. */
@@ -71,6 +74,7 @@ export function agentKeys(plugins: PluginChoice) {
     filterMapMaxEntries: intKey('filterMapMaxEntries', 255, 'Size of the IPs-of-interest filter map.', { min: 1, max: 1_048_576 }),
     pluginStartTimeout: durationKey('pluginStartTimeout', 10_000, 'Ours: how long a plugin may take to start before it counts as failed.', { minMs: 100 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
+    ...metricsSecurityKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -96,5 +100,6 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     filterMapMaxEntries: v.get(keys.filterMapMaxEntries),
     pluginStartTimeoutMs: v.get(keys.pluginStartTimeout),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
+    metricsSecurity: metricsSecurityConfig(keys, v),
   });
 }

@@ -125,6 +125,17 @@ dataAggregationLevel: high
     assert.deepEqual(v.unknownKeys, [{ key: 'enableTelemetry', source: 'file', didYouMean: undefined, value: true }]);
   });
 
+  it('metricsTLS and metricsAuth: off by default; both files or none, the missing one named; auth and its cache from file or env', () => {
+    assert.deepEqual(load().metricsSecurity, { tls: undefined, auth: { enabled: false, allowedTtlMs: 60_000, deniedTtlMs: 10_000, cacheSize: 1024 } });
+    const c = load('metricsTLS:\n  certFile: /t/tls.crt\n  keyFile: /t/tls.key\nmetricsAuth:\n  enabled: true\n  deniedCacheTTL: 2s\n', { RETINA_METRICSAUTH_CACHESIZE: '7' });
+    assert.deepEqual(c.metricsSecurity, { tls: { certFile: '/t/tls.crt', keyFile: '/t/tls.key' }, auth: { enabled: true, allowedTtlMs: 60_000, deniedTtlMs: 2000, cacheSize: 7 } });
+    const onlyCert = errorOf('metricsTLS:\n  certFile: /t/tls.crt\n');
+    assert.deepEqual(onlyCert.errors.map((e) => e.key), ['metricsTLS.keyFile']);
+    assert.match(onlyCert.message, /metricsTLS\.certFile is set, and TLS needs both/);
+    assert.deepEqual(errorOf(undefined, { RETINA_METRICSTLS_KEYFILE: '/k' }).errors.map((e) => [e.key, e.source]), [['metricsTLS.certFile', 'default']]);
+    assert.deepEqual(errorOf('metricsAuth:\n  enabled: maybe\n').errors.map((e) => e.key), ['metricsAuth.enabled']);
+  });
+
   it('rejects a key declared twice by two components', () => {
     assert.throws(() => collectSpecs(keys, { other: stringKey('logLevel', 'x', 'dup') }), /declared twice/);
     assert.doesNotThrow(() => collectSpecs(keys, { mine: intKey('myPluginKey', 1, 'mine') }));

@@ -5,3 +5,4 @@ export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type
 export { configWarnings, type ConfigWarning, type ConsistencyInput } from './consistency.js';
 export { agentKeys, agentConfig, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';
 export { closestMatch, didYouMean, editDistance } from './suggest.js';
+export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig, type MetricsSecurityKeys } from './metrics-security.js';

@@ -2,7 +2,7 @@
  * The operator's keys: Retina's (operator/config/config.go) plus ours, documented in the README.
  * Read from --config YAML and RETINA_<KEY> like the agent's.
  */
-import { boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type LoadedValues } from '../config/index.js';
+import { boolKey, durationKey, enumKey, intKey, listKey, metricsSecurityConfig, metricsSecurityKeys, stringKey, type ConfigSpec, type LoadedValues, type MetricsSecurityConfig } from '../config/index.js';
 import { LOG_LEVELS, type LogLevel } from '../log/index.js';
 
 export interface OperatorConfig {
@@ -25,6 +25,8 @@ export interface OperatorConfig {
   readonly queueBurst: number;
   readonly resyncPeriodMs: number;
   readonly shutdownTimeoutMs: number;
+  /** TLS and Kubernetes auth of metricsAddr's /metrics (off by default); the probes stay plain HTTP. */
+  readonly metricsSecurity: MetricsSecurityConfig;
 }
 
 export const DEFAULT_LABEL_ALLOWLIST: readonly string[] = [
@@ -52,6 +54,7 @@ export function operatorKeys() {
     queueBurst: intKey('queueBurst', 200, 'Ours: burst of the work queue\'s global bucket.', { min: 1, max: 100_000 }),
     resyncPeriod: durationKey('resyncPeriod', 600_000, 'Ours: every key is reconciled again this often (level-triggered safety net).', { minMs: 1000 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping may take on SIGTERM.', { minMs: 100 }),
+    ...metricsSecurityKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -78,6 +81,7 @@ export function operatorConfig(keys: OperatorKeys, v: LoadedValues): OperatorCon
     queueBurst: v.get(keys.queueBurst),
     resyncPeriodMs: v.get(keys.resyncPeriod),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
+    metricsSecurity: metricsSecurityConfig(keys, v),
   });
 }
 

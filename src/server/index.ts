@@ -2,15 +2,56 @@
  * The agent's HTTP server: GET /metrics (Prometheus text), /healthz (liveness: 200 while the process
  * answers and `health` reports nothing fatal, else 503 with the reason), /readyz (200 when every
  * enabled plugin runs, 503 otherwise; JSON lists each plugin's state, last error and degraded sources).
+ *
+ * Always hardened: GET and HEAD only (405), request headers capped (431), slow clients cut off
+ * (headers, whole request, idle keep-alive, TLS handshake), and no answer repeats what the client
+ * sent. Optionally HTTPS (tls.ts: files reloaded when they change) and, for /metrics, Kubernetes
+ * authentication and authorization (auth.ts: 401 without a valid token, 403 without RBAC). The
+ * probes stay open for the kubelet, and then tell only ok/ready or not (no reasons, no plugin list)
+ * unless the request carries a token allowed on /metrics.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/index.js';
+import type { RequestAuthorizer } from './auth.js';
+import { loadTlsPair, startTlsReloader, type TlsFiles } from './tls.js';
+
+export { bearerToken, createKubeAuthorizer, type AuthDecision, type KubeAuthorizerOptions, type RequestAuthorizer } from './auth.js';
+export { TlsFilesError, loadTlsPair, type TlsFiles, type TlsPair } from './tls.js';
 
 export interface ReadinessSource<S> {
   ready(): boolean;
   status(): S[];
 }
+
+/** Limits against slow or greedy clients (defaults in DEFAULT_LIMITS). */
+export interface ServerLimits {
+  /** Largest request head (request line and headers) in bytes; larger ones get 431. */
+  readonly maxHeaderBytes: number;
+  /** The whole head must arrive within this (408 otherwise). */
+  readonly headersTimeoutMs: number;
+  /** The whole request must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** The TLS handshake must finish within this. */
+  readonly handshakeTimeoutMs: number;
+  /** How often Node checks the header and request timeouts. */
+  readonly checkIntervalMs: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  maxHeaderBytes: 8192,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  // Above Prometheus' scrape interval keeps its connection; idle ones still go within a minute.
+  keepAliveTimeoutMs: 65_000,
+  handshakeTimeoutMs: 10_000,
+  // Node's check timer runs even with no connection: every 5 s keeps an idle agent's wake-ups low
+  // (test/ebpf/idle.test.ts), and a slow head is cut within 10-15 s.
+  checkIntervalMs: 5_000,
+};
 
 export interface HttpServerOptions<S> {
   readonly host: string;
@@ -23,66 +64,133 @@ export interface HttpServerOptions<S> {
    * A blocked event loop needs no check here: the probe then times out.
    */
   readonly health?: () => string | undefined;
+  /** HTTPS with this certificate and key (reloaded on change); plain HTTP without. */
+  readonly tls?: TlsFiles & { readonly pollMs?: number };
+  /** Checks each /metrics request's bearer token; everyone may scrape without. */
+  readonly auth?: RequestAuthorizer;
+  readonly limits?: Partial<ServerLimits>;
 }
 
 export interface HttpServer extends AsyncDisposable {
   readonly address: AddressInfo;
+  readonly scheme: 'http' | 'https';
 }
+
+const TEXT = 'text/plain; charset=utf-8';
 
 export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<HttpServer> {
   const started = Date.now();
-  const server: Server = createServer((req, res) => {
+  const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((e: unknown) => {
-      opts.log.error('request failed', { path: req.url, error: e instanceof Error ? e.message : String(e) });
-      if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n');
+      opts.log.error('request failed', { path: (req.url ?? '').slice(0, 200), error: e instanceof Error ? e.message : String(e) });
+      if (!res.headersSent) send(res, 500, TEXT, 'internal error\n');
       else res.destroy();
     });
-  });
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 60_000;
+  };
+  const common: ServerOptions = {
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.checkIntervalMs,
+  };
+  let server: Server;
+  let reloader: Disposable | undefined;
+  if (opts.tls) {
+    const pair = await loadTlsPair(opts.tls);
+    const https = createHttpsServer({ ...common, cert: pair.cert, key: pair.key, handshakeTimeout: limits.handshakeTimeoutMs, minVersion: 'TLSv1.2' }, listener);
+    reloader = startTlsReloader({
+      files: opts.tls, current: pair, log: opts.log, ...(opts.tls.pollMs !== undefined ? { pollMs: opts.tls.pollMs } : {}),
+      apply: (p) => https.setSecureContext({ cert: p.cert, key: p.key, minVersion: 'TLSv1.2' }),
+    });
+    opts.log.info('metrics TLS certificate loaded', { certFile: opts.tls.certFile, subject: pair.subject, notAfter: pair.notAfter });
+    server = https;
+  } else {
+    server = createHttpServer(common, listener);
+  }
+  // A connection that never sends a request (or stalls mid-body) is closed too.
+  server.setTimeout(limits.requestTimeoutMs, (socket) => socket.destroy());
+
+  /** Whether this request may see /metrics (and the probes' details). */
+  async function allowed(req: IncomingMessage, res: ServerResponse, path: string, answer: boolean): Promise<boolean> {
+    if (!opts.auth) return true;
+    const d = await opts.auth.authorize(req.headers.authorization, path);
+    if (d.outcome === 'allowed') return true;
+    if (!answer) return false;
+    switch (d.outcome) {
+      case 'unauthenticated':
+        opts.log.debug('metrics request refused: not authenticated', { reason: d.reason });
+        res.setHeader('WWW-Authenticate', 'Bearer realm="retina-ts metrics"');
+        send(res, 401, TEXT, 'unauthorized\n');
+        break;
+      case 'forbidden':
+        opts.log.debug('metrics request refused: not allowed', { user: d.user, reason: d.reason });
+        send(res, 403, TEXT, 'forbidden\n');
+        break;
+      case 'unavailable':
+        send(res, 503, TEXT, 'authorization unavailable\n');
+        break;
+    }
+    return false;
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    const head = req.method === 'HEAD';
+    if (req.method !== 'GET' && !head) {
       res.setHeader('Allow', 'GET, HEAD');
-      send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+      send(res, 405, TEXT, 'method not allowed\n');
       return;
     }
     switch (path) {
       case '/metrics': {
+        if (!(await allowed(req, res, '/metrics', true))) return;
         const { contentType, body } = await opts.expose();
-        send(res, 200, contentType, body, req.method === 'HEAD');
+        send(res, 200, contentType, body, head);
         return;
       }
       case '/healthz': {
         const problem = opts.health?.();
-        const body = { status: problem === undefined ? 'ok' : 'failing', ...(problem !== undefined ? { reason: problem } : {}), uptimeSeconds: Math.round((Date.now() - started) / 1000) };
-        send(res, problem === undefined ? 200 : 503, 'application/json', JSON.stringify(body) + '\n', req.method === 'HEAD');
+        const detail = req.headers.authorization !== undefined && (await allowed(req, res, '/metrics', false));
+        const body = opts.auth && !detail
+          ? { status: problem === undefined ? 'ok' : 'failing' }
+          : { status: problem === undefined ? 'ok' : 'failing', ...(problem !== undefined ? { reason: problem } : {}), uptimeSeconds: Math.round((Date.now() - started) / 1000) };
+        send(res, problem === undefined ? 200 : 503, 'application/json', JSON.stringify(body) + '\n', head);
         return;
       }
       case '/readyz': {
         const ready = opts.readiness.ready();
-        const body = { status: ready ? 'ready' : 'not ready', plugins: opts.readiness.status() };
-        send(res, ready ? 200 : 503, 'application/json', JSON.stringify(body) + '\n');
+        const detail = req.headers.authorization !== undefined && (await allowed(req, res, '/metrics', false));
+        const body = opts.auth && !detail ? { status: ready ? 'ready' : 'not ready' } : { status: ready ? 'ready' : 'not ready', plugins: opts.readiness.status() };
+        send(res, ready ? 200 : 503, 'application/json', JSON.stringify(body) + '\n', head);
         return;
       }
       default:
-        send(res, 404, 'text/plain; charset=utf-8', 'not found: try /metrics, /healthz or /readyz\n');
+        send(res, 404, TEXT, 'not found: try /metrics, /healthz or /readyz\n', head);
     }
   }
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port, opts.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (e) {
+    reloader?.[Symbol.dispose]();
+    throw e;
+  }
   const address = server.address() as AddressInfo;
-  opts.log.info('http server listening', { host: address.address, port: address.port });
+  const scheme = opts.tls ? 'https' : 'http';
+  opts.log.info('http server listening', { host: address.address, port: address.port, scheme, auth: opts.auth ? 'kubernetes' : 'none' });
   return {
     address,
+    scheme,
     async [Symbol.asyncDispose]() {
+      reloader?.[Symbol.dispose]();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -92,6 +200,6 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string, headOnly = false): void {
-  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff' });
   res.end(headOnly ? undefined : body);
 }

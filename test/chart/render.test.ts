@@ -208,6 +208,56 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     assert.deepEqual(groups((await render('basic')).objects, 'ServiceMonitor'), []);
   });
 
+  it('metricsSecurity: off by default (plain HTTP, no review rights); hardened: TLS Secret mounted, HTTPS probes, auth keys, review RBAC, reader role, secure monitors', async () => {
+    const rulesOf = (o: K8sObject): Obj[] => (o as Obj)['rules'] as Obj[];
+    const reviews = (o: K8sObject): string[] => rulesOf(o).filter((r) => (r['resources'] as string[] | undefined)?.some((x) => x.endsWith('reviews'))).flatMap((r) => [...(r['resources'] as string[]), ...(r['verbs'] as string[])]);
+    const config = (objs: K8sObject[], name: string, key: string): Obj => parseYaml(((one(objs, 'ConfigMap', name) as Obj)['data'] as Record<string, string>)[key] as string) as Obj;
+    const basic = (await render('basic', MONITORS)).objects;
+    assert.equal(config(basic, 'retina-agent-linux', 'config.yaml')['metricsTLS'], undefined);
+    assert.equal(config(basic, 'retina-agent-linux', 'config.yaml')['metricsAuth'], undefined);
+    assert.deepEqual(reviews(one(basic, 'ClusterRole', 'retina-agent')), []);
+    assert.equal(find(basic, 'ClusterRole', 'retina-metrics-reader').length, 0);
+    assert.equal(container(one(basic, 'DaemonSet', 'retina-agent-linux'))['livenessProbe']['httpGet']['scheme'], undefined);
+    assert.equal((find(basic, 'ServiceMonitor')[0] as Obj)['spec']['endpoints'][0]['scheme'], 'http');
+
+    const { objects } = await render('hardened', [...MONITORS, '--set', 'metricsSecurity.auth.scrapers[0].name=prometheus-k8s', '--set', 'metricsSecurity.auth.scrapers[0].namespace=monitoring']);
+    const tlsKeys = { certFile: '/retina/metrics-tls/tls.crt', keyFile: '/retina/metrics-tls/tls.key' };
+    for (const [cm, key] of [['retina-agent-linux', 'config.yaml'], ['retina-operator', 'operator-config.yaml']] as const) {
+      assert.deepEqual(config(objects, cm, key)['metricsTLS'], tlsKeys, cm);
+      assert.deepEqual(config(objects, cm, key)['metricsAuth'], { enabled: true }, cm);
+    }
+    for (const [kind, name] of [['DaemonSet', 'retina-agent-linux'], ['Deployment', 'retina-operator']] as const) {
+      const spec = podSpec(one(objects, kind, name));
+      assert.deepEqual((spec['volumes'] as Obj[]).find((v) => v['name'] === 'metrics-tls'), { name: 'metrics-tls', secret: { secretName: 'retina-metrics-tls' } }, name);
+      assert.deepEqual((container(one(objects, kind, name))['volumeMounts'] as Obj[]).find((v) => v['name'] === 'metrics-tls'), { name: 'metrics-tls', mountPath: '/retina/metrics-tls', readOnly: true }, name);
+    }
+    // The kubelet probes the agent over HTTPS (it does not verify the certificate), without a token.
+    const agent = container(one(objects, 'DaemonSet', 'retina-agent-linux'));
+    assert.equal(agent['livenessProbe']['httpGet']['scheme'], 'HTTPS');
+    assert.equal(agent['readinessProbe']['httpGet']['scheme'], 'HTTPS');
+    for (const role of ['retina-agent', 'retina-operator']) assert.deepEqual(reviews(one(objects, 'ClusterRole', role)), ['tokenreviews', 'create', 'subjectaccessreviews', 'create'], role);
+    assert.deepEqual(rulesOf(one(objects, 'ClusterRole', 'retina-metrics-reader')), [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    assert.deepEqual((one(objects, 'ClusterRoleBinding', 'retina-metrics-reader') as Obj)['subjects'], [{ kind: 'ServiceAccount', name: 'prometheus-k8s', namespace: 'monitoring' }]);
+    for (const m of [...find(objects, 'ServiceMonitor').map((o) => (o as Obj)['spec']['endpoints'][0]), ...find(objects, 'PodMonitor').map((o) => (o as Obj)['spec']['podMetricsEndpoints'][0])] as Obj[]) {
+      assert.equal(m['scheme'], 'https');
+      assert.deepEqual(m['tlsConfig'], { ca: { secret: { name: 'retina-metrics-tls', key: 'ca.crt' } }, serverName: 'network-observability.kube-system.svc' });
+      assert.equal(m['bearerTokenFile'], '/var/run/secrets/kubernetes.io/serviceaccount/token');
+    }
+    // The Windows agent (HostProcess): the Secret mounted and the paths relative to its sandbox working directory.
+    const win = (await render('windows', ['--set', 'metricsSecurity.tls.enabled=true', '--set', 'metricsSecurity.auth.enabled=true'])).objects;
+    assert.deepEqual(config(win, 'retina-agent-windows', 'config.yaml')['metricsTLS'], { certFile: 'metrics-tls/tls.crt', keyFile: 'metrics-tls/tls.key' });
+    assert.deepEqual(config(win, 'retina-agent-windows', 'config.yaml')['metricsAuth'], { enabled: true });
+    const winAgent = container(one(win, 'DaemonSet', 'retina-agent-windows'));
+    assert.deepEqual((winAgent['volumeMounts'] as Obj[]).find((v) => v['name'] === 'metrics-tls'), { name: 'metrics-tls', mountPath: 'metrics-tls', readOnly: true });
+    assert.equal(winAgent['readinessProbe']['httpGet']['scheme'], 'HTTPS');
+    assert.deepEqual(config(win, 'retina-agent-linux', 'config.yaml')['metricsTLS'], tlsKeys);
+    // cert-manager: a Certificate for the Secret, named for the scrapers' serverName, only with an issuer.
+    assert.equal(find(objects, 'Certificate').length, 0);
+    const cm = (await render('hardened', ['--set', 'metricsSecurity.tls.certManager.issuerRef.name=my-ca', '--set', 'metricsSecurity.tls.certManager.issuerRef.kind=ClusterIssuer'])).objects;
+    const cert = one(cm, 'Certificate', 'retina-metrics-tls') as Obj;
+    assert.deepEqual([cert['spec']['secretName'], cert['spec']['dnsNames'], cert['spec']['issuerRef']], ['retina-metrics-tls', ['network-observability.kube-system.svc'], { name: 'my-ca', kind: 'ClusterIssuer' }]);
+  });
+
   it('per-component placement: nodeSelector, tolerations, affinity, priorityClass, resources, image per OS', async () => {
     const { objects } = await render('windows', [
       '--set', 'agent.linux.nodeSelector.pool=a', '--set', 'agent.windows.nodeSelector.pool=b', '--set', 'operator.nodeSelector.pool=c',

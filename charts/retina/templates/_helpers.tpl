@@ -57,10 +57,33 @@ app.kubernetes.io/component: {{ .component }}
 {{- toYaml $out -}}
 {{- end -}}
 
-{{/* The agent's config.yaml for one OS: the shared keys, then the OS's own (which win). */}}
+{{/* The agent's config.yaml for one OS: the shared keys, then the OS's own (which win), then metricsSecurity's. */}}
 {{- define "retina.agentConfig" -}}
 {{- $cfg := merge (deepCopy .os.config) (deepCopy .root.Values.config) -}}
+{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .root.Values "dir" .tlsDir) | fromYaml) -}}
 {{- include "retina.configYaml" $cfg -}}
+{{- end -}}
+
+{{/* Where the metrics TLS Secret is mounted: Linux agent and operator; the Windows agent's is relative to its sandbox working directory. */}}
+{{- define "retina.metricsTlsDir" -}}/retina/metrics-tls{{- end -}}
+{{- define "retina.metricsTlsDirWindows" -}}metrics-tls{{- end -}}
+{{- define "retina.metricsTlsSecret" -}}
+{{- .Values.metricsSecurity.tls.secretName | default (printf "%s-metrics-tls" (include "retina.fullname" .)) -}}
+{{- end -}}
+{{- define "retina.metricsServerName" -}}
+{{- .Values.metricsSecurity.tls.serverName | default (printf "%s.%s.svc" .Values.service.name .Release.Namespace) -}}
+{{- end -}}
+{{/* The keys metricsSecurity adds to the agent's and the operator's config. */}}
+{{- define "retina.metricsSecurityKeys" -}}
+{{- $out := dict -}}
+{{- if .Values.metricsSecurity.tls.enabled -}}
+{{- $dir := .dir | default (include "retina.metricsTlsDir" .) -}}
+{{- $_ := set $out "metricsTLS" (dict "certFile" (printf "%s/tls.crt" $dir) "keyFile" (printf "%s/tls.key" $dir)) -}}
+{{- end -}}
+{{- if .Values.metricsSecurity.auth.enabled -}}
+{{- $_ := set $out "metricsAuth" (dict "enabled" true) -}}
+{{- end -}}
+{{- toYaml $out -}}
 {{- end -}}
 
 {{- define "retina.operatorConfig" -}}
@@ -68,5 +91,21 @@ app.kubernetes.io/component: {{ .component }}
 {{- if not $cfg.leaderElectionNamespace -}}{{- $_ := set $cfg "leaderElectionNamespace" .Release.Namespace -}}{{- end -}}
 {{- $_ := set $cfg "remoteContext" .Values.config.remoteContext -}}
 {{- if not $cfg.logLevel -}}{{- $_ := set $cfg "logLevel" .Values.config.logLevel -}}{{- end -}}
+{{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .Values) | fromYaml) -}}
 {{- include "retina.configYaml" $cfg -}}
+{{- end -}}
+
+{{/* A monitor endpoint's scheme, TLS and token under metricsSecurity (Prometheus' own ServiceAccount token). */}}
+{{- define "retina.monitorSecurity" -}}
+{{- if .Values.metricsSecurity.tls.enabled -}}
+scheme: https
+tlsConfig:
+  ca: {secret: {name: {{ include "retina.metricsTlsSecret" . }}, key: ca.crt}}
+  serverName: {{ include "retina.metricsServerName" . }}
+{{- else -}}
+scheme: http
+{{- end }}
+{{- if .Values.metricsSecurity.auth.enabled }}
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+{{- end }}
 {{- end -}}
