@@ -131,7 +131,7 @@ up() {
   start_apiserver
   write_kubeconfig
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false \
-    --controllers=serviceaccount,namespace,garbagecollector,deployment,replicaset,daemonset --secure-port=0 \
+    --controllers=serviceaccount,namespace,garbagecollector,deployment,replicaset,daemonset,job --secure-port=0 \
     --concurrent-deployment-syncs=10 --concurrent-replicaset-syncs=10 --concurrent-gc-syncs=40 \
     --kube-api-qps=1000 --kube-api-burst=2000
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false --secure-port=0 \
