@@ -140,7 +140,12 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
 
   async function patchStatus(c: SlimCapture, status: CaptureStatus, signal: AbortSignal): Promise<void> {
     if (canonical(status) === canonical(c.status)) return;
-    await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { status } });
+    try {
+      await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { status } });
+    } catch (e) {
+      if (isApiError(e, 404)) return; // deleted meanwhile: its delete event queues it again
+      throw e;
+    }
     writes.inc({ resource: 'captures', verb: 'patch-status' });
   }
 
@@ -293,10 +298,15 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       if (!c.finalizers.includes(CAPTURE_FINALIZER)) return 'success';
       await cleanUp(c, signal);
       const i = c.finalizers.indexOf(CAPTURE_FINALIZER);
-      await o.client.request('PATCH', capturePath(c), {
-        signal, contentType: 'application/json-patch+json',
-        body: [{ op: 'test', path: `/metadata/finalizers/${i}`, value: CAPTURE_FINALIZER }, { op: 'remove', path: `/metadata/finalizers/${i}` }],
-      });
+      try {
+        await o.client.request('PATCH', capturePath(c), {
+          signal, contentType: 'application/json-patch+json',
+          body: [{ op: 'test', path: `/metadata/finalizers/${i}`, value: CAPTURE_FINALIZER }, { op: 'remove', path: `/metadata/finalizers/${i}` }],
+        });
+      } catch (e) {
+        if (isApiError(e, 404)) return 'success'; // already gone (a stale store after our own removal)
+        throw e;
+      }
       writes.inc({ resource: 'captures', verb: 'patch' });
       log.info('capture deleted: jobs and secrets cleaned up', { capture: key });
       return 'success';

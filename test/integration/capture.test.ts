@@ -9,11 +9,15 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeObject, type RestClient } from '../../src/k8s/index.js';
 import { CAPTURE_FINALIZER } from '../../src/operator/index.js';
 import { ROOT, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
+import { one, render } from '../chart/helm.js';
 
 const run = promisify(execFile);
 
@@ -284,5 +288,42 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
       const gone = await getCapture('cliop', nsB).then(() => false, (e: unknown) => isApiError(e, 404));
       return gone && (await jobsOf('cliop', nsB)).length === 0;
     });
+  });
+
+  it("with only the chart's RBAC (its ServiceAccount's token), the operator runs a capture and cleans it up", async () => {
+    // Last: the admin operator stops, so only the least-privileged one acts.
+    await operator?.[Symbol.asyncDispose]();
+    operator = undefined;
+    const { objects } = await render(undefined, ['--set', `operator.captureSecretNamespaces={${ns}}`], ns);
+    const role = one(objects, 'ClusterRole', 'retina-operator') as unknown as { rules: unknown[] };
+    const secretsRole = one(objects, 'Role', 'retina-operator-capture-secrets') as unknown as { rules: unknown[] };
+    const rbac = (plural: string, namespaced: boolean): Parameters<typeof collectionPath>[0] => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, kind: '', namespaced });
+    const sa = `${id}-op`;
+    await client.request('POST', collectionPath({ group: '', version: 'v1', plural: 'serviceaccounts', kind: '', namespaced: true }, ns), { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } } });
+    await client.request('POST', collectionPath(rbac('clusterroles', false)), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: sa }, rules: role.rules } });
+    await client.request('POST', collectionPath(rbac('clusterrolebindings', false)), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] } });
+    await client.request('POST', collectionPath(rbac('roles', true), ns), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: sa }, rules: secretsRole.rules } });
+    await client.request('POST', collectionPath(rbac('rolebindings', true), ns), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] } });
+    const tr = await client.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['https://kubernetes.default.svc'], expirationSeconds: 3600 } } });
+    const dir = mkdtempSync(join(tmpdir(), 'cc-rbac-'));
+    const kc = join(dir, 'kubeconfig');
+    writeFileSync(kc, readFileSync(cluster.kubeconfig, 'utf8').replace(/token: \S+/, `token: ${tr.status.token}`));
+    try {
+      await using limited = await startOperator(kc, opEnv);
+      await eventually('informers synced with the chart RBAC', 30_000, () => limited.op.synced());
+      await client.request('POST', collectionPath(resources.secrets, ns), { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rbac-blob-upload-secret', namespace: ns, labels: { 'retina.sh/app': 'capture', 'capture-name': 'rbac' } }, stringData: { 'blob-upload-url': 'https://x.invalid/c?sig=s' } } });
+      await createCapture('rbac', spec({ nodeSelector: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [lin[0] as string] }] } }, { outputConfiguration: { hostPath: 'cc', blobUpload: 'rbac-blob-upload-secret' } }));
+      await eventually('succeeded under the chart RBAC', 60_000, async () => (await getCapture('rbac')).status?.succeeded === 1);
+      await client.request('DELETE', objectPath(resources.captures, ns, 'rbac'));
+      await eventually('capture, jobs and secret gone', 30_000, async () => {
+        const gone = await getCapture('rbac').then(() => false, (e: unknown) => isApiError(e, 404));
+        const secretGone = await client.request('GET', objectPath(resources.secrets, ns, 'rbac-blob-upload-secret')).then(() => false, (e: unknown) => isApiError(e, 404));
+        return gone && secretGone && (await jobsOf('rbac')).length === 0;
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await client.request('DELETE', objectPath(rbac('clusterrolebindings', false), undefined, sa)).catch(() => undefined);
+      await client.request('DELETE', objectPath(rbac('clusterroles', false), undefined, sa)).catch(() => undefined);
+    }
   });
 });

@@ -40,6 +40,8 @@ const BOOLEANS = {
   debug: false, 'use-operator': false,
 };
 
+export const CREATE_FLAGS = { strings: STRINGS, booleans: BOOLEANS, short: { n: 'namespace' } };
+
 /** `a=b,c=d` -> matchLabels. */
 function labels(flag: string, text: string): LabelSelector {
   const matchLabels: Record<string, string> = {};
@@ -137,7 +139,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
   let f: Flags;
   let input: CreateInput;
   try {
-    f = parseKubectlFlags(argv, { strings: STRINGS, booleans: BOOLEANS, short: { n: 'namespace' } });
+    f = parseKubectlFlags(argv, CREATE_FLAGS);
     input = specFromFlags(f, f.str('name') as string);
   } catch (e) {
     err(`${(e as Error).message}\n${CREATE_USAGE}`);
