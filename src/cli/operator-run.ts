@@ -69,6 +69,7 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
       linuxImage: (cfg.captureDebug ? images.linuxImage : cfg.captureImage) || images.linuxImage,
       windowsImage: (cfg.captureDebug ? images.windowsImage : cfg.captureWindowsImage) || images.windowsImage,
       hostPathBaseDir: cfg.captureHostPathBaseDir, jobNumLimit: cfg.captureJobNumLimit, deadlineSlackMs: cfg.captureDeadlineSlackMs,
+      podClusterRole: cfg.captureServiceAccountClusterRole,
     });
     const controllers: (Controller & { enqueueAll(): void })[] = [createMetricsConfigurationController({ client, informers, metrics, events, log }), captures];
     if (cfg.enableRetinaEndpoint && cfg.remoteContext) {

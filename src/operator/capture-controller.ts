@@ -22,6 +22,8 @@ import { apiWrites } from './metrics.js';
 import { canonical } from './retina-endpoint-controller.js';
 
 export const CAPTURE_FINALIZER = 'kappio.io/capture-cleanup';
+const SERVICE_ACCOUNTS = { group: '', version: 'v1', plural: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true } as const;
+const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true } as const;
 
 /** Retina's condition types and reasons (crd/api/v1alpha1/capture_types.go). */
 export const CONDITION_COMPLETE = 'complete';
@@ -78,7 +80,11 @@ export interface CaptureControllerOptions {
   readonly jobNumLimit: number;
   readonly deadlineSlackMs: number;
   readonly workers?: number;
+  /** When set: capture pods run as ServiceAccount retina-capture, bound to this ClusterRole in their namespace. */
+  readonly podClusterRole?: string;
 }
+
+export const CAPTURE_SERVICE_ACCOUNT = 'retina-capture';
 
 export interface CaptureController extends Controller {
   enqueueAll(): void;
@@ -206,6 +212,25 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     log.warn('capture cannot run', { capture: `${c.namespace}/${c.name}`, reason, message });
   }
 
+  /** ServiceAccount retina-capture and its RoleBinding to the pods' ClusterRole, in the capture's namespace. */
+  async function ensureAccount(namespace: string, role: string, signal: AbortSignal): Promise<void> {
+    const labels = { [CAPTURE_APP_LABEL]: CAPTURE_APP_VALUE };
+    const create = async (path: string, body: unknown, what: string): Promise<void> => {
+      try {
+        await o.client.request('POST', path, { signal, body });
+        writes.inc({ resource: what, verb: 'create' });
+      } catch (e) {
+        if (!isApiError(e, 409)) throw e;
+      }
+    };
+    await create(collectionPath(SERVICE_ACCOUNTS, namespace), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: CAPTURE_SERVICE_ACCOUNT, namespace, labels } }, 'serviceaccounts');
+    await create(collectionPath(ROLE_BINDINGS, namespace), {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: CAPTURE_SERVICE_ACCOUNT, namespace, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: CAPTURE_SERVICE_ACCOUNT, namespace }],
+    }, 'rolebindings');
+  }
+
   async function createJobs(c: SlimCapture, signal: AbortSignal): Promise<ReconcileResult> {
     let nodes;
     try {
@@ -221,6 +246,7 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       manifests = captureJobs(c, nodes, {
         linuxImage: o.linuxImage, windowsImage: o.windowsImage, hostPathBaseDir: o.hostPathBaseDir, jobNumLimit: o.jobNumLimit, startTimestamp,
         deadlineSlackSeconds: Math.ceil(o.deadlineSlackMs / 1000),
+        ...(o.podClusterRole ? { serviceAccountName: CAPTURE_SERVICE_ACCOUNT } : {}),
         owner: { apiVersion: apiVersionOf(resources.captures), kind: 'Capture', name: c.name, uid: c.uid },
       });
     } catch (e) {
@@ -232,6 +258,14 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     if (missing) {
       await fail(c, 'FindSecretFailed', `secret ${c.namespace}/${missing} (outputConfiguration) does not exist`, signal);
       return { requeueAfterMs: 30_000 };
+    }
+    if (o.podClusterRole) {
+      try {
+        await ensureAccount(c.namespace, o.podClusterRole, signal);
+      } catch (e) {
+        await fail(c, 'OtherError', `creating ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} and its RoleBinding: ${(e as Error).message}`, signal);
+        throw e;
+      }
     }
     const have = new Set((await liveJobs(c, signal)).map((j) => j.spec?.template?.spec?.nodeName));
     let created = 0;

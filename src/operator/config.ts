@@ -46,6 +46,7 @@ export interface OperatorConfig {
   readonly captureImage: string;
   readonly captureWindowsImage: string;
   readonly captureDeadlineSlackMs: number;
+  readonly captureServiceAccountClusterRole: string;
 }
 
 export const DEFAULT_LABEL_ALLOWLIST: readonly string[] = [
@@ -78,6 +79,7 @@ export function operatorKeys() {
     captureDebug: boolKey('captureDebug', false, 'Capture Jobs run the image named by RETINA_AGENT_IMAGE (as Retina\'s debug mode).'),
     captureImage: stringKey('captureImage', '', `Ours: the Linux capture image (default ${DEFAULT_IMAGE_REPOSITORY}:<version>).`),
     captureWindowsImage: stringKey('captureWindowsImage', '', `Ours: the Windows capture image (default ${DEFAULT_WINDOWS_IMAGE_REPOSITORY}:<version>).`),
+    captureServiceAccountClusterRole: stringKey('captureServiceAccountClusterRole', '', 'Ours: a ClusterRole (pods get/patch) bound to a ServiceAccount retina-capture in each capture namespace, which the capture pods run as (so they can annotate their own pod); empty: the namespace\'s default ServiceAccount.'),
     captureDeadlineSlack: durationKey('captureDeadlineSlack', 300_000, 'Ours: a capture Job still running this long after its duration is failed (activeDeadlineSeconds).', { minMs: 1000 }),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
@@ -111,6 +113,7 @@ export function operatorConfig(keys: OperatorKeys, v: LoadedValues): OperatorCon
     captureImage: v.get(keys.captureImage),
     captureWindowsImage: v.get(keys.captureWindowsImage),
     captureDeadlineSlackMs: v.get(keys.captureDeadlineSlack),
+    captureServiceAccountClusterRole: v.get(keys.captureServiceAccountClusterRole),
   });
 }
 

@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeObject, type RestClient } from '../../src/k8s/index.js';
 import { CAPTURE_FINALIZER } from '../../src/operator/index.js';
 import { ROOT, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
-import { startOperator, uniqueId } from './operator-helpers.js';
+import { newClient, startOperator, uniqueId } from './operator-helpers.js';
 import { one, render } from '../chart/helm.js';
 
 const run = promisify(execFile);
@@ -295,25 +295,49 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     await operator?.[Symbol.asyncDispose]();
     operator = undefined;
     const { objects } = await render(undefined, ['--set', `operator.captureSecretNamespaces={${ns}}`], ns);
-    const role = one(objects, 'ClusterRole', 'retina-operator') as unknown as { rules: unknown[] };
+    // The chart's roles under this test's names (the operator's 'bind' names the capture pods' role).
+    const role = JSON.parse(JSON.stringify(one(objects, 'ClusterRole', 'retina-operator')).replaceAll('"retina-capture"', `"${id}-op-capture"`)) as { rules: unknown[] };
+    const podRole = one(objects, 'ClusterRole', 'retina-capture') as unknown as { rules: unknown[] };
     const secretsRole = one(objects, 'Role', 'retina-operator-capture-secrets') as unknown as { rules: unknown[] };
     const rbac = (plural: string, namespaced: boolean): Parameters<typeof collectionPath>[0] => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, kind: '', namespaced });
     const sa = `${id}-op`;
     await client.request('POST', collectionPath({ group: '', version: 'v1', plural: 'serviceaccounts', kind: '', namespaced: true }, ns), { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } } });
     await client.request('POST', collectionPath(rbac('clusterroles', false)), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: sa }, rules: role.rules } });
     await client.request('POST', collectionPath(rbac('clusterrolebindings', false)), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] } });
+    await client.request('POST', collectionPath(rbac('clusterroles', false)), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${sa}-capture` }, rules: podRole.rules } });
     await client.request('POST', collectionPath(rbac('roles', true), ns), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: sa }, rules: secretsRole.rules } });
     await client.request('POST', collectionPath(rbac('rolebindings', true), ns), { body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: sa }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] } });
-    const tr = await client.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['https://kubernetes.default.svc'], expirationSeconds: 3600 } } });
     const dir = mkdtempSync(join(tmpdir(), 'cc-rbac-'));
-    const kc = join(dir, 'kubeconfig');
-    writeFileSync(kc, readFileSync(cluster.kubeconfig, 'utf8').replace(/token: \S+/, `token: ${tr.status.token}`));
+    const kubeconfigOf = async (account: string): Promise<string> => {
+      const tr = await client.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${account}/token`, { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['https://kubernetes.default.svc'], expirationSeconds: 3600 } } });
+      const kc = join(dir, `kubeconfig-${account}`);
+      writeFileSync(kc, readFileSync(cluster.kubeconfig, 'utf8').replace(/token: \S+/, `token: ${tr.status.token}`));
+      return kc;
+    };
+    const kc = await kubeconfigOf(sa);
     try {
-      await using limited = await startOperator(kc, opEnv);
+      await using limited = await startOperator(kc, { ...opEnv, RETINA_CAPTURESERVICEACCOUNTCLUSTERROLE: `${sa}-capture` });
       await eventually('informers synced with the chart RBAC', 30_000, () => limited.op.synced());
       await client.request('POST', collectionPath(resources.secrets, ns), { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rbac-blob-upload-secret', namespace: ns, labels: { 'retina.sh/app': 'capture', 'capture-name': 'rbac' } }, stringData: { 'blob-upload-url': 'https://x.invalid/c?sig=s' } } });
       await createCapture('rbac', spec({ nodeSelector: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [lin[0] as string] }] } }, { outputConfiguration: { hostPath: 'cc', blobUpload: 'rbac-blob-upload-secret' } }));
       await eventually('succeeded under the chart RBAC', 60_000, async () => (await getCapture('rbac')).status?.succeeded === 1);
+      // The capture pod runs as retina-capture, which may annotate its pod: that is what "uploaded" counts.
+      const [job] = await jobsOf('rbac');
+      assert.equal((job?.spec.template.spec as { serviceAccountName?: string }).serviceAccountName, 'retina-capture');
+      const [pod] = await listAll(client, resources.pods, ns, { labelSelector: 'capture-name=rbac' });
+      const file = `rbac-${lin[0]}-20261123120000UTC.tar.gz`;
+      const podClient = await newClient(await kubeconfigOf('retina-capture'));
+      try {
+        await podClient.request('PATCH', objectPath(resources.pods, ns, pod?.metadata.name as string), { contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'retina-capture-filename': file } } } });
+        await assert.rejects(podClient.request('DELETE', objectPath(resources.pods, ns, pod?.metadata.name as string)), (e: unknown) => isApiError(e, 403));
+      } finally {
+        podClient.close();
+      }
+      const up = await eventually('uploaded counted', 30_000, async () => {
+        const c = await getCapture('rbac');
+        return c.status?.nodeCounts?.uploaded === 1 ? c : undefined;
+      });
+      assert.equal(up.status?.nodes?.[0]?.file, file);
       await client.request('DELETE', objectPath(resources.captures, ns, 'rbac'));
       await eventually('capture, jobs and secret gone', 30_000, async () => {
         const gone = await getCapture('rbac').then(() => false, (e: unknown) => isApiError(e, 404));
@@ -324,6 +348,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
       rmSync(dir, { recursive: true, force: true });
       await client.request('DELETE', objectPath(rbac('clusterrolebindings', false), undefined, sa)).catch(() => undefined);
       await client.request('DELETE', objectPath(rbac('clusterroles', false), undefined, sa)).catch(() => undefined);
+      await client.request('DELETE', objectPath(rbac('clusterroles', false), undefined, `${sa}-capture`)).catch(() => undefined);
     }
   });
 });
