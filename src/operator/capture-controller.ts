@@ -254,6 +254,12 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       await fail(c, 'ExceedJobNumLimit', e.message, signal);
       return 'success';
     }
+    // As Retina: one capture at a time on a Windows node (a single trace session per host).
+    const busy = nodes.filter((n) => n.os === 'windows' && jobs.list().some((j) => j.node === n.name && !j.done && !(j.namespace === c.namespace && j.capture === c.name)));
+    if (busy.length) {
+      await fail(c, 'OtherError', `Windows node(s) ${busy.map((n) => n.name).join(', ')} already run a capture (one at a time per Windows node); retrying`, signal);
+      return { requeueAfterMs: 30_000 };
+    }
     const missing = await missingSecret(c, signal);
     if (missing) {
       await fail(c, 'FindSecretFailed', `secret ${c.namespace}/${missing} (outputConfiguration) does not exist`, signal);

@@ -36,6 +36,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
   const lin = [`${id}-lin-0`, `${id}-lin-1`];
   const win = `${id}-win-0`;
   const dead = `${id}-dead-0`; // no kwok: its pods never run
+  const deadWin = `${id}-deadwin-0`;
   const opEnv = { RETINA_ENABLELEADERELECTION: 'false', RETINA_CAPTUREDEADLINESLACK: '2s', RETINA_CAPTUREJOBNUMLIMIT: '3', RETINA_CAPTUREIMAGE: 'registry.invalid/cc:1' };
 
   const node = (name: string, labels: Record<string, string>, kwok: boolean): unknown => ({
@@ -53,6 +54,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     for (const n of lin) await client.request('POST', collectionPath(resources.nodes), { body: node(n, { 'kubernetes.io/os': 'linux', 'cc-sel': 'yes' }, true) });
     await client.request('POST', collectionPath(resources.nodes), { body: node(win, { 'kubernetes.io/os': 'windows', 'cc-sel': 'yes' }, true) });
     await client.request('POST', collectionPath(resources.nodes), { body: node(dead, { 'kubernetes.io/os': 'linux' }, false) });
+    await client.request('POST', collectionPath(resources.nodes), { body: node(deadWin, { 'kubernetes.io/os': 'windows' }, false) });
     operator = await startOperator(cluster.kubeconfig, opEnv);
   });
 
@@ -69,7 +71,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
         }
         await deleteNamespace(client, n);
       }
-      for (const n of [...lin, win, dead]) await client.request('DELETE', objectPath(resources.nodes, undefined, n)).catch(() => undefined);
+      for (const n of [...lin, win, dead, deadWin]) await client.request('DELETE', objectPath(resources.nodes, undefined, n)).catch(() => undefined);
     }
     await cluster?.[Symbol.asyncDispose]();
   });
@@ -160,12 +162,12 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
   });
 
   it('the job limit: a capture needing more Jobs than captureJobNumLimit creates none', async () => {
-    await createCapture('toomany', spec({ nodeSelector: { matchLabels: { 'cc-test': id } } })); // 4 nodes, limit 3
+    await createCapture('toomany', spec({ nodeSelector: { matchLabels: { 'cc-test': id } } })); // 5 nodes, limit 3
     const c = await eventually('ExceedJobNumLimit', 30_000, async () => {
       const x = await getCapture('toomany');
       return x.status?.conditions?.find((k) => k.type === 'error' && k.reason === 'ExceedJobNumLimit') && x;
     });
-    assert.match(c.status?.conditions?.find((k) => k.type === 'error')?.message ?? '', /needs 4 jobs.*limit of 3/);
+    assert.match(c.status?.conditions?.find((k) => k.type === 'error')?.message ?? '', /needs 5 jobs.*limit of 3/);
     assert.equal((await jobsOf('toomany')).length, 0);
   });
 
@@ -189,6 +191,19 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     assert.equal((await jobsOf('fin')).length, 0);
     await assert.rejects(client.request('GET', objectPath(resources.secrets, ns, 'fin-blob-upload-secret')), (e: unknown) => isApiError(e, 404));
     await client.request('GET', objectPath(resources.secrets, ns, 'users-s3'));
+  });
+
+  it('one capture at a time on a Windows node: the second waits with an error condition', async () => {
+    const onDeadWin = spec({ nodeSelector: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [deadWin] }] } }, {}, '10m');
+    await createCapture('win1', onDeadWin);
+    await eventually('the first job', 30_000, async () => (await jobsOf('win1')).length === 1);
+    await createCapture('win2', onDeadWin);
+    const c = await eventually('the second refused', 30_000, async () => {
+      const x = await getCapture('win2');
+      return x.status?.conditions?.find((k) => k.type === 'error' && /already run a capture/.test(k.message)) ? x : undefined;
+    });
+    assert.equal(c.status?.startTime, undefined);
+    assert.equal((await jobsOf('win2')).length, 0);
   });
 
   it('a missing output secret: FindSecretFailed, no Job', async () => {
