@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real control plane on loopback for integration tests and demos: etcd, kube-apiserver,
-# kube-controller-manager (GC, Deployments, ReplicaSets, DaemonSets, namespaces), kube-scheduler and kwok
+# kube-controller-manager (GC, Deployments, ReplicaSets, DaemonSets, Jobs, namespaces), kube-scheduler and kwok
 # (fake nodes that run the scheduled pods and give them IPs). No mocks.
 #   harness.sh up                  build if needed, start everything, write .cache/k8s/kubeconfig
 #   harness.sh down                stop what `up` started (by recorded pid) and wipe the state
