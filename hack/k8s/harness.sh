@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real control plane on loopback for integration tests and demos: etcd, kube-apiserver,
-# kube-controller-manager (GC, Deployments, ReplicaSets, DaemonSets, namespaces), kube-scheduler and kwok
+# kube-controller-manager (GC, Deployments, ReplicaSets, DaemonSets, Jobs, namespaces), kube-scheduler and kwok
 # (fake nodes that run the scheduled pods and give them IPs). No mocks.
 #   harness.sh up                  build if needed, start everything, write .cache/k8s/kubeconfig
 #   harness.sh down                stop what `up` started (by recorded pid) and wipe the state
@@ -133,7 +133,7 @@ up() {
   start_apiserver
   write_kubeconfig
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false \
-    --controllers=serviceaccount,namespace,garbagecollector,deployment,replicaset,daemonset --secure-port=0 \
+    --controllers=serviceaccount,namespace,garbagecollector,deployment,replicaset,daemonset,job --secure-port=0 \
     --concurrent-deployment-syncs=10 --concurrent-replicaset-syncs=10 --concurrent-gc-syncs=40 \
     --kube-api-qps=1000 --kube-api-burst=2000
   start kube-scheduler "$B/kube-scheduler" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false --secure-port=0 \

@@ -8,7 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { createEventRecorder, createInformerFactory, startLeaderElection, type LeaderElector, type RestClient } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
+import { defaultImages } from '../capture/index.js';
+import { version } from './command.js';
 import {
+  createCaptureController, type CaptureController, type Controller,
   createMetricsConfigurationController, createRetinaEndpointController, installCrds, leaderStatus, parseAddr, reflectorEvents, reflectorRejected,
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
@@ -23,6 +26,7 @@ export interface RunningOperator extends AsyncDisposable {
   isLeader(): boolean;
   synced(): boolean;
   readonly retinaEndpoints: RetinaEndpointController | undefined;
+  readonly captures: CaptureController | undefined;
 }
 
 export interface RunOperatorOptions {
@@ -31,6 +35,8 @@ export interface RunOperatorOptions {
   readonly log: Logger;
   readonly crdDir: string;
   readonly identity?: string;
+  /** The environment (RETINA_AGENT_IMAGE with captureDebug); process.env when absent. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export async function runOperator(o: RunOperatorOptions): Promise<RunningOperator> {
@@ -39,6 +45,7 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
   const metrics = createMetricsRegistry();
   let elector: LeaderElector | undefined;
   let re: RetinaEndpointController | undefined;
+  let captures: CaptureController | undefined;
   let synced = (): boolean => false;
   let metricsServer: HttpServer | undefined;
   let probeServer: HttpServer | undefined;
@@ -56,7 +63,15 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     });
     s.use(informers);
     const events = createEventRecorder({ client, component: 'retina-operator', host: identity, log });
-    const controllers = [createMetricsConfigurationController({ client, informers, metrics, events, log })];
+    const images = defaultImages(version(), o.env ?? process.env, cfg.captureDebug);
+    captures = createCaptureController({
+      client, informers, metrics, events, log,
+      linuxImage: (cfg.captureDebug ? images.linuxImage : cfg.captureImage) || images.linuxImage,
+      windowsImage: (cfg.captureDebug ? images.windowsImage : cfg.captureWindowsImage) || images.windowsImage,
+      hostPathBaseDir: cfg.captureHostPathBaseDir, jobNumLimit: cfg.captureJobNumLimit, deadlineSlackMs: cfg.captureDeadlineSlackMs,
+      podClusterRole: cfg.captureServiceAccountClusterRole,
+    });
+    const controllers: (Controller & { enqueueAll(): void })[] = [createMetricsConfigurationController({ client, informers, metrics, events, log }), captures];
     if (cfg.enableRetinaEndpoint && cfg.remoteContext) {
       re = createRetinaEndpointController({
         client, informers, labelAllowlist: cfg.retinaEndpointLabels, annotationAllowlist: cfg.retinaEndpointAnnotations,
@@ -119,6 +134,9 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     synced: () => synced(),
     get retinaEndpoints() {
       return re;
+    },
+    get captures() {
+      return captures;
     },
     [Symbol.asyncDispose]: () => stack[Symbol.asyncDispose](),
   };

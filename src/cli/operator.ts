@@ -13,6 +13,7 @@ import { runOperator } from './operator-run.js';
 const USAGE = `usage: retina-operator [--config FILE] [--kubeconfig FILE] [--metrics-addr :8080] [--probe-addr :8081] [--enable-leader-election=false]
 
 Runs the retina-ts operator: RetinaEndpoints from Pods (remote context), MetricsConfiguration validation,
+Captures (one Job per target node),
 CRD installation. Every config key can be overridden with RETINA_<KEY> (see README).`;
 
 export const CRD_DIR = packageFile('charts/retina/crds');

@@ -23,4 +23,4 @@ export {
 } from './slim.js';
 export type { RetinaEndpoint, RetinaEndpointOwner, RetinaEndpointSpec } from './crd/retina-endpoint.js';
 export type { MetricsConfiguration, MetricsConfigurationSpec, MetricsConfigurationState, MetricsConfigurationStatus, MetricsContextOption } from './crd/metrics-configuration.js';
-export type { Capture, CaptureCondition, CaptureSpec, LabelSelector } from './crd/capture.js';
+export type { Capture, CaptureCondition, CaptureNodeState, CaptureSpec, CaptureStatus, LabelSelector } from './crd/capture.js';

@@ -34,6 +34,8 @@ export const resources = Object.freeze({
   nodes: r('', 'v1', 'nodes', 'Node', false),
   namespaces: r('', 'v1', 'namespaces', 'Namespace', false),
   events: r('', 'v1', 'events', 'Event', true),
+  secrets: r('', 'v1', 'secrets', 'Secret', true),
+  jobs: r('batch', 'v1', 'jobs', 'Job', true),
   leases: r('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
   crds: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   retinaEndpoints: r('retina.sh', 'v1alpha1', 'retinaendpoints', 'RetinaEndpoint', true),

@@ -2,8 +2,23 @@
  * The operator's keys: Retina's (operator/config/config.go) plus ours, documented in the README.
  * Read from --config YAML and RETINA_<KEY> like the agent's.
  */
-import { boolKey, durationKey, enumKey, intKey, listKey, metricsSecurityConfig, metricsSecurityKeys, stringKey, type ConfigSpec, type LoadedValues, type MetricsSecurityConfig } from '../config/index.js';
+import { InvalidValue, boolKey, durationKey, enumKey, intKey, listKey, metricsSecurityConfig, metricsSecurityKeys, stringKey, type ConfigSpec, type KeySpec, type LoadedValues, type MetricsSecurityConfig } from '../config/index.js';
 import { LOG_LEVELS, type LogLevel } from '../log/index.js';
+import { DEFAULT_HOSTPATH_BASE_DIR, DEFAULT_IMAGE_REPOSITORY, DEFAULT_WINDOWS_IMAGE_REPOSITORY } from '../capture/job.js';
+
+/** A string key whose value must be an absolute path (Retina: captureHostPathBaseDir). */
+function absolutePathKey(key: string, def: string, doc: string): KeySpec<string> {
+  const base = stringKey(key, def, doc, { nonEmpty: true });
+  return {
+    ...base,
+    allowed: 'an absolute path',
+    parse(raw) {
+      const s = base.parse(raw);
+      if (!s.startsWith('/') || s.split('/').includes('..')) throw new InvalidValue();
+      return s;
+    },
+  };
+}
 
 export interface OperatorConfig {
   readonly installCRDs: boolean;
@@ -27,6 +42,13 @@ export interface OperatorConfig {
   readonly shutdownTimeoutMs: number;
   /** TLS and Kubernetes auth of metricsAddr's /metrics (off by default); the probes stay plain HTTP. */
   readonly metricsSecurity: MetricsSecurityConfig;
+  readonly captureJobNumLimit: number;
+  readonly captureHostPathBaseDir: string;
+  readonly captureDebug: boolean;
+  readonly captureImage: string;
+  readonly captureWindowsImage: string;
+  readonly captureDeadlineSlackMs: number;
+  readonly captureServiceAccountClusterRole: string;
 }
 
 export const DEFAULT_LABEL_ALLOWLIST: readonly string[] = [
@@ -55,6 +77,13 @@ export function operatorKeys() {
     resyncPeriod: durationKey('resyncPeriod', 600_000, 'Ours: every key is reconciled again this often (level-triggered safety net).', { minMs: 1000 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping may take on SIGTERM.', { minMs: 100 }),
     ...metricsSecurityKeys(),
+    captureJobNumLimit: intKey('captureJobNumLimit', 0, 'Most capture Jobs (target nodes) one Capture may create; 0 = no limit.', { min: 0, max: 100_000 }),
+    captureHostPathBaseDir: absolutePathKey('captureHostPathBaseDir', DEFAULT_HOSTPATH_BASE_DIR, 'Host directory under which a Capture\'s outputConfiguration.hostPath lives.'),
+    captureDebug: boolKey('captureDebug', false, 'Capture Jobs run the image named by RETINA_AGENT_IMAGE (as Retina\'s debug mode).'),
+    captureImage: stringKey('captureImage', '', `Ours: the Linux capture image (default ${DEFAULT_IMAGE_REPOSITORY}:<version>).`),
+    captureWindowsImage: stringKey('captureWindowsImage', '', `Ours: the Windows capture image (default ${DEFAULT_WINDOWS_IMAGE_REPOSITORY}:<version>).`),
+    captureServiceAccountClusterRole: stringKey('captureServiceAccountClusterRole', '', 'Ours: a ClusterRole (pods get/patch) bound to a ServiceAccount retina-capture in each capture namespace, which the capture pods run as (so they can annotate their own pod); empty: the namespace\'s default ServiceAccount.'),
+    captureDeadlineSlack: durationKey('captureDeadlineSlack', 300_000, 'Ours: a capture Job still running this long after its duration is failed (activeDeadlineSeconds).', { minMs: 1000 }),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -82,6 +111,13 @@ export function operatorConfig(keys: OperatorKeys, v: LoadedValues): OperatorCon
     resyncPeriodMs: v.get(keys.resyncPeriod),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
+    captureJobNumLimit: v.get(keys.captureJobNumLimit),
+    captureHostPathBaseDir: v.get(keys.captureHostPathBaseDir),
+    captureDebug: v.get(keys.captureDebug),
+    captureImage: v.get(keys.captureImage),
+    captureWindowsImage: v.get(keys.captureWindowsImage),
+    captureDeadlineSlackMs: v.get(keys.captureDeadlineSlack),
+    captureServiceAccountClusterRole: v.get(keys.captureServiceAccountClusterRole),
   });
 }
 

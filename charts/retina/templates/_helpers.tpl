@@ -92,6 +92,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- $_ := set $cfg "remoteContext" .Values.config.remoteContext -}}
 {{- if not $cfg.logLevel -}}{{- $_ := set $cfg "logLevel" .Values.config.logLevel -}}{{- end -}}
 {{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .Values) | fromYaml) -}}
+{{- if not $cfg.captureImage -}}{{- $_ := set $cfg "captureImage" (printf "%s:%s" .Values.image.linux.repository (.Values.image.linux.tag | default .Chart.AppVersion)) -}}{{- end -}}
+{{- if not $cfg.captureServiceAccountClusterRole -}}{{- $_ := set $cfg "captureServiceAccountClusterRole" (printf "%s-capture" (include "retina.fullname" .)) -}}{{- end -}}
+{{- if not $cfg.captureWindowsImage -}}{{- $_ := set $cfg "captureWindowsImage" (printf "%s:%s" .Values.image.windows.repository (.Values.image.windows.tag | default .Chart.AppVersion)) -}}{{- end -}}
 {{- include "retina.configYaml" $cfg -}}
 {{- end -}}
 

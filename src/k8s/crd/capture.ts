@@ -36,13 +36,23 @@ export interface CaptureCondition {
   message: string;
 }
 
+export type CaptureNodeState = 'Pending' | 'Running' | 'Completed' | 'Failed';
+
+export interface CaptureStatus {
+  active?: number; succeeded?: number; failed?: number; startTime?: string; completionTime?: string; conditions?: CaptureCondition[];
+  /** Ours: target nodes by the state of their Job's pod; `uploaded` counts those whose tarball is written. */
+  nodeCounts?: { pending: number; running: number; completed: number; failed: number; uploaded: number };
+  /** Ours: one entry per target node. */
+  nodes?: { name: string; job?: string; state: CaptureNodeState; file?: string; message?: string }[];
+}
+
 export interface Capture extends KubeObject {
   spec: CaptureSpec;
-  status?: { active?: number; succeeded?: number; failed?: number; startTime?: string; completionTime?: string; conditions?: CaptureCondition[] };
+  status?: CaptureStatus;
 }
 
 /** Top-level spec and status fields, checked against the chart's CRD schema by crd.test.ts. */
 export const CAPTURE_FIELDS = {
   spec: ['captureConfiguration', 'outputConfiguration', 'cleanUpAfterUpload'],
-  status: ['active', 'succeeded', 'failed', 'startTime', 'completionTime', 'conditions'],
+  status: ['active', 'succeeded', 'failed', 'startTime', 'completionTime', 'conditions', 'nodeCounts', 'nodes'],
 } as const satisfies { spec: readonly (keyof CaptureSpec)[]; status: readonly (keyof NonNullable<Capture['status']>)[] };

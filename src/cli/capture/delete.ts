@@ -1,0 +1,55 @@
+/**
+ * `kubectl-retina capture delete --name NAME [-n NS]`: deletes the Capture resource when there is one
+ * (the operator's finalizer then deletes its Jobs and Secrets), else the capture's Jobs and the
+ * Secrets made for it, as Retina's CLI does.
+ */
+import { isApiError, objectPath, resources, type RestClient } from '../../k8s/index.js';
+import { FlagError, KUBE_FLAGS, kubeClient, parseKubectlFlags } from './flags.js';
+import { deleteCaptureJobs } from './list.js';
+
+export const DELETE_USAGE = 'usage: kubectl-retina capture delete --name NAME [-n NAMESPACE] [--kubeconfig FILE]';
+
+async function deleteResource(client: RestClient, ns: string, name: string): Promise<boolean> {
+  try {
+    await client.request('DELETE', objectPath(resources.captures, ns, name));
+    return true;
+  } catch (e) {
+    if (isApiError(e, 404) || isApiError(e, 403)) return false;
+    throw e;
+  }
+}
+
+export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let f;
+  try {
+    f = parseKubectlFlags(argv, { strings: { ...KUBE_FLAGS }, booleans: { help: false }, short: { n: 'namespace', h: 'help' } });
+  } catch (e) {
+    process.stderr.write(`kubectl-retina capture delete: ${(e as FlagError).message}\n${DELETE_USAGE}\n`);
+    return 2;
+  }
+  if (f.bool('help')) {
+    process.stdout.write(DELETE_USAGE + '\n');
+    return 0;
+  }
+  const ns = f.str('namespace') as string;
+  const name = f.str('name') as string;
+  const client = await kubeClient(f.str('kubeconfig'), env);
+  try {
+    if (await deleteResource(client, ns, name)) {
+      process.stdout.write(`capture ${ns}/${name} deleted (Capture resource; the operator deletes its jobs and secrets)\n`);
+      return 0;
+    }
+    const r = await deleteCaptureJobs(client, ns, name);
+    if (!r.jobs && !r.secrets) {
+      process.stderr.write(`kubectl-retina capture delete: no capture ${ns}/${name}\n`);
+      return 1;
+    }
+    process.stdout.write(`capture ${ns}/${name} deleted: ${r.jobs} job(s), ${r.secrets} secret(s)\n`);
+    return 0;
+  } catch (e) {
+    process.stderr.write(`kubectl-retina capture delete: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}

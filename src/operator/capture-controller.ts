@@ -1,0 +1,403 @@
+/**
+ * Capture -> one Job per target node, and the Jobs' progress back into the Capture's status.
+ * Level-triggered: every reconcile reads the Capture, its Jobs and their Pods from the stores and
+ * writes only what differs. Jobs are created once: only while the Capture has no startTime, and only
+ * for nodes without a Job in a live LIST (so a restarted operator, or a store that lags behind our own
+ * writes, never creates a second Job for a node). The finalizer `kappio.io/capture-cleanup` (Retina's
+ * name) deletes the Jobs and the capture's own Secrets before the Capture goes.
+ */
+import {
+  apiVersionOf, collectionPath, isApiError, objectPath, resources, splitKey,
+  type Capture, type CaptureCondition, type CaptureNodeState, type CaptureSpec, type CaptureStatus, type EventRecorder, type Informer, type InformerFactory,
+  type KubeList, type KubeObject, type RestClient,
+} from '../k8s/index.js';
+import type { Logger } from '../log/index.js';
+import type { MetricWriters } from '../metrics/index.js';
+import {
+  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, FILENAME_ANNOTATION, JobNumLimitError, TargetError, captureJobs, captureSelector,
+  referencedSecrets, resolveTargets, validateCaptureSpec,
+} from '../capture/index.js';
+import { createController, type Controller, type ReconcileResult } from './controller.js';
+import { apiWrites } from './metrics.js';
+import { canonical } from './retina-endpoint-controller.js';
+
+export const CAPTURE_FINALIZER = 'kappio.io/capture-cleanup';
+const SERVICE_ACCOUNTS = { group: '', version: 'v1', plural: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true } as const;
+const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true } as const;
+
+/** Retina's condition types and reasons (crd/api/v1alpha1/capture_types.go). */
+export const CONDITION_COMPLETE = 'complete';
+export const CONDITION_ERROR = 'error';
+export type CaptureReason = 'JobsInProgress' | 'JobsCompleted' | 'ExceedJobNumLimit' | 'FindSecretFailed' | 'CreateJobFailed' | 'CreateSecretFailed' | 'RunJobFailed' | 'OtherError';
+
+interface SlimCapture {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly generation: number;
+  readonly deleting: boolean;
+  readonly finalizers: readonly string[];
+  readonly spec: CaptureSpec;
+  readonly status: CaptureStatus;
+}
+
+interface JobWire extends KubeObject {
+  spec?: { template?: { spec?: { nodeName?: string; volumes?: { secret?: { secretName?: string } }[] } } };
+  status?: { active?: number; succeeded?: number; failed?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+interface SlimJob {
+  readonly namespace: string;
+  readonly name: string;
+  readonly capture: string;
+  readonly node: string;
+  readonly done: 'Completed' | 'Failed' | undefined;
+  readonly message: string | undefined;
+  readonly secrets: readonly string[];
+}
+
+interface PodWire extends KubeObject {
+  status?: { phase?: string; containerStatuses?: { state?: { terminated?: { message?: string } } }[] };
+}
+
+interface SlimPod {
+  readonly namespace: string;
+  readonly job: string;
+  readonly phase: string;
+  readonly file: string | undefined;
+  readonly message: string | undefined;
+}
+
+export interface CaptureControllerOptions {
+  readonly client: RestClient;
+  readonly informers: InformerFactory;
+  readonly metrics: MetricWriters;
+  readonly events: EventRecorder;
+  readonly log: Logger;
+  readonly linuxImage: string;
+  readonly windowsImage: string;
+  readonly hostPathBaseDir: string;
+  readonly jobNumLimit: number;
+  readonly deadlineSlackMs: number;
+  readonly workers?: number;
+  /** When set: capture pods run as ServiceAccount retina-capture, bound to this ClusterRole in their namespace. */
+  readonly podClusterRole?: string;
+}
+
+export const CAPTURE_SERVICE_ACCOUNT = 'retina-capture';
+
+export interface CaptureController extends Controller {
+  enqueueAll(): void;
+}
+
+function jobDone(j: JobWire): { done: SlimJob['done']; message: string | undefined } {
+  const cond = (t: string): { message?: string; reason?: string } | undefined => j.status?.conditions?.find((c) => c.type === t && c.status === 'True');
+  const failed = cond('Failed') ?? cond('FailureTarget');
+  if (failed) return { done: 'Failed', message: [failed.reason, failed.message].filter(Boolean).join(': ') || 'the Job failed' };
+  if (cond('Complete') ?? cond('SuccessCriteriaMet')) return { done: 'Completed', message: undefined };
+  if ((j.status?.succeeded ?? 0) > 0) return { done: 'Completed', message: undefined };
+  if ((j.status?.failed ?? 0) > 0) return { done: 'Failed', message: 'the capture pod failed' };
+  return { done: undefined, message: undefined };
+}
+
+/** Keeps lastTransitionTime of a condition whose status did not change. */
+function condition(prev: readonly CaptureCondition[] | undefined, type: string, status: CaptureCondition['status'], reason: CaptureReason, message: string, generation: number, now: string): CaptureCondition {
+  const old = prev?.find((c) => c.type === type);
+  const lastTransitionTime = old && old.status === status ? old.lastTransitionTime : now;
+  return { type, status, reason, message: message.slice(0, 32768), observedGeneration: generation, lastTransitionTime };
+}
+
+export function createCaptureController(o: CaptureControllerOptions): CaptureController {
+  const log = o.log.child({ controller: 'capture' });
+  const writes = o.metrics.counter(apiWrites);
+  const captures = o.informers.informer<Capture, SlimCapture>({
+    resource: resources.captures,
+    transform: (c) => ({
+      namespace: c.metadata.namespace ?? 'default', name: c.metadata.name, uid: c.metadata.uid ?? '', generation: c.metadata.generation ?? 0,
+      deleting: Boolean(c.metadata.deletionTimestamp), finalizers: c.metadata.finalizers ?? [], spec: c.spec, status: c.status ?? {},
+    }),
+  });
+  const jobs: Informer<SlimJob> = o.informers.informer<JobWire, SlimJob>({
+    resource: resources.jobs,
+    labelSelector: captureSelector(),
+    transform: (j) => ({
+      namespace: j.metadata.namespace ?? '', name: j.metadata.name, capture: j.metadata.labels?.[CAPTURE_NAME_LABEL] ?? '',
+      node: j.spec?.template?.spec?.nodeName ?? '', ...jobDone(j), secrets: referencedSecrets(j),
+    }),
+  });
+  const pods: Informer<SlimPod> = o.informers.informer<PodWire, SlimPod>({
+    resource: resources.pods,
+    labelSelector: captureSelector(),
+    transform: (p) => ({
+      namespace: p.metadata.namespace ?? '', job: p.metadata.labels?.['job-name'] ?? p.metadata.ownerReferences?.find((r) => r.kind === 'Job')?.name ?? '',
+      phase: p.status?.phase ?? 'Pending', file: p.metadata.annotations?.[FILENAME_ANNOTATION],
+      message: p.status?.containerStatuses?.map((c) => c.state?.terminated?.message).find((m) => m)?.trim(),
+    }),
+  });
+
+  const capturePath = (c: SlimCapture, sub?: 'status'): string => objectPath(resources.captures, c.namespace, c.name, sub);
+  const target = (c: SlimCapture): { resource: typeof resources.captures; namespace: string; name: string; uid: string } => ({ resource: resources.captures, namespace: c.namespace, name: c.name, uid: c.uid });
+  const jobsOf = (c: SlimCapture): SlimJob[] => jobs.list().filter((j) => j.namespace === c.namespace && j.capture === c.name);
+
+  async function liveJobs(c: SlimCapture, signal: AbortSignal): Promise<JobWire[]> {
+    const l = await o.client.request<KubeList<JobWire>>('GET', collectionPath(resources.jobs, c.namespace), { query: { labelSelector: captureSelector(c.name) }, signal });
+    return l.items;
+  }
+
+  async function patchStatus(c: SlimCapture, status: CaptureStatus, signal: AbortSignal): Promise<void> {
+    if (canonical(status) === canonical(c.status)) return;
+    try {
+      await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { status } });
+    } catch (e) {
+      if (isApiError(e, 404)) return; // deleted meanwhile: its delete event queues it again
+      throw e;
+    }
+    writes.inc({ resource: 'captures', verb: 'patch-status' });
+  }
+
+  /** Deletes the capture's Jobs (and their pods) and the Secrets it owns (labelled as the capture's). */
+  async function cleanUp(c: SlimCapture, signal: AbortSignal): Promise<void> {
+    const live = await liveJobs(c, signal);
+    const secretNames = new Set<string>(live.flatMap((j) => referencedSecrets(j)));
+    for (const j of live) {
+      try {
+        await o.client.request('DELETE', objectPath(resources.jobs, c.namespace, j.metadata.name), { signal, body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' } });
+        writes.inc({ resource: 'jobs', verb: 'delete' });
+      } catch (e) {
+        if (!isApiError(e, 404)) throw e;
+      }
+    }
+    for (const name of secretNames) {
+      try {
+        const s = await o.client.request<KubeObject>('GET', objectPath(resources.secrets, c.namespace, name), { signal });
+        // Only Secrets made for this capture (the CLI's, from its flags); a user's own Secret stays.
+        if (s.metadata.labels?.[CAPTURE_NAME_LABEL] !== c.name || s.metadata.labels?.[CAPTURE_APP_LABEL] !== CAPTURE_APP_VALUE) continue;
+        await o.client.request('DELETE', objectPath(resources.secrets, c.namespace, name), { signal });
+        writes.inc({ resource: 'secrets', verb: 'delete' });
+      } catch (e) {
+        if (isApiError(e, 404)) continue;
+        if (isApiError(e, 403)) {
+          log.warn('cannot delete a capture secret (no RBAC for secrets in this namespace: operator.captureSecretNamespaces)', { capture: `${c.namespace}/${c.name}`, secret: name });
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  async function missingSecret(c: SlimCapture, signal: AbortSignal): Promise<string | undefined> {
+    const out = c.spec.outputConfiguration;
+    const names = [out.blobUpload, out.s3Upload?.secretName].filter((x): x is string => Boolean(x));
+    for (const name of names) {
+      try {
+        await o.client.request('GET', objectPath(resources.secrets, c.namespace, name), { signal });
+      } catch (e) {
+        if (isApiError(e, 404)) return name;
+        if (isApiError(e, 403)) continue; // not allowed to look: the kubelet will say if it is missing
+        throw e;
+      }
+    }
+    return undefined;
+  }
+
+  async function fail(c: SlimCapture, reason: CaptureReason, message: string, signal: AbortSignal): Promise<void> {
+    const now = new Date().toISOString();
+    const conditions = [
+      condition(c.status.conditions, CONDITION_COMPLETE, 'False', reason, message, c.generation, now),
+      condition(c.status.conditions, CONDITION_ERROR, 'True', reason, message, c.generation, now),
+    ];
+    const prevError = c.status.conditions?.find((x) => x.type === CONDITION_ERROR);
+    await patchStatus(c, { ...c.status, conditions }, signal);
+    if (prevError?.status !== 'True' || prevError.message !== message) o.events.warning(target(c), reason, message);
+    log.warn('capture cannot run', { capture: `${c.namespace}/${c.name}`, reason, message });
+  }
+
+  /** ServiceAccount retina-capture and its RoleBinding to the pods' ClusterRole, in the capture's namespace. */
+  async function ensureAccount(namespace: string, role: string, signal: AbortSignal): Promise<void> {
+    const labels = { [CAPTURE_APP_LABEL]: CAPTURE_APP_VALUE };
+    const create = async (path: string, body: unknown, what: string): Promise<void> => {
+      try {
+        await o.client.request('POST', path, { signal, body });
+        writes.inc({ resource: what, verb: 'create' });
+      } catch (e) {
+        if (!isApiError(e, 409)) throw e;
+      }
+    };
+    await create(collectionPath(SERVICE_ACCOUNTS, namespace), { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: CAPTURE_SERVICE_ACCOUNT, namespace, labels } }, 'serviceaccounts');
+    await create(collectionPath(ROLE_BINDINGS, namespace), {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: CAPTURE_SERVICE_ACCOUNT, namespace, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: CAPTURE_SERVICE_ACCOUNT, namespace }],
+    }, 'rolebindings');
+  }
+
+  async function createJobs(c: SlimCapture, signal: AbortSignal): Promise<ReconcileResult> {
+    let nodes;
+    try {
+      nodes = await resolveTargets(o.client, c.namespace, c.spec, signal);
+    } catch (e) {
+      if (!(e instanceof TargetError)) throw e;
+      await fail(c, 'OtherError', e.message, signal);
+      return { requeueAfterMs: 30_000 };
+    }
+    const startTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    let manifests;
+    try {
+      manifests = captureJobs(c, nodes, {
+        linuxImage: o.linuxImage, windowsImage: o.windowsImage, hostPathBaseDir: o.hostPathBaseDir, jobNumLimit: o.jobNumLimit, startTimestamp,
+        deadlineSlackSeconds: Math.ceil(o.deadlineSlackMs / 1000),
+        ...(o.podClusterRole ? { serviceAccountName: CAPTURE_SERVICE_ACCOUNT } : {}),
+        owner: { apiVersion: apiVersionOf(resources.captures), kind: 'Capture', name: c.name, uid: c.uid },
+      });
+    } catch (e) {
+      if (!(e instanceof JobNumLimitError)) throw e;
+      await fail(c, 'ExceedJobNumLimit', e.message, signal);
+      return 'success';
+    }
+    // As Retina: one capture at a time on a Windows node (a single trace session per host).
+    const busy = nodes.filter((n) => n.os === 'windows' && jobs.list().some((j) => j.node === n.name && !j.done && !(j.namespace === c.namespace && j.capture === c.name)));
+    if (busy.length) {
+      await fail(c, 'OtherError', `Windows node(s) ${busy.map((n) => n.name).join(', ')} already run a capture (one at a time per Windows node); retrying`, signal);
+      return { requeueAfterMs: 30_000 };
+    }
+    const missing = await missingSecret(c, signal);
+    if (missing) {
+      await fail(c, 'FindSecretFailed', `secret ${c.namespace}/${missing} (outputConfiguration) does not exist`, signal);
+      return { requeueAfterMs: 30_000 };
+    }
+    if (o.podClusterRole) {
+      try {
+        await ensureAccount(c.namespace, o.podClusterRole, signal);
+      } catch (e) {
+        await fail(c, 'OtherError', `creating ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} and its RoleBinding: ${(e as Error).message}`, signal);
+        throw e;
+      }
+    }
+    const have = new Set((await liveJobs(c, signal)).map((j) => j.spec?.template?.spec?.nodeName));
+    let created = 0;
+    for (const m of manifests) {
+      const node = ((m['spec'] as { template: { spec: { nodeName: string } } }).template.spec.nodeName);
+      if (have.has(node)) continue;
+      try {
+        await o.client.request('POST', collectionPath(resources.jobs, c.namespace), { signal, body: m });
+        writes.inc({ resource: 'jobs', verb: 'create' });
+        created++;
+      } catch (e) {
+        await fail(c, 'CreateJobFailed', `creating the Job for node ${node}: ${(e as Error).message}`, signal);
+        throw e;
+      }
+    }
+    const now = new Date().toISOString();
+    const msg = `${manifests.length} capture job(s) in progress`;
+    await patchStatus(c, {
+      ...c.status, startTime: startTimestamp, active: manifests.length, succeeded: 0, failed: 0,
+      conditions: [condition(undefined, CONDITION_COMPLETE, 'False', 'JobsInProgress', msg, c.generation, now)],
+    }, signal);
+    if (created) o.events.normal(target(c), 'JobsCreated', `${created} capture job(s) created on ${nodes.filter((n) => !have.has(n.name)).map((n) => n.name).join(', ')}`);
+    log.info('capture jobs created', { capture: `${c.namespace}/${c.name}`, jobs: manifests.length, created });
+    return 'success';
+  }
+
+  /** The status that the Jobs and Pods in the stores say. */
+  function aggregate(c: SlimCapture, own: readonly SlimJob[]): CaptureStatus {
+    const podsOf = new Map<string, SlimPod>();
+    for (const p of pods.list()) if (p.namespace === c.namespace && p.job) podsOf.set(p.job, p);
+    const nodes = own.map((j) => {
+      const p = podsOf.get(j.name);
+      const state: CaptureNodeState = j.done ?? (p?.phase === 'Running' ? 'Running' : p?.phase === 'Succeeded' ? 'Completed' : p?.phase === 'Failed' ? 'Failed' : 'Pending');
+      const message = state === 'Failed' ? (p?.message || j.message) : undefined;
+      return { name: j.node, job: j.name, state, ...(p?.file ? { file: p.file } : {}), ...(message ? { message: message.slice(0, 4096) } : {}) };
+    }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const count = (s: CaptureNodeState): number => nodes.filter((n) => n.state === s).length;
+    const nodeCounts = { pending: count('Pending'), running: count('Running'), completed: count('Completed'), failed: count('Failed'), uploaded: nodes.filter((n) => n.file).length };
+    const active = nodeCounts.pending + nodeCounts.running;
+    const now = new Date().toISOString();
+    const conditions: CaptureCondition[] = [];
+    let completionTime = c.status.completionTime;
+    if (active > 0) {
+      conditions.push(condition(c.status.conditions, CONDITION_COMPLETE, 'False', 'JobsInProgress', `${active} of ${nodes.length} capture job(s) in progress`, c.generation, now));
+    } else {
+      completionTime ??= now;
+      conditions.push(condition(c.status.conditions, CONDITION_COMPLETE, 'True', 'JobsCompleted', `${nodeCounts.completed} of ${nodes.length} capture job(s) succeeded`, c.generation, now));
+      if (nodeCounts.failed > 0) {
+        const which = nodes.filter((n) => n.state === 'Failed').map((n) => `${n.name}${n.message ? ` (${n.message})` : ''}`).join('; ');
+        conditions.push(condition(c.status.conditions, CONDITION_ERROR, 'True', 'RunJobFailed', `${nodeCounts.failed} capture job(s) failed: ${which}`, c.generation, now));
+      }
+    }
+    const status: CaptureStatus = { startTime: c.status.startTime, active, succeeded: nodeCounts.completed, failed: nodeCounts.failed, nodeCounts, nodes, conditions };
+    if (completionTime) status.completionTime = completionTime;
+    return status;
+  }
+
+  async function reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
+    if (!captures.synced || !jobs.synced || !pods.synced) return { requeueAfterMs: 500 };
+    const c = captures.get(key);
+    if (!c) return 'success'; // gone: its Jobs follow through their ownerReferences
+    const { namespace, name } = splitKey(key);
+    if (c.deleting) {
+      if (!c.finalizers.includes(CAPTURE_FINALIZER)) return 'success';
+      await cleanUp(c, signal);
+      const i = c.finalizers.indexOf(CAPTURE_FINALIZER);
+      try {
+        await o.client.request('PATCH', capturePath(c), {
+          signal, contentType: 'application/json-patch+json',
+          body: [{ op: 'test', path: `/metadata/finalizers/${i}`, value: CAPTURE_FINALIZER }, { op: 'remove', path: `/metadata/finalizers/${i}` }],
+        });
+      } catch (e) {
+        if (isApiError(e, 404)) return 'success'; // already gone (a stale store after our own removal)
+        throw e;
+      }
+      writes.inc({ resource: 'captures', verb: 'patch' });
+      log.info('capture deleted: jobs and secrets cleaned up', { capture: key });
+      return 'success';
+    }
+    if (!c.finalizers.includes(CAPTURE_FINALIZER)) {
+      await o.client.request('PATCH', capturePath(c), { signal, contentType: 'application/merge-patch+json', body: { metadata: { finalizers: [...c.finalizers, CAPTURE_FINALIZER], resourceVersion: undefined } } });
+      writes.inc({ resource: 'captures', verb: 'patch' });
+    }
+    const errors = validateCaptureSpec(c.spec);
+    if (errors.length) {
+      await fail(c, 'OtherError', `invalid Capture: ${errors.join('; ')}`, signal);
+      return 'success';
+    }
+    const own = jobsOf(c);
+    if (!c.status.startTime) return createJobs(c, signal);
+    if (!own.length) {
+      // Jobs created and since removed (cleanUpAfterUpload, or by hand): the status stays as it was.
+      return 'success';
+    }
+    const status = aggregate(c, own);
+    const wasDone = Boolean(c.status.completionTime);
+    await patchStatus(c, status, signal);
+    if (status.completionTime && !wasDone) {
+      if ((status.failed ?? 0) > 0) o.events.warning(target(c), 'RunJobFailed', status.conditions?.find((x) => x.type === CONDITION_ERROR)?.message ?? 'capture jobs failed');
+      else o.events.normal(target(c), 'JobsCompleted', `${status.succeeded} capture job(s) succeeded`);
+      log.info('capture finished', { capture: `${namespace}/${name}`, succeeded: status.succeeded, failed: status.failed });
+    }
+    if (status.completionTime && c.spec.cleanUpAfterUpload && (status.failed ?? 0) === 0) {
+      await cleanUp(c, signal);
+      o.events.normal(target(c), 'CleanedUp', 'capture jobs and secrets deleted (cleanUpAfterUpload)');
+    }
+    return 'success';
+  }
+
+  const controller = createController({ name: 'capture', reconcile, workers: o.workers ?? 4, qps: 10, burst: 50, metrics: o.metrics, log });
+  const enqueue = (k: string): void => controller.queue.add(k);
+  const byCapture = (ns: string, capture: string): void => {
+    if (capture) enqueue(`${ns}/${capture}`);
+  };
+  captures.subscribe({ added: enqueue, updated: enqueue, deleted: enqueue });
+  const onJob = (_k: string, j: SlimJob): void => byCapture(j.namespace, j.capture);
+  jobs.subscribe({ added: onJob, updated: onJob, deleted: onJob });
+  const onPod = (_k: string, p: SlimPod): void => {
+    const j = jobs.get(`${p.namespace}/${p.job}`);
+    if (j) byCapture(j.namespace, j.capture);
+  };
+  pods.subscribe({ added: onPod, updated: onPod, deleted: onPod });
+  return {
+    ...controller,
+    enqueueAll() {
+      for (const k of captures.keys()) enqueue(k);
+    },
+  };
+}
