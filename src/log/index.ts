@@ -93,7 +93,7 @@ export function createLogger(opts: LoggerOptions): Logger {
  * exception that would kill the agent for want of log space, and a destroyed stream that never logs
  * again. For a file this sink writes each line itself; a line that cannot be written is dropped and
  * counted, and the next line that can be written first says how many were lost and why. Pipes and
- * terminals keep Node's own stream (a pipe's writes block; they do not fail for want of space).
+ * terminals keep Node's own stream (a full pipe queues the lines; it does not fail them).
  */
 export function stderrStream(fd = 2, fallback: NodeJS.WritableStream = process.stderr): NodeJS.WritableStream {
   let isFile = false;
@@ -102,7 +102,12 @@ export function stderrStream(fd = 2, fallback: NodeJS.WritableStream = process.s
   } catch {
     isFile = false;
   }
-  return isFile ? new DroppingFileSink(fd) : fallback;
+  if (isFile) return new DroppingFileSink(fd);
+  // A pipe whose reader has gone (EPIPE) fails every write with an 'error' event: without a
+  // listener each one is an uncaught exception. The lines are lost (nobody is there to read them);
+  // the agent is not.
+  if (fallback.listenerCount('error') === 0) fallback.on('error', () => undefined);
+  return fallback;
 }
 
 /** Synchronous writes to `fd` that never fail the stream: what cannot be written is counted, not thrown. */

@@ -4,7 +4,7 @@
  * Every log line fails with ENOSPC; the agent must keep running and serving /metrics and /healthz
  * (before the fix, Node's file stream turned the failed write into an uncaught exception and the
  * agent went into its fatal exit). Once space is freed, the log resumes and says how many lines
- * were lost and why.
+ * were lost and why. A stderr pipe whose reader has gone (EPIPE) is no more fatal.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -78,4 +78,25 @@ test('a full log disk: the agent keeps running and serving /metrics; the log res
   assert.equal(dropped?.['reason'], 'ENOSPC');
   assert.ok(Number(dropped?.['dropped']) >= 5, `the startup lines were counted: ${JSON.stringify(dropped)}`);
   assert.deepEqual(lines.slice(1).map((l) => l['msg']).filter((m) => m === 'shutting down' || m === 'stopped'), ['shutting down', 'stopped']);
+});
+
+test('stderr a pipe whose reader has gone (EPIPE on every line): the agent keeps running and serving', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const config = join(dir, 'config-epipe.yaml');
+  writeFileSync(config, `apiServer:\n  host: 127.0.0.1\n  port: ${port}\nlogLevel: debug\nenabledPlugin: [linuxutil]\nmetricsIntervalDuration: 500ms\n`);
+  await using agent = new AgentProcess({ args: ['--config', config], env: agentEnv() });
+  // The reader goes before the first line: every write of the agent's stderr fails with EPIPE.
+  agent.child.stderr?.destroy();
+  await eventually(async () => {
+    const r = await get(port, '/metrics');
+    return r.status === 200 && r.body.includes('networkobservability_tcp_state') ? true : undefined;
+  }, 'linuxutil series on /metrics', 30_000);
+  for (let i = 0; i < 6; i++) {
+    await sleep(500);
+    assert.equal(agent.exit, undefined, `the agent exited: ${JSON.stringify(agent.exit)}`);
+    const h = await get(port, '/healthz');
+    assert.equal(h.status, 200, `/healthz: ${h.body}`);
+  }
+  agent.child.kill('SIGTERM');
+  assert.deepEqual(await agent.waitExit(15_000), { code: 0, signal: null });
 });
