@@ -23,7 +23,8 @@ import { AgentProcess, ROOT, agentEnv, get } from '../e2e/agent-process.js';
 import { metric } from '../ebpf/netns.js';
 import { assertCacheMatches, cacheMatches } from '../integration/cache-compare.js';
 import {
-  createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, killComponent, listAll, scale, startApiserver, startCluster, startEtcd, type Cluster,
+  controlPlaneStatus, createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, killComponent, listAll, reviveControlPlane, scale, startApiserver, startCluster,
+  startEtcd, type Cluster,
 } from '../integration/harness.js';
 import { converged, testLog, uniqueId } from '../integration/operator-helpers.js';
 
@@ -85,14 +86,25 @@ describe('chaos: the control plane and the operator killed during churn', { time
   /** The Deployment has its `replicas` up, all of the current template, and the endpoints match the pods. */
   const settle = async (replicas: number, what: string): Promise<void> => {
     await scale(client, ns, 'churn', replicas);
-    await eventually(`${what}: ${replicas} pods up and their RetinaEndpoints exactly`, 120_000, async () => {
+    await explained(eventually(`${what}: ${replicas} pods up and their RetinaEndpoints exactly`, 120_000, async () => {
       const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
       const rolled = (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.replicas === replicas && d.status?.updatedReplicas === replicas;
       return rolled && (await endpointDiff(client, ns)).pods === replicas && converged(client, ns);
-    }, 1000);
+    }, 1000));
     const diff = await endpointDiff(client, ns);
     assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] }, `${what}: no missing or left-over RetinaEndpoint`);
     assert.equal(diff.endpoints, replicas);
+  };
+
+  /** A timeout, with what the endpoints, the Deployment, the control plane and the operator looked like. */
+  const explained = async <T>(p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } catch (e) {
+      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')).catch((x: unknown) => String(x));
+      const diff = await endpointDiff(client, ns).catch((x: unknown) => String(x));
+      throw new Error(`${(e as Error).message}\nendpoints: ${JSON.stringify(diff)}\ndeployment: ${JSON.stringify(d)}\n${await controlPlaneStatus()}operator exit: ${JSON.stringify(operator?.exit)}\n${operator?.stderr.slice(-3000) ?? ''}`, { cause: e });
+    }
   };
 
   before(async () => {
@@ -147,6 +159,13 @@ describe('chaos: the control plane and the operator killed during churn', { time
       stop.abort();
     }
     const t1 = Date.now();
+    // The harness's own clients (controller-manager, scheduler, kwok) may give up while the API is
+    // gone; they are the cluster, not what is under test: start whichever exited.
+    const status = await controlPlaneStatus();
+    if (status.includes('stopped')) {
+      console.log(`after the kills:\n${status}`);
+      await reviveControlPlane();
+    }
     const rounds = await churning;
     assert.ok(rounds >= 10, `churn ran during the kills (${rounds} rounds)`);
     await settle(20, 'after the control-plane kills');
@@ -192,11 +211,11 @@ describe('chaos: the control plane and the operator killed during churn', { time
     await eventually('the burst pods running', 60_000, async () => (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-') && eligible(p)).length === bursts, 500);
     // The Deployment's 12 and the bare pods that stayed: every one has its endpoint, no other is left.
     await scale(client, ns, 'churn', 12);
-    await eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
+    await explained(eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
       const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
       const diff = await endpointDiff(client, ns);
       return d.status?.replicas === 12 && d.status.updatedReplicas === 12 && diff.pods === 12 + bursts && converged(client, ns);
-    }, 1000);
+    }, 1000));
     const diff = await endpointDiff(client, ns);
     assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] });
     assert.equal(diff.endpoints, 12 + bursts);

@@ -126,6 +126,12 @@ export const startApiserver = (): Promise<void> => harness('start-apiserver');
 /** SIGKILL (no graceful stop) one control-plane process; start it again with startApiserver/startEtcd. */
 export const killComponent = (name: 'etcd' | 'kube-apiserver'): Promise<void> => harness('kill', name);
 export const startEtcd = (): Promise<void> => harness('start-etcd');
+/** `harness.sh status`: each component, running or stopped. */
+export async function controlPlaneStatus(): Promise<string> {
+  return (await run(HARNESS, ['status'], { cwd: ROOT })).stdout;
+}
+/** Starts again whatever component of a running harness has exited (`up` skips the live ones). */
+export const reviveControlPlane = (): Promise<void> => harness('up');
 
 /** Polls `check` until it returns a value that is not undefined/false, or fails after `timeoutMs`. */
 export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false> | T | undefined | false, everyMs = 250): Promise<T> {
