@@ -6,6 +6,8 @@
 #   harness.sh down                stop what `up` started (by recorded pid) and wipe the state
 #   harness.sh restart-apiserver   stop and start kube-apiserver only (same flags, same etcd)
 #   harness.sh stop-apiserver | start-apiserver
+#   harness.sh kill <component>    SIGKILL one component by recorded pid (chaos tests: no graceful stop)
+#   harness.sh start-etcd          start etcd again (same data dir and ports) after a kill
 #   harness.sh status
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +43,15 @@ stop() { # name: SIGTERM the recorded pid, then SIGKILL after 10 s
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   fi
+  rm -f "$RUN/$name.pid"
+}
+
+kill9() { # name: SIGKILL the recorded pid, wait until it is gone
+  local name=$1 pid
+  [ -f "$RUN/$name.pid" ] || { log "$name has no recorded pid"; return 1; }
+  pid=$(cat "$RUN/$name.pid")
+  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
   rm -f "$RUN/$name.pid"
 }
 
@@ -120,16 +131,21 @@ create_nodes() {
   done
 }
 
-up() {
+start_etcd() {
   local B; B=$(bin_dir)
-  mkdir -p "$RUN"
-  certs
   start etcd "$B/etcd" --name retina-test --data-dir "$RUN/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-cluster "retina-test=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls "" \
     --quota-backend-bytes=4294967296 --unsafe-no-fsync --log-level=warn
   wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+}
+
+up() {
+  local B; B=$(bin_dir)
+  mkdir -p "$RUN"
+  certs
+  start_etcd
   start_apiserver
   write_kubeconfig
   start kube-controller-manager "$B/kube-controller-manager" --kubeconfig="$KUBECONFIG_OUT" --leader-elect=false \
@@ -202,6 +218,8 @@ case "${1:-}" in
   stop-apiserver) stop kube-apiserver ;;
   start-apiserver) start_apiserver ;;
   restart-apiserver) stop kube-apiserver; start_apiserver ;;
+  kill) case "${2:-}" in etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok) kill9 "$2" ;; *) echo "usage: $0 kill etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok" >&2; exit 2 ;; esac ;;
+  start-etcd) start_etcd ;;
   status) for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do printf '%-24s %s\n' "$c" "$(alive "$c" && echo running || echo stopped)"; done ;;
-  *) echo "usage: $0 up|down|build|restart-apiserver|stop-apiserver|start-apiserver|status" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|build|restart-apiserver|stop-apiserver|start-apiserver|kill <component>|start-etcd|status" >&2; exit 2 ;;
 esac

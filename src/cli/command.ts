@@ -130,6 +130,9 @@ export const EXIT_FATAL = 70;
 /** How long the best-effort cleanup after a fatal error may take before the process exits. */
 export const FATAL_CLEANUP_MS = 3_000;
 
+/** How many errors after the fatal one are logged. */
+const MAX_LATER_LOGGED = 3;
+
 /** What a command knows about a fatal error: the process is on its way out. */
 export interface Fatal {
   /** The fatal error's message, once one happened (for /healthz). */
@@ -147,10 +150,13 @@ export interface Fatal {
 export function exitOnFatal(log: Logger, cleanupMs = FATAL_CLEANUP_MS): Fatal {
   let error: string | undefined;
   let cleanup: (() => Promise<unknown>) | undefined;
+  let later = 0;
   const onFatal = (kind: string, e: unknown): void => {
     const fields = { error: e instanceof Error ? errorFields(e) : String(e) };
     if (error !== undefined) {
-      log.error(`${kind} while exiting after a fatal error`, fields);
+      // A few are logged, not all: when logging is what fails (a log stream that errors on each
+      // write), logging each one makes the next, and the exit would never come.
+      if (++later <= MAX_LATER_LOGGED) log.error(`${kind} while exiting after a fatal error`, fields);
       return;
     }
     error = `${kind}: ${e instanceof Error ? e.message : String(e)}`;

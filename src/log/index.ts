@@ -4,6 +4,8 @@
  * This folder sits on the bottom floor beside config and flow (it imports nothing of ours) because
  * every layer logs; the STYLE table has no row for it, so the reason is written here.
  */
+import { fstatSync, writeSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import winston from 'winston';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -79,10 +81,72 @@ export function createLogger(opts: LoggerOptions): Logger {
     level: opts.level,
     levels: { error: 0, warn: 1, info: 2, debug: 3 },
     format: winston.format.combine(winston.format.timestamp({ alias: 'time' }), dropTimestamp(), shape(), winston.format.json()),
-    transports: [new winston.transports.Stream({ stream: opts.stream ?? process.stderr })],
+    transports: [new winston.transports.Stream({ stream: opts.stream ?? stderrStream() })],
   });
   // Not defaultMeta: winston applies it last, so a child could not override `component`.
   return new WinstonLogger(w.child({ component: opts.component ?? 'main' }));
+}
+
+/**
+ * Where log lines go by default. When stderr is a regular file (`2>>agent.log`), Node writes it with
+ * a stream that emits an 'error' on a failed write (ENOSPC on a full disk, EIO, EFBIG): an uncaught
+ * exception that would kill the agent for want of log space, and a destroyed stream that never logs
+ * again. For a file this sink writes each line itself; a line that cannot be written is dropped and
+ * counted, and the next line that can be written first says how many were lost and why. Pipes and
+ * terminals keep Node's own stream (a full pipe queues the lines; it does not fail them).
+ */
+export function stderrStream(fd = 2, fallback: NodeJS.WritableStream = process.stderr): NodeJS.WritableStream {
+  let isFile = false;
+  try {
+    isFile = fstatSync(fd).isFile();
+  } catch {
+    isFile = false;
+  }
+  if (isFile) return new DroppingFileSink(fd);
+  // A pipe whose reader has gone (EPIPE) fails every write with an 'error' event: without a
+  // listener each one is an uncaught exception. The lines are lost (nobody is there to read them);
+  // the agent is not.
+  if (fallback.listenerCount('error') === 0) fallback.on('error', () => undefined);
+  return fallback;
+}
+
+/** Synchronous writes to `fd` that never fail the stream: what cannot be written is counted, not thrown. */
+export class DroppingFileSink extends Writable {
+  #dropped = 0;
+  #reason = '';
+  /** A failed write left part of a line: the next write starts a new line. */
+  #partial = false;
+  constructor(readonly fd: number) {
+    super({ decodeStrings: true });
+  }
+  /** Lines dropped since the last successful write. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (e?: Error | null) => void): void {
+    if (this.#dropped > 0) {
+      const note = `${this.#partial ? '\n' : ''}${JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: 'log lines dropped: the log could not be written', component: 'log', dropped: this.#dropped, reason: this.#reason })}\n`;
+      if (!this.#writeAll(Buffer.from(note))) {
+        this.#dropped++;
+        return done();
+      }
+      this.#dropped = 0;
+    }
+    if (!this.#writeAll(chunk)) this.#dropped++;
+    done();
+  }
+  #writeAll(b: Buffer): boolean {
+    let off = 0;
+    try {
+      while (off < b.length) off += writeSync(this.fd, b, off, b.length - off);
+      this.#partial = false;
+      return true;
+    } catch (e) {
+      this.#reason = (e as NodeJS.ErrnoException).code ?? String(e);
+      if (off > 0) this.#partial = true;
+      return false;
+    }
+  }
 }
 
 // timestamp({alias}) writes both `timestamp` and `time`; keep only `time`.

@@ -86,3 +86,23 @@ test('exitOnFatal (agent and operator): a cleanup that hangs is cut off, and the
   assert.match((fatalLine(lines, 'uncaught exception; cleaning up and exiting')['error'] as { stack: string }).stack, /boom in a timer\n\s+at Timeout/);
   fatalLine(lines, 'cleanup after the fatal error took too long');
 });
+
+test('exitOnFatal: a log stream that fails every write (as a broken pipe does) still lets the process exit', async () => {
+  const script = join(dir, 'scaffold-bad-log.mjs');
+  writeFileSync(script, [
+    "import { Writable } from 'node:stream';",
+    `import { exitOnFatal } from ${JSON.stringify(`${ROOT}dist/src/cli/command.js`)};`,
+    `import { createLogger } from ${JSON.stringify(`${ROOT}dist/src/log/index.js`)};`,
+    // Every write is answered with an 'error' event, without destroying the stream: each log line is
+    // one more uncaught exception, the way process.stderr reports EPIPE once its reader has gone.
+    "class Broken extends Writable { _write(c, e, cb) { cb(); process.nextTick(() => this.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))); } }",
+    "const fatal = exitOnFatal(createLogger({ level: 'info', stream: new Broken() }), 300);",
+    "fatal.onExit(async () => undefined);",
+    "setTimeout(() => { throw new Error('boom in a timer'); }, 10);",
+    'setInterval(() => undefined, 1000);',
+    '',
+  ].join('\n'));
+  await using child = new AgentProcess({ command: [nodeBinary(), script], env: agentEnv() });
+  const exit = await child.waitExit(5_000);
+  assert.deepEqual(exit, { code: EXIT_FATAL, signal: null });
+});

@@ -149,9 +149,9 @@ export class NsAgent implements AsyncDisposable {
 export function metric(text: string, name: string, labels: Record<string, string> = {}): number {
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
-    const m = /^([a-z_:]+)(\{([^}]*)\})? (\S+)$/.exec(line);
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[3] ?? '').matchAll(/([a-z_]+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    const got = Object.fromEntries([...(m[3] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
     if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[4]);
   }
   return 0;

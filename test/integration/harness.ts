@@ -25,9 +25,9 @@ export interface Cluster extends AsyncDisposable {
   readonly owned: boolean;
 }
 
-async function harness(cmd: string): Promise<void> {
+async function harness(cmd: string, ...args: string[]): Promise<void> {
   try {
-    await run(HARNESS, [cmd], { cwd: ROOT, maxBuffer: 64 << 20, timeout: 40 * 60_000 });
+    await run(HARNESS, [cmd, ...args], { cwd: ROOT, maxBuffer: 64 << 20, timeout: 40 * 60_000 });
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string; message: string };
     throw new Error(`hack/k8s/harness.sh ${cmd} failed: ${err.message}\n${err.stderr ?? ''}${err.stdout ?? ''}`, { cause: e });
@@ -125,6 +125,15 @@ async function startLocked(unlock: () => void): Promise<Cluster> {
 export const restartApiserver = (): Promise<void> => harness('restart-apiserver');
 export const stopApiserver = (): Promise<void> => harness('stop-apiserver');
 export const startApiserver = (): Promise<void> => harness('start-apiserver');
+/** SIGKILL (no graceful stop) one control-plane process; start it again with startApiserver/startEtcd. */
+export const killComponent = (name: 'etcd' | 'kube-apiserver'): Promise<void> => harness('kill', name);
+export const startEtcd = (): Promise<void> => harness('start-etcd');
+/** `harness.sh status`: each component, running or stopped. */
+export async function controlPlaneStatus(): Promise<string> {
+  return (await run(HARNESS, ['status'], { cwd: ROOT })).stdout;
+}
+/** Starts again whatever component of a running harness has exited (`up` skips the live ones). */
+export const reviveControlPlane = (): Promise<void> => harness('up');
 
 /** Polls `check` until it returns a value that is not undefined/false, or fails after `timeoutMs`. */
 export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false> | T | undefined | false, everyMs = 250): Promise<T> {

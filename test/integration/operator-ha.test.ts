@@ -7,11 +7,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
-import { canonical, podToSpec } from '../../src/operator/index.js';
-import { keyAllowlist } from '../../src/k8s/index.js';
-import { DEFAULT_LABEL_ALLOWLIST } from '../../src/operator/index.js';
 import { createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, listAll, ROOT, scale, startCluster, type Cluster } from './harness.js';
-import { startOperator, uniqueId } from './operator-helpers.js';
+import { converged, startOperator, uniqueId } from './operator-helpers.js';
 
 interface DeploymentWire {
   metadata: { name: string; generation?: number };
@@ -21,17 +18,6 @@ interface DeploymentWire {
 
 interface Lease {
   spec: { holderIdentity?: string; leaseTransitions?: number };
-}
-
-/** Every eligible pod has exactly the RetinaEndpoint it should, and there are no others. */
-async function converged(client: RestClient, ns: string): Promise<boolean> {
-  const [pods, res] = await Promise.all([listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
-  const want = new Map(pods.filter(eligible).map((p) => [p.metadata.name, { uid: p.metadata.uid, spec: podToSpec(p, keyAllowlist(DEFAULT_LABEL_ALLOWLIST), keyAllowlist(['retina.sh'])) }]));
-  if (res.length !== want.size) return false;
-  return res.every((r) => {
-    const w = want.get(r.metadata.name);
-    return w && r.metadata.ownerReferences?.[0]?.uid === w.uid && canonical(r.spec) === canonical(w.spec);
-  });
 }
 
 describe('operator restart and leader election', { timeout: 600_000 }, () => {

@@ -1,11 +1,11 @@
 /** Builds operator configs and in-process operators for the integration tests. */
 import { randomBytes } from 'node:crypto';
 import { collectSpecs, loadValues, type ConfigSpec } from '../../src/config/index.js';
-import { createRestClient, loadRestConfig, type RestClient } from '../../src/k8s/index.js';
+import { createRestClient, keyAllowlist, loadRestConfig, resources, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { createLogger, type Logger } from '../../src/log/index.js';
-import { operatorConfig, operatorKeys, type OperatorConfig } from '../../src/operator/index.js';
+import { DEFAULT_LABEL_ALLOWLIST, canonical, operatorConfig, operatorKeys, podToSpec, type OperatorConfig } from '../../src/operator/index.js';
 import { runOperator, type RunningOperator } from '../../src/cli/operator-run.js';
-import { ROOT } from './harness.js';
+import { ROOT, eligible, listAll } from './harness.js';
 
 export const CRD_DIR = `${ROOT}charts/retina/crds`;
 
@@ -46,4 +46,15 @@ export async function counterValue(op: RunningOperator, name: string, labels: Re
   if (!m) return 0;
   const { values } = await m.get();
   return values.filter((v) => Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x)).reduce((s, v) => s + v.value, 0);
+}
+
+/** Every eligible pod has exactly the RetinaEndpoint it should, and there are no others. */
+export async function converged(client: RestClient, ns: string): Promise<boolean> {
+  const [pods, res] = await Promise.all([listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
+  const want = new Map(pods.filter(eligible).map((p) => [p.metadata.name, { uid: p.metadata.uid, spec: podToSpec(p, keyAllowlist(DEFAULT_LABEL_ALLOWLIST), keyAllowlist(['retina.sh'])) }]));
+  if (res.length !== want.size) return false;
+  return res.every((r) => {
+    const w = want.get(r.metadata.name);
+    return w && r.metadata.ownerReferences?.[0]?.uid === w.uid && canonical(r.spec) === canonical(w.spec);
+  });
 }

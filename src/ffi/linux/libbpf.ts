@@ -119,6 +119,9 @@ export function loadLibbpf(): Libbpf {
  * output stays JSON and a failed load can say why. Formatting uses vsnprintf on the va_list, which
  * koffi passes as a pointer on x86-64; elsewhere libbpf keeps printing to stderr. Worker threads
  * (benchmark producers) leave the hook alone: a callback into a worker's isolate would outlive it.
+ * A message longer than the 1 KiB buffer (a verifier log: the reason a program was refused is its
+ * last lines) is formatted again in full from a copy of the va_list (va_copy on x86-64 SysV is a
+ * copy of its 24 bytes) and kept as its first line and its last 8 KiB.
  */
 function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
   // libbpf's print hook is process-wide: only the main thread's isolate may own it.
@@ -127,12 +130,19 @@ function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
   const vsnprintf = libc.func('int vsnprintf(_Out_ uint8_t *buf, size_t n, const char *fmt, void *ap)') as Fn;
   const printProto = koffi.proto('int retina_libbpf_print(int level, const char *fmt, void *ap)');
   const setPrint = lib.func('void *libbpf_set_print(retina_libbpf_print *fn)') as Fn;
+  const vaList = koffi.array('uint8_t', VA_LIST_SIZE, 'Typed');
   const buf = Buffer.alloc(1024);
   const cb = koffi.register((level: number, fmt: string, ap: unknown) => {
     try {
       if (level > 1) return 0; // 0 warn, 1 info, 2 debug
+      const copy = Buffer.from(koffi.decode(ap, vaList) as Uint8Array);
       const n = vsnprintf(buf, buf.length, fmt, ap) as number;
-      const text = buf.subarray(0, Math.max(0, Math.min(n, buf.length - 1))).toString('utf8').trimEnd();
+      let text = buf.subarray(0, Math.max(0, Math.min(n, buf.length - 1))).toString('utf8').trimEnd();
+      if (n >= buf.length) {
+        const big = Buffer.allocUnsafe(n + 1);
+        const m = vsnprintf(big, big.length, fmt, copy) as number;
+        text = clipMessage(big.subarray(0, Math.max(0, Math.min(m, n))).toString('utf8').trimEnd());
+      }
       if (text) recentLog.push(text);
       if (recentLog.length > 50) recentLog.splice(0, recentLog.length - 50);
     } catch {
@@ -141,6 +151,35 @@ function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
     return 0;
   }, koffi.pointer(printProto));
   setPrint(cb);
+}
+
+/** sizeof(va_list) on x86-64 SysV: gp_offset, fp_offset, overflow_arg_area, reg_save_area. */
+const VA_LIST_SIZE = 24;
+const KEEP_TAIL = 8192;
+
+/** A long message as its first line and its last KEEP_TAIL characters. */
+export function clipMessage(text: string): string {
+  if (text.length <= KEEP_TAIL + 512) return text;
+  const nl = text.indexOf('\n');
+  const first = nl > 0 && nl < 512 ? text.slice(0, nl) : text.slice(0, 256);
+  return `${first}\n…\n${text.slice(-KEEP_TAIL)}`;
+}
+
+/**
+ * What the verifier said about the last program it refused, from libbpf's messages: the program's
+ * name and the last lines of its load log before the statistics ("processed N insns ..."), which
+ * state the rule broken ("R1 invalid mem access 'scalar'"). Undefined when no load log is there.
+ */
+export function verifierVerdict(messages: readonly string[]): { program: string; reason: string } | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = /prog '([^']+)': -- BEGIN PROG LOAD LOG --\n([\s\S]*?)(?:-- END PROG LOAD LOG --|$)/.exec(messages[i] ?? '');
+    if (!m) continue;
+    const lines = (m[2] ?? '').split('\n').map((l) => l.trim()).filter((l) => l !== '' && l !== '…');
+    while (lines.length && /^(processed \d+ insns|verification time|stack depth)/.test(lines[lines.length - 1] as string)) lines.pop();
+    const reason = lines.slice(-2).join(' / ');
+    return { program: m[1] as string, reason: reason || 'no reason in the verifier log' };
+  }
+  return undefined;
 }
 
 /** The negative return of a libbpf call, or errno after a NULL pointer, as a positive errno. */

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { rodataLayout } from './btf.js';
-import { errnoError, errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, type Libbpf } from './libbpf.js';
+import { errnoError, errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, verifierVerdict, type Libbpf } from './libbpf.js';
 import { loadLibc } from './libc.js';
 
 export interface BpfLoadOptions {
@@ -64,8 +64,15 @@ export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObjec
   if (!obj) throw errnoError(`cannot open BPF object ${path}`, lastErrno(), libbpfLogTail(l));
   try {
     configure(l, obj, name, opts);
+    // Only this load's messages: a refused program is named with the verifier's reason, not the
+    // tail of libbpf's messages (where the reason sits past a long instruction trace).
+    l.recentLog.length = 0;
     const rc = l.objectLoad(obj) as number;
-    if (rc < 0) throw errnoError(`cannot load BPF object ${name}`, lastErrno(rc), libbpfLogTail(l));
+    if (rc < 0) {
+      const refused = verifierVerdict(l.recentLog);
+      if (refused) throw errnoError(`cannot load BPF object ${name}: the verifier refused program ${refused.program}: ${refused.reason}`, lastErrno(rc));
+      throw errnoError(`cannot load BPF object ${name}`, lastErrno(rc), libbpfLogTail(l));
+    }
   } catch (e) {
     l.objectClose(obj);
     throw e;

@@ -1,0 +1,224 @@
+/**
+ * Chaos against the real test control plane (hack/k8s/harness.sh), during pod churn (a Deployment
+ * scaled up and down and its pods deleted, every few hundred ms, errors ignored while the API is gone):
+ * 1. etcd SIGKILLed and started again (the API server up meanwhile), then etcd and kube-apiserver
+ *    SIGKILLed together and started again.
+ *    The operator (bin/retina-operator, leader election on, short lease) and the agent
+ *    (bin/retina-agent with --kubeconfig, remote context) stay up the whole time: same pids, no exit,
+ *    the agent's /healthz 200 and its watches reconnected (k8s_watch_events_total). The agent's IP
+ *    cache (startAgentWatch, the code the agent runs, in this process so its content can be read)
+ *    equals a fresh LIST of the API, and the RetinaEndpoints equal the eligible pods: none missing,
+ *    none left over for a deleted pod, none with a stale spec.
+ * 2. The operator SIGKILLed during a burst of pod creates and deletes, started again (a new identity:
+ *    it waits out the dead leader's lease): the RetinaEndpoints converge exactly to the pods.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { IpCache } from '../../src/cache/index.js';
+import { collectionPath, objectPath, resources, startAgentWatch, type AgentWatch, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { AgentProcess, ROOT, agentEnv, get } from '../e2e/agent-process.js';
+import { metric } from '../ebpf/netns.js';
+import { assertCacheMatches, cacheMatches } from '../integration/cache-compare.js';
+import {
+  controlPlaneStatus, createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, killComponent, listAll, reviveControlPlane, scale, startApiserver, startCluster,
+  startEtcd, type Cluster,
+} from '../integration/harness.js';
+import { converged, testLog, uniqueId } from '../integration/operator-helpers.js';
+
+const WATCH_EVENTS = 'controlplane_networkobservability_k8s_watch_events_total';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface DeploymentWire {
+  metadata: { name: string; generation?: number };
+  spec: { replicas: number };
+  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; readyReplicas?: number };
+}
+
+/** RetinaEndpoints against the eligible pods: names missing, names left over, and the counts. */
+async function endpointDiff(client: RestClient, ns: string): Promise<{ pods: number; endpoints: number; missing: string[]; extra: string[] }> {
+  const [pods, res] = await Promise.all([listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
+  const want = new Set(pods.filter(eligible).map((p) => p.metadata.name));
+  const have = new Set(res.map((r) => r.metadata.name));
+  return { pods: want.size, endpoints: have.size, missing: [...want].filter((n) => !have.has(n)), extra: [...have].filter((n) => !want.has(n)) };
+}
+
+describe('chaos: the control plane and the operator killed during churn', { timeout: 600_000 }, () => {
+  let cluster: Cluster;
+  let client: RestClient;
+  let watch: AgentWatch | undefined;
+  let agent: AgentProcess | undefined;
+  let operator: AgentProcess | undefined;
+  let agentPort = 0;
+  const cache = new IpCache();
+  const ns = uniqueId('chaos');
+  const lease = uniqueId('chaos-lease');
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-cp-'));
+
+  const startOperatorProcess = async (): Promise<AgentProcess> => {
+    const op = new AgentProcess({
+      command: [`${ROOT}bin/retina-operator`], args: ['--kubeconfig', cluster.kubeconfig],
+      env: agentEnv({
+        RETINA_REMOTECONTEXT: 'true', RETINA_LEADERELECTIONID: lease, RETINA_METRICSADDR: '127.0.0.1:0', RETINA_PROBEADDR: '127.0.0.1:0',
+        RETINA_LOGLEVEL: 'info', RETINA_LEASEDURATION: '4s', RETINA_RENEWDEADLINE: '3s', RETINA_RETRYPERIOD: '500ms',
+      }),
+    });
+    await op.waitForLog((l) => l.msg === 'became leader', 'the operator leading', 30_000);
+    return op;
+  };
+
+  /** Scales between 8 and 24 replicas and deletes a pod, every 300 ms, until `stop`; API errors are expected. */
+  const churn = (stop: AbortSignal): Promise<number> => (async () => {
+    let n = 0;
+    while (!stop.aborted) {
+      n++;
+      await scale(client, ns, 'churn', 8 + ((n * 7) % 17)).catch(() => undefined);
+      const pods = await listAll<PodWire>(client, resources.pods, ns).catch(() => [] as PodWire[]);
+      const victim = pods[n % Math.max(1, pods.length)];
+      if (victim) await client.request('DELETE', objectPath(resources.pods, ns, victim.metadata.name)).catch(() => undefined);
+      await sleep(300);
+    }
+    return n;
+  })();
+
+  /** The Deployment has its `replicas` up, all of the current template, and the endpoints match the pods. */
+  const settle = async (replicas: number, what: string): Promise<void> => {
+    await scale(client, ns, 'churn', replicas);
+    await explained(eventually(`${what}: ${replicas} pods up and their RetinaEndpoints exactly`, 120_000, async () => {
+      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
+      const rolled = (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.replicas === replicas && d.status?.updatedReplicas === replicas;
+      return rolled && (await endpointDiff(client, ns)).pods === replicas && converged(client, ns);
+    }, 1000));
+    const diff = await endpointDiff(client, ns);
+    assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] }, `${what}: no missing or left-over RetinaEndpoint`);
+    assert.equal(diff.endpoints, replicas);
+  };
+
+  /** A timeout, with what the endpoints, the Deployment, the control plane and the operator looked like. */
+  const explained = async <T>(p: Promise<T>): Promise<T> => {
+    try {
+      return await p;
+    } catch (e) {
+      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')).catch((x: unknown) => String(x));
+      const diff = await endpointDiff(client, ns).catch((x: unknown) => String(x));
+      throw new Error(`${(e as Error).message}\nendpoints: ${JSON.stringify(diff)}\ndeployment: ${JSON.stringify(d)}\n${await controlPlaneStatus()}operator exit: ${JSON.stringify(operator?.exit)}\n${operator?.stderr.slice(-3000) ?? ''}`, { cause: e });
+    }
+  };
+
+  before(async () => {
+    cluster = await startCluster();
+    client = cluster.client;
+    await createNamespace(client, ns);
+    operator = await startOperatorProcess();
+    const config = join(dir, 'agent.yaml');
+    writeFileSync(config, 'apiServer:\n  host: 127.0.0.1\n  port: 0\nremoteContext: true\nenabledPlugin: [linuxutil]\nmetricsIntervalDuration: 1s\n');
+    agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv() });
+    agentPort = await agent.listening(30_000);
+    await agent.waitForLog((l) => l.msg === 'IP cache synced', 'the agent\'s IP cache synced', 60_000);
+    watch = startAgentWatch({ client, cache, remoteContext: true, log: testLog('agent'), inactivityTimeoutMs: 60_000 });
+    await watch.waitForSync();
+    await client.request('POST', collectionPath(deployments, ns), { body: deployment(ns, 'churn', 16) });
+  });
+
+  after(async () => {
+    await watch?.[Symbol.asyncDispose]();
+    await agent?.[Symbol.asyncDispose]();
+    await operator?.[Symbol.asyncDispose]();
+    if (client) await deleteNamespace(client, ns);
+    rmSync(dir, { recursive: true, force: true });
+    await cluster?.[Symbol.asyncDispose]();
+  });
+
+  it('kube-apiserver and etcd SIGKILLed and restarted during churn: caches and RetinaEndpoints converge; nothing crash-loops', async () => {
+    const a = agent as AgentProcess;
+    const op = operator as AgentProcess;
+    const pids = { agent: a.pid, operator: op.pid };
+    const reconnects = async (): Promise<number> => {
+      const text = (await get(agentPort, '/metrics')).body;
+      return ['reconnected', 'relisted', 'error'].reduce((s, e) => s + metric(text, WATCH_EVENTS, { resource: 'retinaendpoints.retina.sh', event: e }), 0);
+    };
+    const before0 = await reconnects();
+    const stop = new AbortController();
+    const churning = churn(stop.signal);
+    const t0 = Date.now();
+    try {
+      // etcd alone (the API server up, its storage gone), then both at once.
+      await sleep(2000);
+      await killComponent('etcd');
+      await sleep(2000);
+      await startEtcd();
+      await sleep(2500);
+      await Promise.all([killComponent('etcd'), killComponent('kube-apiserver')]);
+      await sleep(1500);
+      await startEtcd();
+      await startApiserver();
+      await sleep(2000);
+    } finally {
+      stop.abort();
+    }
+    const t1 = Date.now();
+    // The harness's own clients (controller-manager, scheduler, kwok) may give up while the API is
+    // gone; they are the cluster, not what is under test: start whichever exited.
+    const status = await controlPlaneStatus();
+    if (status.includes('stopped')) {
+      console.log(`after the kills:\n${status}`);
+      await reviveControlPlane();
+    }
+    const rounds = await churning;
+    assert.ok(rounds >= 10, `churn ran during the kills (${rounds} rounds)`);
+    await settle(20, 'after the control-plane kills');
+    await eventually('the agent cache equal to a fresh LIST', 60_000, () => cacheMatches(client, cache), 500);
+    await assertCacheMatches(client, cache);
+    console.log(`control-plane kills: ${t1 - t0} ms of chaos, converged ${Date.now() - t1} ms later`);
+    // Both processes lived through it, and the agent's own watches came back.
+    assert.equal(a.exit, undefined, `the agent exited: ${a.stderr.slice(-2000)}`);
+    assert.equal(op.exit, undefined, `the operator exited: ${op.stderr.slice(-2000)}`);
+    assert.deepEqual({ agent: a.pid, operator: op.pid }, pids);
+    assert.equal((await get(agentPort, '/healthz')).status, 200);
+    const watchLines = (await get(agentPort, '/metrics')).body.split('\n').filter((l) => l.startsWith(WATCH_EVENTS)).join('\n');
+    assert.ok((await reconnects()) > before0, `the agent process's RetinaEndpoint watch reconnected (before: ${before0}):\n${watchLines}\n${a.stderr.slice(-3000)}`);
+    for (const l of [...a.logLines(), ...op.logLines()]) assert.ok(!/fatal|uncaught|unhandled/.test(l.msg), `no fatal error: ${JSON.stringify(l)}`);
+  });
+
+  it('the operator SIGKILLed during a burst of pod creates and deletes, restarted: RetinaEndpoints converge exactly', async () => {
+    const stop = new AbortController();
+    const burst = (async () => {
+      // Bare pods created and deleted as fast as the API takes them, next to the Deployment's churn.
+      for (let i = 0; !stop.signal.aborted; i++) {
+        const name = `burst-${i}`;
+        const body = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels: { app: 'burst' } }, spec: (deployment(ns, 'x', 1) as { spec: { template: { spec: unknown } } }).spec.template.spec };
+        await client.request('POST', collectionPath(resources.pods, ns), { body }).catch(() => undefined);
+        if (i % 3 !== 2) await client.request('DELETE', objectPath(resources.pods, ns, `burst-${i - 1}`)).catch(() => undefined);
+      }
+    })();
+    const churning = churn(stop.signal);
+    try {
+      await sleep(1500);
+      const op = operator as AgentProcess;
+      op.child.kill('SIGKILL');
+      await op.waitExit(10_000);
+      await sleep(1500);
+      operator = await startOperatorProcess();
+      await sleep(1500);
+    } finally {
+      stop.abort();
+    }
+    await Promise.all([burst, churning]);
+    const bursts = (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-')).length;
+    assert.ok(bursts > 0, 'burst pods were kept (every third)');
+    await eventually('the burst pods running', 60_000, async () => (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-') && eligible(p)).length === bursts, 500);
+    // The Deployment's 12 and the bare pods that stayed: every one has its endpoint, no other is left.
+    await scale(client, ns, 'churn', 12);
+    await explained(eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
+      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
+      const diff = await endpointDiff(client, ns);
+      return d.status?.replicas === 12 && d.status.updatedReplicas === 12 && diff.pods === 12 + bursts && converged(client, ns);
+    }, 1000));
+    const diff = await endpointDiff(client, ns);
+    assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] });
+    assert.equal(diff.endpoints, 12 + bursts);
+    assert.equal((operator as AgentProcess).exit, undefined);
+  });
+});
