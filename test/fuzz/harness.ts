@@ -1,0 +1,188 @@
+/**
+ * The fuzzing harness: one `fuzz(target, arbitrary, property)` per property, run by node:test.
+ *
+ * - Bounded run (`make test`): FUZZ_RUNS inputs per property (default 150) from a fixed seed per
+ *   target (a hash of its name), so a run reproduces; FUZZ_SEED overrides it.
+ * - Long run (`make fuzz`): FUZZ_RUNS large, FUZZ_SEED random, FUZZ_RECORD=1: every shrunk
+ *   counterexample is written to test/fuzz/corpus/<target>/<hash>.json.
+ * - Every run first replays the corpus of its target, so what a long run found stays a regression case.
+ *
+ * A failure prints the target, the seed, the path (fast-check's replay point) and the shrunk input.
+ * Inputs are JSON-able values plus Uint8Array (written {"$bytes": hex}), bigint ({"$bigint"}) and
+ * undefined ({"$undefined": true}), so every corpus file is readable text.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import fc from 'fast-check';
+
+export { fc };
+
+/** test/fuzz/corpus in the source tree (this file runs from dist/test/fuzz). */
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const CORPUS_DIR = process.env['FUZZ_CORPUS'] ?? resolve(HERE, '../../../test/fuzz/corpus');
+
+const RUNS = Number(process.env['FUZZ_RUNS'] ?? 150);
+const RECORD = process.env['FUZZ_RECORD'] === '1';
+/** How long one input may take (a parser is synchronous: a hang shows as an input over budget). */
+export const INPUT_BUDGET_MS = Number(process.env['FUZZ_INPUT_MS'] ?? 500);
+
+const seedOf = (target: string): number => {
+  const env = process.env['FUZZ_SEED'];
+  if (env !== undefined && env !== '') return Number(env) | 0;
+  return createHash('sha256').update(target).digest().readInt32LE(0);
+};
+
+export function serialize(v: unknown): string {
+  return JSON.stringify(
+    v,
+    function (this: Record<string, unknown>, key, value: unknown) {
+      const raw = this[key];
+      if (raw instanceof Uint8Array) return { $bytes: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('hex') };
+      if (typeof raw === 'bigint') return { $bigint: raw.toString() };
+      if (raw === undefined && key !== '') return { $undefined: true };
+      return value;
+    },
+    1,
+  );
+}
+
+export function deserialize(text: string): unknown {
+  return JSON.parse(text, (_k, value: unknown) => {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const o = value as Record<string, unknown>;
+      if (typeof o['$bytes'] === 'string') return new Uint8Array(Buffer.from(o['$bytes'], 'hex'));
+      if (typeof o['$bigint'] === 'string') return BigInt(o['$bigint']);
+      if (o['$undefined'] === true) return undefined;
+    }
+    return value;
+  });
+}
+
+/** The corpus cases of `target` (file name, input). */
+export function corpus(target: string): [string, unknown][] {
+  const dir = join(CORPUS_DIR, target);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+  } catch {
+    return [];
+  }
+  return names.map((n) => [n, deserialize(readFileSync(join(dir, n), 'utf8'))]);
+}
+
+function record(target: string, input: unknown): string {
+  const text = serialize(input);
+  const file = join(CORPUS_DIR, target, `${createHash('sha256').update(text).digest('hex').slice(0, 16)}.json`);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${text}\n`);
+  return file;
+}
+
+/** Runs `fn`, failing when it takes longer than the per-input budget. */
+export function timed<T>(what: string, fn: () => T): T {
+  const t0 = performance.now();
+  const r = fn();
+  const ms = performance.now() - t0;
+  assert.ok(ms <= INPUT_BUDGET_MS, `${what} took ${ms.toFixed(0)} ms on one input (budget ${INPUT_BUDGET_MS} ms)`);
+  return r;
+}
+
+/**
+ * Asserts that `fn` either returns or throws one of `allowed` (the parser's own typed errors);
+ * anything else (a TypeError, a RangeError from a DataView read) fails with the stack.
+ */
+export function onlyThrows<T>(allowed: readonly (new (...a: never[]) => Error)[], fn: () => T): { ok: true; value: T } | { ok: false; error: Error } {
+  try {
+    return { ok: true, value: fn() };
+  } catch (e) {
+    if (allowed.some((c) => e instanceof c && (e.constructor === c || c !== Error))) return { ok: false, error: e as Error };
+    throw new Error(`threw ${(e as Error)?.constructor?.name ?? typeof e} instead of ${allowed.map((c) => c.name).join(' or ')}: ${(e as Error)?.stack ?? String(e)}`);
+  }
+}
+
+export interface FuzzOptions {
+  /** Runs of this property relative to FUZZ_RUNS (a costly property runs fewer). */
+  readonly weight?: number;
+}
+
+/**
+ * Declares the node:test test `fuzz <target>`: replays the target's corpus, then checks `property`
+ * on FUZZ_RUNS generated inputs. `property` throws (assert) to fail.
+ */
+export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts: FuzzOptions = {}): void {
+  test(`fuzz ${target}`, () => {
+    for (const [name, input] of corpus(target)) {
+      try {
+        property(input as T);
+      } catch (e) {
+        throw new Error(`corpus case ${target}/${name} fails: ${(e as Error).message}`, { cause: e });
+      }
+    }
+    const seed = seedOf(target);
+    const numRuns = Math.max(1, Math.round(RUNS * (opts.weight ?? 1)));
+    const details = fc.check(fc.property(arb, (x) => void property(x)), { seed, numRuns });
+    if (!details.failed) return;
+    const input = details.counterexample?.[0];
+    const saved = RECORD && details.counterexample ? ` (kept as ${record(target, input)})` : '';
+    const err = details.errorInstance as Error | undefined;
+    throw new Error(
+      `fuzz ${target} failed (seed ${seed}, path "${details.counterexamplePath ?? ''}", ${details.numRuns} runs; ` +
+        `reproduce with FUZZ_SEED=${seed})${saved}\ninput: ${serialize(input).slice(0, 4000)}\n${err?.stack ?? err?.message ?? ''}`,
+      { cause: err },
+    );
+  });
+}
+
+/** A DataView over exactly these bytes. */
+export const view = (b: Uint8Array): DataView => new DataView(b.buffer, b.byteOffset, b.byteLength);
+
+/**
+ * The same bytes at `lead` inside a larger buffer filled with `fill` (a ring buffer's neighbouring
+ * records): a decoder that reads past its record would see the fill and decode differently.
+ */
+export function embedded(b: Uint8Array, lead: number, trail: number, fill: number): { v: DataView; off: number } {
+  const big = new Uint8Array(lead + b.length + trail).fill(fill);
+  big.set(b, lead);
+  return { v: new DataView(big.buffer), off: lead };
+}
+
+/** Bytes from an arbitrary with up to `max` bytes. */
+export const bytes = (max: number, min = 0): fc.Arbitrary<Uint8Array> => fc.uint8Array({ minLength: min, maxLength: max });
+
+/**
+ * Mutations of a valid encoding: one byte changed, a cut, bytes inserted or dropped; the same
+ * arbitrary also yields the valid encoding itself, so properties see deep, nearly right inputs.
+ */
+export function mutated(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint8Array> {
+  return fc.oneof(
+    { arbitrary: valid, weight: 2 },
+    {
+      arbitrary: fc.tuple(valid, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([b, i, x]) => {
+        if (b.length === 0) return b;
+        const c = Uint8Array.from(b);
+        c[i % c.length] = x;
+        return c;
+      }),
+      weight: 4,
+    },
+    { arbitrary: fc.tuple(valid, fc.nat()).map(([b, n]) => b.subarray(0, b.length ? n % b.length : 0)), weight: 2 },
+    {
+      arbitrary: fc.tuple(valid, fc.nat(), bytes(8, 1)).map(([b, i, ins]) => {
+        const at = b.length ? i % b.length : 0;
+        return Uint8Array.from([...b.subarray(0, at), ...ins, ...b.subarray(at)]);
+      }),
+      weight: 1,
+    },
+    {
+      arbitrary: fc.tuple(valid, fc.nat(), fc.integer({ min: 1, max: 8 })).map(([b, i, n]) => {
+        const at = b.length ? i % b.length : 0;
+        return Uint8Array.from([...b.subarray(0, at), ...b.subarray(at + n)]);
+      }),
+      weight: 1,
+    },
+  );
+}
