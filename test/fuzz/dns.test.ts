@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { isIPv6 } from 'node:net';
 import { DnsParseError, parseDns, tryParseDns, type DnsMessage } from '../../src/plugins/linux/dns/parser.js';
 import { DNS_EVENT_HEADER, decodeDnsEvent, tryDecodeDnsEvent } from '../../src/plugins/linux/dns/decode.js';
-import { bytes, embedded, fc, fuzz, mutated, onlyThrows, timed, view } from './harness.js';
+import { bytes, embedded, fc, fuzzer, mutated, onlyThrows, timed, view } from './harness.js';
+
+const fuzz = fuzzer(import.meta.url);
 
 /** A name's text as the parser writes it: bytes outside '!'..'~' and '.' as \ddd. */
 const labelText = (l: Uint8Array): string =>

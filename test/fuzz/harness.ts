@@ -17,6 +17,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import fc from 'fast-check';
 
 export { fc };
@@ -82,12 +83,16 @@ function record(target: string, input: unknown): string {
   return file;
 }
 
-/** Runs `fn`, failing when it takes longer than the per-input budget. */
+/**
+ * Runs `fn`, failing when it takes more than the per-input budget of this thread's CPU time (not
+ * wall time: other work on a busy machine does not count).
+ */
 export function timed<T>(what: string, fn: () => T): T {
-  const t0 = performance.now();
+  const t0 = process.threadCpuUsage();
   const r = fn();
-  const ms = performance.now() - t0;
-  assert.ok(ms <= INPUT_BUDGET_MS, `${what} took ${ms.toFixed(0)} ms on one input (budget ${INPUT_BUDGET_MS} ms)`);
+  const t = process.threadCpuUsage(t0);
+  const ms = (t.user + t.system) / 1000;
+  assert.ok(ms <= INPUT_BUDGET_MS, `${what} took ${ms.toFixed(0)} ms of CPU on one input (budget ${INPUT_BUDGET_MS} ms)`);
   return r;
 }
 
@@ -109,32 +114,98 @@ export interface FuzzOptions {
   readonly weight?: number;
 }
 
-/**
- * Declares the node:test test `fuzz <target>`: replays the target's corpus, then checks `property`
- * on FUZZ_RUNS generated inputs. `property` throws (assert) to fail.
- */
-export function fuzz<T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts: FuzzOptions = {}): void {
-  test(`fuzz ${target}`, () => {
-    for (const [name, input] of corpus(target)) {
-      try {
-        property(input as T);
-      } catch (e) {
-        throw new Error(`corpus case ${target}/${name} fails: ${(e as Error).message}`, { cause: e });
-      }
+/** An input still running after this long is a hang: the worker is stopped and the input reported. */
+const HANG_MS = Number(process.env['FUZZ_HANG_MS'] ?? 20_000);
+/** How long a worker may take to load its test file before the first input (a busy machine). */
+const STARTUP_MS = 120_000;
+/** The input being run, shared with the watchdog: [sequence, byte length, ...UTF-8 of its JSON]. */
+const SHARED_BYTES = 1 << 20;
+
+type Outcome = { ok: true; runs: number } | { ok: false; message: string; input: string | undefined };
+
+function check<T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts: FuzzOptions, shared: SharedArrayBuffer): Outcome {
+  const head = new Int32Array(shared, 0, 2);
+  const body = new Uint8Array(shared, 8);
+  const enc = new TextEncoder();
+  const guarded = (x: unknown): void => {
+    const { written } = enc.encodeInto(serialize(x), body);
+    Atomics.store(head, 1, written);
+    Atomics.add(head, 0, 1);
+    property(x as T);
+  };
+  for (const [name, input] of corpus(target)) {
+    try {
+      guarded(input);
+    } catch (e) {
+      return { ok: false, message: `corpus case ${target}/${name} fails: ${(e as Error)?.stack ?? String(e)}`, input: undefined };
     }
-    const seed = seedOf(target);
-    const numRuns = Math.max(1, Math.round(RUNS * (opts.weight ?? 1)));
-    const details = fc.check(fc.property(arb, (x) => void property(x)), { seed, numRuns });
-    if (!details.failed) return;
-    const input = details.counterexample?.[0];
-    const saved = RECORD && details.counterexample ? ` (kept as ${record(target, input)})` : '';
-    const err = details.errorInstance as Error | undefined;
-    throw new Error(
-      `fuzz ${target} failed (seed ${seed}, path "${details.counterexamplePath ?? ''}", ${details.numRuns} runs; ` +
-        `reproduce with FUZZ_SEED=${seed})${saved}\ninput: ${serialize(input).slice(0, 4000)}\n${err?.stack ?? err?.message ?? ''}`,
-      { cause: err },
-    );
+  }
+  const seed = seedOf(target);
+  const numRuns = Math.max(1, Math.round(RUNS * (opts.weight ?? 1)));
+  const details = fc.check(fc.property(arb, (x) => void guarded(x)), { seed, numRuns });
+  if (!details.failed) return { ok: true, runs: details.numRuns };
+  const err = details.errorInstance as Error | undefined;
+  return {
+    ok: false,
+    input: details.counterexample ? serialize(details.counterexample[0]) : undefined,
+    message: `fuzz ${target} failed (seed ${seed}, path "${details.counterexamplePath ?? ''}", after ${details.numRuns} runs; reproduce with FUZZ_SEED=${seed})\n${err?.stack ?? err?.message ?? ''}`,
+  };
+}
+
+/** Runs one target in a worker thread, so an input that never returns is stopped and reported. */
+async function inWorker(file: string, target: string): Promise<void> {
+  const shared = new SharedArrayBuffer(SHARED_BYTES);
+  const head = new Int32Array(shared, 0, 2);
+  const worker = new Worker(new URL(file), { workerData: { fuzzTarget: target, shared } });
+  const outcome = await new Promise<Outcome>((resolve, reject) => {
+    let seen = -1;
+    let since = performance.now();
+    const watchdog = setInterval(() => {
+      const seq = Atomics.load(head, 0);
+      if (seq !== seen) {
+        seen = seq;
+        since = performance.now();
+      } else if (performance.now() - since > (seq === 0 ? STARTUP_MS : HANG_MS)) {
+        clearInterval(watchdog);
+        const input = Buffer.from(new Uint8Array(shared, 8, Atomics.load(head, 1))).toString('utf8');
+        void worker.terminate();
+        resolve({ ok: false, input, message: `fuzz ${target}: one input ran for more than ${HANG_MS} ms (a hang)` });
+      }
+    }, 100);
+    worker.once('message', (m: Outcome) => {
+      clearInterval(watchdog);
+      resolve(m);
+    });
+    worker.once('error', (e) => {
+      clearInterval(watchdog);
+      reject(e);
+    });
+    worker.once('exit', (code) => {
+      clearInterval(watchdog);
+      resolve({ ok: false, input: undefined, message: `fuzz ${target}: the worker exited (${code}) without a result` });
+    });
   });
+  await worker.terminate();
+  if (outcome.ok) return;
+  const saved = RECORD && outcome.input !== undefined ? `\nkept as ${record(target, deserialize(outcome.input))}` : '';
+  throw new Error(`${outcome.message}${saved}${outcome.input !== undefined ? `\ninput: ${outcome.input.slice(0, 4000)}` : ''}`);
+}
+
+/**
+ * `const fuzz = fuzzer(import.meta.url)` in a test file; then `fuzz(target, arbitrary, property)`
+ * declares the node:test test `fuzz <target>`, which replays the target's corpus and checks
+ * `property` on FUZZ_RUNS generated inputs in a worker thread running this same file. `property`
+ * throws (assert) to fail.
+ */
+export function fuzzer(file: string): <T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts?: FuzzOptions) => void {
+  const data = workerData as { fuzzTarget?: string; shared?: SharedArrayBuffer } | null;
+  return (target, arb, property, opts = {}) => {
+    if (!isMainThread) {
+      if (data?.fuzzTarget === target && data.shared) parentPort?.postMessage(check(target, arb, property, opts, data.shared));
+      return;
+    }
+    test(`fuzz ${target}`, () => inWorker(file, target));
+  };
 }
 
 /** A DataView over exactly these bytes. */
