@@ -114,6 +114,9 @@ export interface FuzzOptions {
   readonly weight?: number;
 }
 
+/** A property: throws (assert) or rejects to fail. */
+type Property<T> = (input: T) => void | Promise<void>;
+
 /** An input still running after this long is a hang: the worker is stopped and the input reported. */
 const HANG_MS = Number(process.env['FUZZ_HANG_MS'] ?? 20_000);
 /** How long a worker may take to load its test file before the first input (a busy machine). */
@@ -123,26 +126,26 @@ const SHARED_BYTES = 1 << 20;
 
 type Outcome = { ok: true; runs: number } | { ok: false; message: string; input: string | undefined };
 
-function check<T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts: FuzzOptions, shared: SharedArrayBuffer): Outcome {
+async function check<T>(target: string, arb: fc.Arbitrary<T>, property: Property<T>, opts: FuzzOptions, shared: SharedArrayBuffer): Promise<Outcome> {
   const head = new Int32Array(shared, 0, 2);
   const body = new Uint8Array(shared, 8);
   const enc = new TextEncoder();
-  const guarded = (x: unknown): void => {
+  const guarded = (x: unknown): void | Promise<void> => {
     const { written } = enc.encodeInto(serialize(x), body);
     Atomics.store(head, 1, written);
     Atomics.add(head, 0, 1);
-    property(x as T);
+    return property(x as T);
   };
   for (const [name, input] of corpus(target)) {
     try {
-      guarded(input);
+      await guarded(input);
     } catch (e) {
       return { ok: false, message: `corpus case ${target}/${name} fails: ${(e as Error)?.stack ?? String(e)}`, input: undefined };
     }
   }
   const seed = seedOf(target);
   const numRuns = Math.max(1, Math.round(RUNS * (opts.weight ?? 1)));
-  const details = fc.check(fc.property(arb, (x) => void guarded(x)), { seed, numRuns });
+  const details = await fc.check(fc.asyncProperty(arb, async (x) => void (await guarded(x))), { seed, numRuns });
   if (!details.failed) return { ok: true, runs: details.numRuns };
   const err = details.errorInstance as Error | undefined;
   return {
@@ -197,11 +200,11 @@ async function inWorker(file: string, target: string): Promise<void> {
  * `property` on FUZZ_RUNS generated inputs in a worker thread running this same file. `property`
  * throws (assert) to fail.
  */
-export function fuzzer(file: string): <T>(target: string, arb: fc.Arbitrary<T>, property: (input: T) => void, opts?: FuzzOptions) => void {
+export function fuzzer(file: string): <T>(target: string, arb: fc.Arbitrary<T>, property: Property<T>, opts?: FuzzOptions) => void {
   const data = workerData as { fuzzTarget?: string; shared?: SharedArrayBuffer } | null;
   return (target, arb, property, opts = {}) => {
     if (!isMainThread) {
-      if (data?.fuzzTarget === target && data.shared) parentPort?.postMessage(check(target, arb, property, opts, data.shared));
+      if (data?.fuzzTarget === target && data.shared) void check(target, arb, property, opts, data.shared).then((o) => parentPort?.postMessage(o));
       return;
     }
     test(`fuzz ${target}`, () => inWorker(file, target));
