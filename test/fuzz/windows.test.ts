@@ -153,13 +153,15 @@ fuzz('guid-random', fc.string({ maxLength: 40 }), (s) => {
 
 const frameArb = fc.record({
   dirTag: fc.nat(8), drop: fc.nat({ max: 0xffffffff }), six: fc.boolean(), vlan: fc.boolean(), proto: fc.constantFrom(6, 17, 1),
+  /** IPv4 header length in words: 5, or a lying one below the minimum. */
+  ihl: fc.constantFrom(5, 5, 5, 5, 0, 1, 4),
   src: fc.uint8Array({ minLength: 16, maxLength: 16 }), dst: fc.uint8Array({ minLength: 16, maxLength: 16 }), sport: fc.nat(0xffff), dport: fc.nat(0xffff), flags: fc.nat(0x1ff), size: fc.nat(0xffff),
 });
 type Frame = typeof frameArb extends fc.Arbitrary<infer T> ? T : never;
 function frameEvent(f: Frame): Uint8Array {
   const l4 = f.proto === 6 ? [f.sport >> 8, f.sport & 255, f.dport >> 8, f.dport & 255, 0, 0, 0, 0, 0, 0, 0, 0, 0x50 | (f.flags >> 8), f.flags & 255, 0, 0, 0, 0, 0, 0]
     : f.proto === 17 ? [f.sport >> 8, f.sport & 255, f.dport >> 8, f.dport & 255, 0, 8, 0, 0] : [8, 0, 0, 0];
-  const ip = f.six ? [0x60, 0, 0, 0, 0, l4.length, f.proto, 64, ...f.src, ...f.dst] : [0x45, 0, 0, 20 + l4.length, 0, 0, 0, 0, 64, f.proto, 0, 0, ...f.src.subarray(0, 4), ...f.dst.subarray(0, 4)];
+  const ip = f.six ? [0x60, 0, 0, 0, 0, l4.length, f.proto, 64, ...f.src, ...f.dst] : [0x40 | f.ihl, 0, 0, 20 + l4.length, 0, 0, 0, 0, 64, f.proto, 0, 0, ...f.src.subarray(0, 4), ...f.dst.subarray(0, 4)];
   const eth = [...new Array<number>(12).fill(1), ...(f.vlan ? [0x81, 0, 0, 5] : []), ...(f.six ? [0x86, 0xdd] : [0x08, 0x00])];
   const payload = [...eth, ...ip, ...l4];
   const h = new DataView(new ArrayBuffer(HEADER_SIZE));
@@ -177,10 +179,12 @@ fuzz('pktmon-frame-roundtrip', fc.tuple(frameArb, fc.constantFrom(EVENT_FRAME, E
   const flow = timed('decodeFrameEvent', () => decodeFrameEvent(id, 116_444_736_000_000_000n + 10_000n, frameEvent(f)));
   assert.ok(flow, 'a valid frame gave no flow');
   const dropped = id === EVENT_FRAME_DROP || f.drop !== 0;
+  // Ports only from a real transport header (not from inside an IPv4 header whose length field lies).
+  const ports = f.proto !== 1 && (f.six || f.ihl >= 5);
   const ip = (b: Uint8Array): string => (f.six ? (mapped(b) ? `::ffff:${[...b.subarray(12)].join('.')}` : v6(b)) : [...b.subarray(0, 4)].join('.'));
   assert.deepEqual(
     [flow.verdict, flow.ipVersion, flow.proto, flow.srcIp, flow.dstIp, flow.srcPort, flow.dstPort, flow.tcpFlags, flow.bytes, flow.timeMs],
-    [dropped ? 'DROPPED' : 'FORWARDED', f.six ? 6 : 4, f.proto, ip(f.src), ip(f.dst), f.proto === 1 ? 0 : f.sport, f.proto === 1 ? 0 : f.dport, f.proto === 6 ? f.flags : 0, f.size, 1],
+    [dropped ? 'DROPPED' : 'FORWARDED', f.six ? 6 : 4, f.proto, ip(f.src), ip(f.dst), ports ? f.sport : 0, ports ? f.dport : 0, ports && f.proto === 6 ? f.flags : 0, f.size, 1],
   );
 });
 
