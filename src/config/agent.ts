@@ -2,9 +2,9 @@
  * The agent's own keys (Retina's names and defaults). Plugin-specific keys are declared by the plugins;
  * keys read by several components (the pod-level pipeline's) live here.
  */
-import { boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
+import { MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
 import { LOG_LEVELS, type LogLevel } from '../log/index.js';
-import { parseDurationMs } from './duration.js';
+import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
@@ -42,11 +42,11 @@ export interface PluginChoice {
 const legacyMetricsInterval: KeySpec<number> = {
   key: 'metricsInterval', default: 0, defaultText: '(unset)',
   doc: 'Deprecated: used only when metricsIntervalDuration is not set. An integer is seconds, as in Retina.',
-  allowed: 'a whole number of seconds (>= 1) or a duration such as 10s',
+  allowed: `a whole number of seconds (>= 1) or a duration such as 10s, at most ${formatDurationMs(MAX_DURATION_MS)}`,
   parse(raw) {
     const s = String(raw).trim();
     const ms = /^\d+$/.test(s) ? Number(s) * 1000 : parseDurationMs(s);
-    if (ms === undefined || ms < 1000) throw new InvalidValue();
+    if (ms === undefined || ms < 1000 || ms > MAX_DURATION_MS) throw new InvalidValue();
     return ms;
   },
 };

@@ -90,17 +90,23 @@ export function enumKey<T extends string>(key: string, def: T, values: readonly 
   };
 }
 
-/** A Go-style duration (`10s`, `1m30s`, `500ms`) parsed to milliseconds. */
+/**
+ * The longest duration a key accepts: 24 days, under the 2^31 - 1 ms that setTimeout and setInterval
+ * take (a longer delay fires after 1 ms, so a long interval would turn into a busy loop).
+ */
+export const MAX_DURATION_MS = 576 * 3_600_000;
+
+/** A Go-style duration (`10s`, `1m30s`, `500ms`) parsed to milliseconds, at most MAX_DURATION_MS. */
 export function durationKey(key: string, defMs: number, doc: string, opts: { minMs?: number } = {}): KeySpec<number> {
   const minMs = opts.minMs ?? 0;
   return {
     key, default: defMs, doc,
-    allowed: `a duration such as 10s, 1m30s or 500ms${minMs > 0 ? `, at least ${formatDurationMs(minMs)}` : ''}`,
+    allowed: `a duration such as 10s, 1m30s or 500ms${minMs > 0 ? `, at least ${formatDurationMs(minMs)}` : ''}, at most ${formatDurationMs(MAX_DURATION_MS)}`,
     defaultText: formatDurationMs(defMs),
     parse(raw) {
       const s = asString(raw);
       const ms = s === undefined ? undefined : parseDurationMs(s);
-      if (ms === undefined || ms < minMs) throw new InvalidValue();
+      if (ms === undefined || ms < minMs || ms > MAX_DURATION_MS) throw new InvalidValue();
       return ms;
     },
   };

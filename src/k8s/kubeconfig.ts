@@ -52,6 +52,7 @@ interface Named<T> {
   context?: T;
 }
 type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Our reader; undefined when the kubeconfig needs client-node (exec, auth-provider, proxy...). */
 function light(path: string, text: string): RestConfig | undefined {
@@ -61,22 +62,36 @@ function light(path: string, text: string): RestConfig | undefined {
   } catch (e) {
     throw new KubeconfigError(`kubeconfig ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
   }
+  if (!isObj(doc)) throw new KubeconfigError(`kubeconfig ${path} is not a YAML mapping`);
   const ctxName = doc['current-context'] as string | undefined;
-  const find = (list: unknown, name: string | undefined, field: 'cluster' | 'user' | 'context'): Obj | undefined =>
-    ((list as Named<Obj>[] | undefined) ?? []).find((x) => x.name === name)?.[field];
-  const ctx = find(doc['contexts'], ctxName, 'context');
+  /** The `field` mapping of the entry called `name` in the list at key `list` (undefined when there is none). */
+  const find = (list: 'contexts' | 'clusters' | 'users', name: unknown, field: 'cluster' | 'user' | 'context'): Obj | undefined => {
+    const entries = doc[list] ?? [];
+    if (!Array.isArray(entries)) throw new KubeconfigError(`kubeconfig ${path}: ${list} is not a list`);
+    const hit = (entries as unknown[]).find((x): x is Named<unknown> => isObj(x) && x['name'] === name)?.[field];
+    if (hit !== undefined && hit !== null && !isObj(hit)) throw new KubeconfigError(`kubeconfig ${path}: ${list} entry ${JSON.stringify(name)}: ${field} is not a mapping`);
+    return hit ?? undefined;
+  };
+  const ctx = find('contexts', ctxName, 'context');
   if (!ctx) throw new KubeconfigError(`kubeconfig ${path}: current-context ${JSON.stringify(ctxName)} not found`);
-  const cluster = find(doc['clusters'], ctx['cluster'] as string, 'cluster');
-  const user = find(doc['users'], ctx['user'] as string, 'user') ?? {};
+  const cluster = find('clusters', ctx['cluster'], 'cluster');
+  const user = find('users', ctx['user'], 'user') ?? {};
   if (!cluster || typeof cluster['server'] !== 'string') throw new KubeconfigError(`kubeconfig ${path}: cluster of context ${ctxName} has no server`);
   const known = new Set(['token', 'tokenFile', 'client-certificate', 'client-certificate-data', 'client-key', 'client-key-data']);
   if (Object.keys(user).some((k) => !known.has(k)) || cluster['proxy-url'] || cluster['tls-server-name']) return undefined;
   const base = dirname(path);
-  const file = (p: unknown): Buffer | undefined => (typeof p === 'string' && p ? readFileSync(isAbsolute(p) ? p : join(base, p)) : undefined);
+  const file = (p: unknown, field: string): Buffer | undefined => {
+    if (typeof p !== 'string' || !p) return undefined;
+    try {
+      return readFileSync(isAbsolute(p) ? p : join(base, p));
+    } catch (e) {
+      throw new KubeconfigError(`kubeconfig ${path}: cannot read ${field} ${p}: ${(e as Error).message}`, { cause: e });
+    }
+  };
   const data = (d: unknown): Buffer | undefined => (typeof d === 'string' && d ? Buffer.from(d, 'base64') : undefined);
-  const ca = data(cluster['certificate-authority-data']) ?? file(cluster['certificate-authority']);
-  const cert = data(user['client-certificate-data']) ?? file(user['client-certificate']);
-  const key = data(user['client-key-data']) ?? file(user['client-key']);
+  const ca = data(cluster['certificate-authority-data']) ?? file(cluster['certificate-authority'], 'certificate-authority');
+  const cert = data(user['client-certificate-data']) ?? file(user['client-certificate'], 'client-certificate');
+  const key = data(user['client-key-data']) ?? file(user['client-key'], 'client-key');
   const insecure = cluster['insecure-skip-tls-verify'] === true;
   const tokenFile = typeof user['tokenFile'] === 'string' ? user['tokenFile'] : undefined;
   const staticToken = typeof user['token'] === 'string' ? user['token'] : undefined;

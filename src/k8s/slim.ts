@@ -42,20 +42,29 @@ const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
 const frozen = (m: Record<string, string>): Readonly<Record<string, string>> => (Object.keys(m).length ? Object.freeze(m) : EMPTY);
 
 /**
- * Pod IPs, primary first, de-duplicated and normalised. Throws, naming the field, on one that is not
- * an address (an API server without strict IP validation keeps `010.1.2.3`, which the kernel's flows
- * never carry and whose radix is ambiguous): the reflector skips and counts that pod.
+ * The normalised address in `ip`, or undefined when the field is unset (absent, null or ''). Throws,
+ * naming the field, on one that is not an address: a number, an object, a host name, `010.1.2.3` (an
+ * API server without strict IP validation keeps it; the kernel's flows never carry it and its radix
+ * is ambiguous). The reflector then skips and counts that object.
  */
+function address(ip: unknown, field: string): string | undefined {
+  if (ip === undefined || ip === null || ip === '') return undefined;
+  // isIP accepts an IPv6 zone (fe80::1%eth0), which Kubernetes' validation and the kernel's flows never have.
+  if (typeof ip !== 'string' || !isIP(ip) || ip.includes('%')) throw new Error(`${field}: ${JSON.stringify(ip)} is not an IP address`);
+  return normalizeIp(ip);
+}
+
+/** Adds the address of `field` to `out` once. */
+function addAddress(out: string[], ip: unknown, field: string): void {
+  const n = address(ip, field);
+  if (n !== undefined && !out.includes(n)) out.push(n);
+}
+
+/** Pod IPs, primary first, de-duplicated and normalised; throws naming the field on one that is not an address. */
 export function podIps(p: PodWire): string[] {
   const out: string[] = [];
-  const add = (ip: unknown, field: string): void => {
-    if (ip === undefined || ip === '') return;
-    if (typeof ip !== 'string' || !isIP(ip)) throw new Error(`${field}: ${JSON.stringify(ip)} is not an IP address`);
-    const n = normalizeIp(ip);
-    if (!out.includes(n)) out.push(n);
-  };
-  add(p.status?.podIP, 'status.podIP');
-  (p.status?.podIPs ?? []).forEach((x, i) => add(x?.ip, `status.podIPs[${i}].ip`));
+  addAddress(out, p.status?.podIP, 'status.podIP');
+  (p.status?.podIPs ?? []).forEach((x, i) => addAddress(out, x?.ip, `status.podIPs[${i}].ip`));
   return out;
 }
 
@@ -105,8 +114,10 @@ export class Interner {
 export function endpointFromRetinaEndpoint(re: RetinaEndpoint, intern: Interner = new Interner(0)): PodEndpoint | undefined {
   const s: Partial<RetinaEndpointSpec> = re.spec ?? {};
   const ips: string[] = [];
-  for (const ip of [s.podIP, ...(s.podIPs ?? [])]) if (ip && !ips.includes(normalizeIp(ip))) ips.push(normalizeIp(ip));
+  addAddress(ips, s.podIP, 'spec.podIP');
+  (s.podIPs ?? []).forEach((ip, i) => addAddress(ips, ip, `spec.podIPs[${i}]`));
   if (!ips.length) return undefined;
+  const nodeIP = address(s.nodeIP, 'spec.nodeIP');
   const labelsIn = s.labels ?? {};
   const labels = intern.value(`l${JSON.stringify(labelsIn)}`, () => frozen(Object.fromEntries(Object.entries(labelsIn).map(([k, v]) => [intern.string(k), intern.string(v)]))));
   const annotations = s.annotations && Object.keys(s.annotations).length ? intern.value(`a${JSON.stringify(s.annotations)}`, () => frozen({ ...s.annotations })) : EMPTY;
@@ -115,7 +126,7 @@ export function endpointFromRetinaEndpoint(re: RetinaEndpoint, intern: Interner 
   const workloads = intern.value(`w${JSON.stringify(refs)}${labelsIn['pod-template-hash'] ?? ''}`, () => workloadsOf(owners, labels));
   return Object.freeze({
     kind: 'pod', namespace: intern.string(re.metadata.namespace ?? ''), name: re.metadata.name, ips: Object.freeze(ips),
-    nodeIP: s.nodeIP ? intern.string(normalizeIp(s.nodeIP)) : undefined, labels, annotations, owners, workloads,
+    nodeIP: nodeIP === undefined ? undefined : intern.string(nodeIP), labels, annotations, owners, workloads,
   });
 }
 
@@ -139,7 +150,7 @@ export function podTransform(allowLabels: KeyAllowlist, allowAnnotations: KeyAll
     const owners = Object.freeze(controllerOwners(p).map((o) => Object.freeze(o)));
     return Object.freeze({
       kind: 'pod', namespace: p.metadata.namespace ?? '', name: p.metadata.name, ips: Object.freeze(podIps(p)),
-      nodeIP: p.status?.hostIP ? normalizeIp(p.status.hostIP) : undefined, labels,
+      nodeIP: address(p.status?.hostIP, 'status.hostIP'), labels,
       annotations: frozen(pickKeys(p.metadata.annotations, allowAnnotations)), owners,
       workloads: workloadsOf(owners, pickKeys(p.metadata.labels, (k) => k === 'pod-template-hash')),
     });
@@ -149,12 +160,12 @@ export function podTransform(allowLabels: KeyAllowlist, allowAnnotations: KeyAll
 /** Services: ClusterIPs (not None) and load-balancer ingress IPs. */
 export function serviceTransform(s: ServiceWire): ServiceEndpoint | undefined {
   const ips: string[] = [];
-  const add = (ip: string | undefined): void => {
-    if (ip && ip !== 'None' && !ips.includes(normalizeIp(ip))) ips.push(normalizeIp(ip));
+  const add = (ip: unknown, field: string): void => {
+    if (ip !== 'None') addAddress(ips, ip, field); // headless
   };
-  add(s.spec?.clusterIP);
-  for (const ip of s.spec?.clusterIPs ?? []) add(ip);
-  for (const ing of s.status?.loadBalancer?.ingress ?? []) add(ing.ip);
+  add(s.spec?.clusterIP, 'spec.clusterIP');
+  (s.spec?.clusterIPs ?? []).forEach((ip, i) => add(ip, `spec.clusterIPs[${i}]`));
+  (s.status?.loadBalancer?.ingress ?? []).forEach((ing, i) => add(ing?.ip, `status.loadBalancer.ingress[${i}].ip`));
   if (!ips.length) return undefined;
   return Object.freeze({ kind: 'service', namespace: s.metadata.namespace ?? '', name: s.metadata.name, ips: Object.freeze(ips), selector: frozen({ ...(s.spec?.selector ?? {}) }) });
 }
@@ -162,7 +173,9 @@ export function serviceTransform(s: ServiceWire): ServiceEndpoint | undefined {
 /** Nodes: InternalIP and ExternalIP addresses (v4 and v6), and the zone label. */
 export function nodeTransform(n: NodeWire): NodeEndpoint | undefined {
   const ips: string[] = [];
-  for (const a of n.status?.addresses ?? []) if ((a.type === 'InternalIP' || a.type === 'ExternalIP') && !ips.includes(normalizeIp(a.address))) ips.push(normalizeIp(a.address));
+  (n.status?.addresses ?? []).forEach((a, i) => {
+    if (a?.type === 'InternalIP' || a?.type === 'ExternalIP') addAddress(ips, a.address, `status.addresses[${i}].address`);
+  });
   const zone = n.metadata.labels?.['topology.kubernetes.io/zone'] ?? n.metadata.labels?.['failure-domain.beta.kubernetes.io/zone'];
   return Object.freeze({ kind: 'node', name: n.metadata.name, ips: Object.freeze(ips), zone });
 }

@@ -30,7 +30,9 @@ export function countLinkMessages(v: DataView, len: number): number {
   let n = 0;
   for (let m = 0; m + NLMSG_HDRLEN <= len;) {
     const mlen = v.getUint32(m, true);
-    if (mlen < NLMSG_HDRLEN) break;
+    // A length past the bytes read is a cut (or lying) message: stop. Unchecked, (mlen + 3) & ~3
+    // wraps to 0 or below for mlen >= 2^31 - 3, and the loop never ends or reads at a negative offset.
+    if (mlen < NLMSG_HDRLEN || mlen > len - m) break;
     const type = v.getUint16(m + 4, true);
     if (type === RTM_NEWLINK || type === RTM_DELLINK) n++;
     m += (mlen + 3) & ~3;

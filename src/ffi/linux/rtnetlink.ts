@@ -16,6 +16,11 @@ const NLA_TYPE_MASK = 0x3fff;
 
 export const align4 = (n: number): number => (n + 3) & ~3;
 
+/** A dump the kernel refused (NLMSG_ERROR, naming the request and errno) or a reply that does not parse. */
+export class NetlinkError extends Error {
+  override readonly name = 'NetlinkError';
+}
+
 export function cString(v: DataView, off: number, len: number): string {
   let end = off;
   while (end < off + len && v.getUint8(end) !== 0) end++;
@@ -44,12 +49,13 @@ export function walkDump(v: DataView, len: number, seq: number, request: string,
   for (let m = 0; m + NLMSG_HDRLEN <= len;) {
     const mlen = v.getUint32(m, true);
     const type = v.getUint16(m + 4, true);
-    if (mlen < NLMSG_HDRLEN || m + mlen > len) throw new Error(`netlink: truncated message (${mlen} bytes at ${m} of ${len})`);
+    if (mlen < NLMSG_HDRLEN || m + mlen > len) throw new NetlinkError(`netlink: truncated message (${mlen} bytes at ${m} of ${len})`);
     if (v.getUint32(m + 8, true) === seq) {
       if (type === NLMSG_DONE) return true;
       if (type === NLMSG_ERROR) {
+        if (mlen < NLMSG_HDRLEN + 4) throw new NetlinkError(`netlink: NLMSG_ERROR of ${mlen} bytes at ${m}, shorter than its errno`);
         const errno = -v.getInt32(m + NLMSG_HDRLEN, true);
-        if (errno !== 0) throw new Error(`netlink: ${request} failed: ${errnoName(errno)}`);
+        if (errno !== 0) throw new NetlinkError(`netlink: ${request} failed: ${errnoName(errno)}`);
       } else onMessage(type, m, mlen);
     }
     m += align4(mlen);

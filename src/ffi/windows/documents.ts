@@ -15,6 +15,9 @@ export function parseJsonU64(text: string, what: string): unknown {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** JSON text of a parsed value for an error message: big integers (bigint here) as their digits. */
+const show = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) ?? String(v);
+
 /** HcnEnumerateEndpoints' output: a JSON array of GUID strings (null or '' when there are none). */
 export function parseEndpointIds(text: string): string[] {
   if (text.trim() === '' || text.trim() === 'null') return [];
@@ -67,7 +70,7 @@ const STAT_FIELDS: readonly [keyof EndpointStats, string][] = [
 export function hnsOutput(text: string, what: string): unknown {
   const doc = parseJsonU64(text, what);
   if (!isObject(doc)) throw new Error(`${what}: expected a JSON object`);
-  if (doc['Success'] !== true) throw new Error(`${what}: hns failed with error: ${typeof doc['Error'] === 'string' ? doc['Error'] : JSON.stringify(doc['Error'] ?? 'Success is not true')}`);
+  if (doc['Success'] !== true) throw new Error(`${what}: hns failed with error: ${typeof doc['Error'] === 'string' ? doc['Error'] : show(doc['Error'] ?? 'Success is not true')}`);
   return doc['Output'];
 }
 
@@ -81,7 +84,7 @@ export function parseEndpointStats(text: string, id: string): EndpointStats {
     if (v === undefined || v === null) stats[key] = 0n;
     else if (typeof v === 'bigint') stats[key] = v;
     else if (typeof v === 'number' && Number.isInteger(v) && v >= 0) stats[key] = BigInt(v);
-    else throw new Error(`${what}: ${field} is not an unsigned integer (${JSON.stringify(typeof v === 'bigint' ? String(v) : v)})`);
+    else throw new Error(`${what}: ${field} is not an unsigned integer (${show(v)})`);
   }
   return stats as unknown as EndpointStats;
 }

@@ -38,7 +38,8 @@ export function parseVfpCounters(text: string): VfpCounters {
     const colon = line.indexOf(':');
     if (colon < 0) continue;
     const key = line.slice(0, colon).replace(/\s+/g, '');
-    const field = (COUNTERS as Record<string, VfpField>)[key];
+    // Own keys only: `constructor : 5` must not find Object.prototype's.
+    const field = Object.hasOwn(COUNTERS, key) ? (COUNTERS as Record<string, VfpField>)[key] : undefined;
     if (!field) continue;
     const value = line.slice(colon + 1).trim();
     if (!/^\d+$/.test(value)) {

@@ -23,7 +23,7 @@ export interface DnsRecord {
   readonly message: DnsMessage;
 }
 
-/** Decodes one ring record; throws (DnsParseError or RangeError) when it is not a DNS message. */
+/** Decodes one ring record; throws DnsParseError (naming what is wrong) when it is not a DNS message. */
 export function decodeDnsEvent(v: DataView, off: number, size: number): DnsRecord {
   const r = decodeOrWhy(v, off, size);
   if (typeof r === 'string') throw new DnsParseError(r);
@@ -35,34 +35,39 @@ export function decodeDnsEvent(v: DataView, off: number, size: number): DnsRecor
  * garbage on port 53), without throwing on the way: that is the common case under load.
  */
 export function tryDecodeDnsEvent(v: DataView, off: number, size: number): DnsRecord | undefined {
-  try {
-    const r = decodeOrWhy(v, off, size);
-    return typeof r === 'string' ? undefined : r;
-  } catch (e) {
-    if (e instanceof RangeError) return undefined; // a header claims more bytes than were captured
-    throw e;
-  }
+  const r = decodeOrWhy(v, off, size);
+  return typeof r === 'string' ? undefined : r;
 }
 
+/**
+ * Every header is checked against the captured bytes before it is read: a record whose offsets or
+ * lengths lie gives a reason, never a read outside [off, off + size).
+ */
 function decodeOrWhy(v: DataView, off: number, size: number): DnsRecord | string {
   if (size < DNS_EVENT_HEADER) return 'record shorter than its header';
   const cap = Math.min(v.getUint32(off + 12, true), size - DNS_EVENT_HEADER);
   const pkt = off + DNS_EVENT_HEADER;
   const end = pkt + cap;
   const l3 = pkt + v.getUint16(off + 20, true);
+  if (l3 >= end) return 'l3_off beyond the captured bytes';
   const ver = v.getUint8(l3) >> 4;
   let l4: number;
   let proto: number;
   let l3end: number;
   if (ver === 4) {
+    if (l3 + 20 > end) return 'IPv4 header cut';
+    const ihl = (v.getUint8(l3) & 0xf) * 4;
+    if (ihl < 20) return 'IPv4 header length below 20 bytes';
     proto = v.getUint8(l3 + 9);
-    l4 = l3 + (v.getUint8(l3) & 0xf) * 4;
+    l4 = l3 + ihl;
     l3end = l3 + v.getUint16(l3 + 2);
   } else if (ver === 6) {
+    if (l3 + 40 > end) return 'IPv6 header cut';
     let nh = v.getUint8(l3 + 6);
     l3end = l3 + 40 + v.getUint16(l3 + 4);
     l4 = l3 + 40;
     for (let i = 0; i < 4 && (nh === 0 || nh === 43 || nh === 60); i++) {
+      if (l4 + 2 > end) return 'IPv6 extension header cut';
       nh = v.getUint8(l4);
       l4 += (v.getUint8(l4 + 1) + 1) * 8;
     }
@@ -72,9 +77,16 @@ function decodeOrWhy(v: DataView, off: number, size: number): DnsRecord | string
   }
   const msgEnd = Math.min(end, l3end);
   let dns: number;
-  if (proto === 17) dns = l4 + 8;
-  else if (proto === 6) dns = l4 + (v.getUint8(l4 + 12) >> 4) * 4 + 2; // TCP: a 2-byte length first
-  else return 'not UDP or TCP';
+  if (proto === 17) {
+    dns = l4 + 8;
+  } else if (proto === 6) {
+    if (l4 + 13 > end) return 'TCP header cut';
+    const doff = (v.getUint8(l4 + 12) >> 4) * 4;
+    if (doff < 20) return 'TCP data offset below 20 bytes';
+    dns = l4 + doff + 2; // TCP: a 2-byte length first
+  } else {
+    return 'not UDP or TCP';
+  }
   if (dns >= msgEnd) return 'no DNS payload';
   const message = tryParseDns(v, dns, msgEnd - dns);
   if (typeof message === 'string') return message;

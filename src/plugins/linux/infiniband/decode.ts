@@ -47,11 +47,12 @@ export class SysfsValueError extends Error {
  */
 export function parseSysfsUint(text: string): number {
   const s = text.trim();
-  if (!/^\d+$/.test(s)) {
+  const n = /^\d+$/.test(s) ? Number(s) : NaN;
+  if (!Number.isFinite(n)) {
     const shown = s.length > 32 ? `${s.slice(0, 32)}…` : s;
     throw new SysfsValueError(`not an unsigned integer: ${JSON.stringify(shown)}`);
   }
-  return Number(s);
+  return n;
 }
 
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -37,7 +37,12 @@ export function lines(text: string): string[] {
   return out;
 }
 
-/** A kernel counter as printed in /proc (decimal, possibly negative: Tcp MaxConn is -1). */
+/**
+ * A kernel counter as printed in /proc (decimal, possibly negative: Tcp MaxConn is -1). A number
+ * of more than 308 digits (Infinity as a double) is not a counter.
+ */
 export function parseCounter(s: string): number | undefined {
-  return /^-?\d+$/.test(s) ? Number(s) : undefined;
+  if (!/^-?\d+$/.test(s)) return undefined;
+  const n = Number(s);
+  return Number.isFinite(n) ? n : undefined;
 }

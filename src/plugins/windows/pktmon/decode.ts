@@ -75,7 +75,9 @@ export function decodeFrameEvent(id: number, timestamp: bigint, data: Uint8Array
     f.proto = v.getUint8(o + 9);
     f.srcIp = ipv4At(v, o + 12);
     f.dstIp = ipv4At(v, o + 16);
-    l4 = o + (v.getUint8(o) & 0x0f) * 4;
+    const ihl = (v.getUint8(o) & 0x0f) * 4;
+    // A header length below 20 bytes lies: no transport header to read ports from (they would come from the IP header).
+    l4 = ihl >= 20 ? o + ihl : end;
   } else if (etherType === 0x86dd) {
     if (o + 40 > end) return undefined;
     f.ipVersion = 6;
