@@ -4,9 +4,11 @@
  * Kubernetes API (where it is, who we are, whether /version answers). Uses node:http's get (not
  * fetch, which Wine's Node cannot run) and never writes anything.
  */
-import http from 'node:http';
 import { createRestClient, describeKubeconfig, loadRestConfig } from '../k8s/index.js';
 import { catalog } from '../metrics/index.js';
+
+// Not an ES import: node:http's ES namespace loads Node's bundled undici (see src/server/index.ts).
+const http = process.getBuiltinModule('node:http');
 
 /** The body of GET `url`, rejected on an error status, a connection error or after `timeoutMs`. */
 export function httpGet(url: string, timeoutMs: number): Promise<{ status: number; body: string }> {
