@@ -57,16 +57,16 @@ export function libcLibrary(): koffi.IKoffiLib {
 
 /** glibc's mallopt parameter for the size from which malloc maps a block of its own. */
 const M_MMAP_THRESHOLD = -3;
-/** Blocks from this size on are mapped on their own (glibc starts at 128 KiB, then raises it up to 32 MiB). */
-export const MMAP_THRESHOLD = 64 << 10;
+/** Blocks from this size on are mapped on their own: glibc's starting value (it would raise it up to 32 MiB). */
+export const MMAP_THRESHOLD = 128 << 10;
 
 /**
- * Fixes glibc's mmap threshold at 64 KiB (which also stops its growth). By default glibc raises the
- * threshold to the size of each mapped block freed, so once libbpf has parsed and freed the kernel's
- * BTF (megabytes), later large blocks land on the C heap; freed there below a live block they cannot
- * be returned (malloc_trim returns only whole free pages it can reach) and 5-6 MB of the idle agent's
- * RSS stayed, in about half the runs. Mapped blocks go back to the system when freed. Loaded before
- * libbpf (which declares its calls on this handle); a libc without mallopt (musl) is left as it is.
+ * Fixes glibc's mmap threshold at its starting 128 KiB (a set value also stops its growth). By
+ * default glibc raises the threshold to the size of each mapped block freed, so once libbpf has
+ * parsed and freed the kernel's BTF (megabytes), later large blocks land on the C heap; in about half
+ * the runs the idle agent's [heap] then kept 8 MB resident instead of 2-3 (the malloc_trim after
+ * loading an object did not return it). Mapped blocks go back to the system when freed. Set before
+ * libbpf loads (it declares its calls on this handle); a libc without mallopt (musl) is left as is.
  */
 function keepLargeBlocksOffTheHeap(lib: koffi.IKoffiLib): void {
   try {
