@@ -4,10 +4,13 @@
  * Kubernetes API (where it is, who we are, whether /version answers). Uses node:http's get (not
  * fetch, which Wine's Node cannot run) and never writes anything.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { createRestClient, describeKubeconfig, loadRestConfig } from '../k8s/index.js';
 import { catalog } from '../metrics/index.js';
+
+// Not ES imports: node:http's ES namespace loads Node's bundled undici (see src/server/index.ts).
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 /**
  * The body of GET `url`, rejected on a connection error or after `timeoutMs`. An https URL is the
@@ -16,7 +19,7 @@ import { catalog } from '../metrics/index.js';
  */
 export function httpGet(url: string, timeoutMs: number): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const onResponse = (res: http.IncomingMessage): void => {
+    const onResponse = (res: IncomingMessage): void => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));

@@ -4,13 +4,17 @@
  * backed by @kubernetes/client-node's KubeConfig (exec plugins, OIDC...) when that is needed.
  * Every byte received is counted, so benchmarks can compare what an agent pulls from the API server.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import type https from 'node:https';
 import type { Readable } from 'node:stream';
 import { splitLines } from './lines.js';
 import { ResponseTooLargeError } from './rest-errors.js';
 
 export { ResponseTooLargeError } from './rest-errors.js';
+
+// Not ES imports: node:http's ES namespace loads Node's bundled undici (see src/server/index.ts).
+const httpModule = process.getBuiltinModule('node:http');
+const httpsModule = process.getBuiltinModule('node:https');
 
 /** Default cap on one response body (a LIST page, a GET): memory never grows past it per request. */
 export const MAX_BODY_BYTES = 32 << 20;
@@ -73,8 +77,8 @@ export interface RestClient {
 export function createRestClient(config: RestConfig, opts: { maxSockets?: number; userAgent?: string } = {}): RestClient {
   const isHttps = config.server.startsWith('https:');
   const agent = isHttps
-    ? new https.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 })
-    : new http.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 });
+    ? new httpsModule.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 })
+    : new httpModule.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 64 });
   let received = 0;
   const userAgent = opts.userAgent ?? 'retina-ts';
 
@@ -98,7 +102,7 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
       (ro.headers as Record<string, string | number>)['Content-Length'] = payload.length;
     }
     return new Promise((resolve, reject) => {
-      const req = (isHttps ? https : http).request(ro, resolve);
+      const req = (isHttps ? httpsModule : httpModule).request(ro, resolve);
       req.on('error', reject);
       if (o.timeoutMs) req.setTimeout(o.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer in ${o.timeoutMs} ms`)));
       if (o.signal) {

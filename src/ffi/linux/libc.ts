@@ -51,7 +51,29 @@ export function libcLibrary(): koffi.IKoffiLib {
   } catch (e) {
     throw new Error('cannot load libc.so.6', { cause: e });
   }
+  keepLargeBlocksOffTheHeap(library);
   return library;
+}
+
+/** glibc's mallopt parameter for the size from which malloc maps a block of its own. */
+const M_MMAP_THRESHOLD = -3;
+/** Blocks from this size on are mapped on their own: glibc's starting value (it would raise it up to 32 MiB). */
+export const MMAP_THRESHOLD = 128 << 10;
+
+/**
+ * Fixes glibc's mmap threshold at its starting 128 KiB (a set value also stops its growth). By
+ * default glibc raises the threshold to the size of each mapped block freed, so once libbpf has
+ * parsed and freed the kernel's BTF (megabytes), later large blocks land on the C heap; in about half
+ * the runs the idle agent's [heap] then kept 8 MB resident instead of 2-3 (the malloc_trim after
+ * loading an object did not return it). Mapped blocks go back to the system when freed. Set before
+ * libbpf loads (it declares its calls on this handle); a libc without mallopt (musl) is left as is.
+ */
+function keepLargeBlocksOffTheHeap(lib: koffi.IKoffiLib): void {
+  try {
+    lib.func('int mallopt(int param, int value)')(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+  } catch {
+    // not glibc: its allocator has its own policy
+  }
 }
 
 /** Loads libc once per process; throws (with the cause) when it cannot be loaded. */
