@@ -9,6 +9,7 @@ TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
 BIN="$TOOLS/minio/bin/$MINIO_VERSION"
 STAMP="$BIN/.complete"
 if [ -f "$STAMP" ]; then echo "$BIN/minio"; exit 0; fi
+if [ "${MINIO_BUILD_IF_MISSING:-yes}" = no ]; then echo "MinIO $MINIO_VERSION is not built in $BIN (run hack/minio/build.sh)" >&2; exit 1; fi
 command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
 export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
 export GOCACHE="$TOOLS/minio/gocache" GOBIN="$BIN"

@@ -19,7 +19,7 @@ export async function countPackets(path: string): Promise<number> {
     const head = await read(0, 24);
     if (head.length < 4) return 0;
     const magic = head.readUInt32LE(0);
-    if (magic === 0x0a0d0d0a) return countPcapng(read, size);
+    if (magic === 0x0a0d0d0a) return await countPcapng(read, size);
     let le: boolean;
     if (magic === 0xa1b2c3d4 || magic === 0xa1b23c4d) le = true;
     else if (magic === 0xd4c3b2a1 || magic === 0x4d3cb2a1) le = false;
