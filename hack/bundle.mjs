@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 export const COMMANDS = {
   'retina-agent': 'src/cli/agent-main.ts',
   'retina-operator': 'src/cli/operator-main.ts',
+  'retina-capture': 'src/cli/capture-workload-main.ts',
 };
 
 const root = join(dirname(new URL(import.meta.url).pathname), '..');

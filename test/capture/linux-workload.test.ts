@@ -51,6 +51,9 @@ describe('retina-capture on Linux (tcpdump in a test namespace, real traffic)', 
     sh('ip', ['-n', NS_B, 'addr', 'add', `${IP_B}/24`, 'dev', IF_B]);
     sh('ip', ['-n', NS_A, 'link', 'set', IF_A, 'up']);
     sh('ip', ['-n', NS_B, 'link', 'set', IF_B, 'up']);
+    // Rules the metadata must show: an nft table and an iptables rule of the captured namespace.
+    sh('ip', ['netns', 'exec', NS_A, 'nft', 'add', 'table', 'inet', 'crmeta']);
+    sh('ip', ['netns', 'exec', NS_A, 'iptables-nft', '-A', 'INPUT', '-p', 'udp', '--dport', '7777', '-j', 'ACCEPT']);
     base = freshDir('cr-hostpath-');
   });
   after(() => {
@@ -102,6 +105,8 @@ describe('retina-capture on Linux (tcpdump in a test namespace, real traffic)', 
     assert.match(ipRes, new RegExp(`10\\.213\\.7\\.0/24 dev ${IF_A}`), 'the namespace\'s routes');
     assert.match(ipRes, /### ip -4 route show table all[\s\S]*local 10\.213\.7\.1 dev/, 'the local table too');
     assert.match(readFileSync(join(x.folder, 'metadata/proc-net/dev'), 'utf8'), new RegExp(IF_A));
+    assert.match(readFileSync(join(x.folder, 'metadata/nftables.txt'), 'utf8'), /table inet crmeta/);
+    assert.match(readFileSync(join(x.folder, 'metadata/iptables-rules.txt'), 'utf8'), /### iptables-nft-save -c[\s\S]*-A INPUT -p udp -m udp --dport 7777 -j ACCEPT/);
     assert.match(readFileSync(join(x.folder, 'metadata/socket-stats.txt'), 'utf8'), /### ss -s\nTotal:/);
     assert.match(readFileSync(join(x.folder, 'tcpdump.log'), 'utf8'), /20 packets captured/);
   });

@@ -1,13 +1,10 @@
 /**
  * Real storage servers for the capture output tests: Azurite's blob service (npm `azurite`) and
- * MinIO (built by hack/minio/build.sh into the tools cache; `make test` builds it first), each on a
- * free port of 127.0.0.1 with its data in a fresh folder, stopped by the caller.
+ * an S3 server (gofakes3 with Signature V4 auth, built by hack/s3/build.sh into the tools cache;
+ * `make test` builds it first), each on a free port of 127.0.0.1 with its data in a fresh folder, stopped by the caller.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ROOT } from './workload-run.js';
 
 export function freePort(): Promise<number> {
@@ -61,29 +58,29 @@ export async function startAzurite(): Promise<Server> {
   const port = await freePort();
   const { child, logs } = spawnLogged(`${ROOT}node_modules/.bin/azurite-blob`, [
     '--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence', '--disableTelemetry', '--skipApiVersionCheck', '--silent',
-    '--location', mkdtempSync(join(tmpdir(), 'cr-azurite-')),
   ]);
   const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
   await until('azurite', async () => (await fetch(`${endpoint}?comp=list`)).status < 500, child, logs);
   return { endpoint, stop: stopper(child) };
 }
 
-export const MINIO_USER = 'retina-test-admin';
-export const MINIO_PASSWORD = 'retina-test-secret-key-0123456789';
+export const S3_ACCESS_KEY = 'retina-test-access-key';
+export const S3_SECRET_KEY = 'retina-test-secret-key-0123456789';
 
-/** The MinIO binary from the tools cache (hack/minio/build.sh answers at once once built). */
-export function minioBinary(): string {
-  const r = spawnSync('bash', [`${ROOT}hack/minio/build.sh`], { encoding: 'utf8', env: { ...process.env, MINIO_BUILD_IF_MISSING: 'no' } });
-  if (r.status !== 0) throw new Error(`MinIO is not built (make test builds it: hack/minio/build.sh): ${r.stderr.trim().slice(-500)}`);
+/** The S3 test server from the tools cache (hack/s3/build.sh answers at once once built). */
+export function s3ServerBinary(): string {
+  const r = spawnSync('bash', [`${ROOT}hack/s3/build.sh`], { encoding: 'utf8', env: { ...process.env, S3SERVER_BUILD_IF_MISSING: 'no' } });
+  if (r.status !== 0) throw new Error(`the S3 test server is not built (make test builds it: hack/s3/build.sh): ${r.stderr.trim().slice(-500)}`);
   return r.stdout.trim().split('\n').pop() as string;
 }
 
-export async function startMinio(): Promise<Server> {
-  const [port, consolePort] = [await freePort(), await freePort()];
-  const { child, logs } = spawnLogged(minioBinary(), ['server', mkdtempSync(join(tmpdir(), 'cr-minio-')), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
-    ...process.env, MINIO_ROOT_USER: MINIO_USER, MINIO_ROOT_PASSWORD: MINIO_PASSWORD, MINIO_BROWSER: 'off', MINIO_UPDATE: 'off',
-  });
-  const endpoint = `http://127.0.0.1:${port}`;
-  await until('minio', async () => (await fetch(`${endpoint}/minio/health/live`)).ok, child, logs);
+/** gofakes3 (S3 REST API, Signature V4 auth with one key pair) on a free port. */
+export async function startS3Server(): Promise<Server> {
+  const { child, logs } = spawnLogged(s3ServerBinary(), [], { ...process.env, S3SERVER_ACCESS_KEY: S3_ACCESS_KEY, S3SERVER_SECRET_KEY: S3_SECRET_KEY });
+  let endpoint = '';
+  await until('the S3 test server', async () => {
+    endpoint = /listening on (http:\/\/\S+)/.exec(logs())?.[1] ?? '';
+    return endpoint !== '';
+  }, child, logs);
   return { endpoint, stop: stopper(child) };
 }

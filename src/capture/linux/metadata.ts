@@ -1,7 +1,7 @@
 /**
  * The Linux node's network state, into the tarball's `metadata/` (Retina's file names where it has
  * them): ip-resources.txt (addresses, neighbours, rules and routes of every table, IPv4 and IPv6),
- * iptables-rules.txt (iptables-save/ip6tables-save and the filter/nat/mangle listings with counters),
+ * iptables-rules.txt (iptables-save -c of the nft and the legacy back end, IPv4 and IPv6, and the filter/nat/mangle listings with counters),
  * nftables.txt (`nft list ruleset`), socket-stats.txt (`ss -s`, `ss -tapionume`), and bounded copies
  * of /proc/net (proc-net/) and /proc/sys/net (proc-sys-net/). A command that fails or is missing
  * leaves its error in its place and the rest is still collected.
@@ -20,7 +20,8 @@ export const METADATA_FILES: Readonly<Record<string, readonly Cmd[]>> = {
     ['ip', '-4', 'route', 'show', 'table', 'all'], ['ip', '-6', 'route', 'show', 'table', 'all'], ['ip', '-d', 'link', 'show'],
   ],
   'iptables-rules.txt': [
-    ['iptables-save'], ['ip6tables-save'],
+    // Both back ends, as Retina: a node may have rules in either (kube-proxy picks one).
+    ['iptables-nft-save', '-c'], ['ip6tables-nft-save', '-c'], ['iptables-legacy-save', '-c'], ['ip6tables-legacy-save', '-c'],
     ['iptables', '-w', '5', '-vnx', '-L', '-t', 'filter'], ['iptables', '-w', '5', '-vnx', '-L', '-t', 'nat'], ['iptables', '-w', '5', '-vnx', '-L', '-t', 'mangle'],
   ],
   'nftables.txt': [['nft', 'list', 'ruleset']],

@@ -3,36 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { decodeWorkloadEnv } from './env.js';
-import { parseTcpdumpSummary, pcapName, tcpdumpArgs } from './linux/index.js';
 import { redactMessage, redactUrl } from './outputs/output.js';
 import { countPackets } from './pcap.js';
-import { parseEtl2pcapDrops, pktmonCommands } from './windows/index.js';
 
-const env = (extra: Record<string, string>) => decodeWorkloadEnv({ CAPTURE_NAME: 'c', NODE_HOST_NAME: 'n', ...extra });
-
-describe('capture providers: argument building', () => {
-  it('tcpdump: write as root, snap length, flags, interface, rotation, filter last', () => {
-    assert.deepEqual(tcpdumpArgs(env({ TCPDUMP_FILTER: 'host 10.0.0.1', PCAP_FILTER: 'tcp' }), '/w/x.pcap', 'any'), ['-w', '/w/x.pcap', '-Z', 'root', '-i', 'any', '(host 10.0.0.1) and (tcp)']);
-    assert.deepEqual(
-      tcpdumpArgs(env({ CAPTURE_PACKET_SIZE: '128', CAPTURE_FILE_COUNT: '4', CAPTURE_MAX_SIZE: '20', TCPDUMP_FLAGS: '-p -U' }), '/w/x.pcap', 'eth0'),
-      ['-w', '/w/x.pcap', '-Z', 'root', '-s', '128', '-p', '-U', '-i', 'eth0', '-C', '20', '-W', '4'],
-    );
-    assert.equal(pcapName('b', 'any', 1), 'b.pcap');
-    assert.equal(pcapName('b', 'eth0.100', 2), 'b-eth0.100.pcap');
-    assert.deepEqual(parseTcpdumpSummary('listening on any\n12 packets captured\n15 packets received by filter\n3 packets dropped by kernel\n'), { packets: 12, dropped: 3 });
-    assert.deepEqual(parseTcpdumpSummary('tcpdump: killed'), { packets: null, dropped: null });
-  });
-
-  it('pktmon: filters from NETSH_FILTER after clearing the old ones, start with packet and file size', () => {
-    const c = pktmonCommands(env({ NETSH_FILTER: 'IPv4.Address=(10.0.0.1,10.0.0.2) IPv6.Address=(fd00::5)', CAPTURE_PACKET_SIZE: '256', CAPTURE_MAX_SIZE: '50' }), 'C:\\t\\x.etl');
-    assert.deepEqual(c.filters, [['filter', 'remove'], ['filter', 'add', 'retina-capture-1', '-i', '10.0.0.1'], ['filter', 'add', 'retina-capture-2', '-i', '10.0.0.2'], ['filter', 'add', 'retina-capture-3', '-i', 'fd00::5']]);
-    assert.deepEqual(c.start, ['start', '--capture', '--file-name', 'C:\\t\\x.etl', '--pkt-size', '256', '--file-size', '50']);
-    assert.deepEqual(pktmonCommands(env({}), 'x.etl').start, ['start', '--capture', '--file-name', 'x.etl', '--file-size', '100']);
-    assert.equal(parseEtl2pcapDrops('Packets total: 10\nPacket drop count: 2\n'), 2);
-    assert.equal(parseEtl2pcapDrops('done'), null);
-  });
-
+describe('capture files and messages', () => {
   it('counts the packets of pcap (both byte orders) and pcapng files; a truncated last record is not counted', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cr-pcap-'));
     const rec = (le: boolean, len: number): Buffer => {
@@ -64,7 +38,6 @@ describe('capture providers: argument building', () => {
     writeFileSync(join(dir, 'no.pcap'), 'hello world, not a capture');
     await assert.rejects(countPackets(join(dir, 'no.pcap')), /not a pcap or pcapng file/);
   });
-
   it('secrets are taken out of URLs and messages', () => {
     assert.equal(redactUrl('https://acct.blob.core.windows.net/c/x.tar.gz?sv=2024&sig=abc%2Bdef'), 'https://acct.blob.core.windows.net/c/x.tar.gz?<redacted>');
     assert.equal(redactMessage('PUT https://a/c?sv=1&sig=SECRET failed', []), 'PUT https://a/c?sv=<redacted>&sig=<redacted> failed');
