@@ -5,7 +5,7 @@
 // rule below. eslint.config.js keeps the rest: OS folders, koffi, process.platform.
 const mayImport = {
   cli: null, // the composition root: anything
-  platform: ['plugins', 'plugin', 'metrics', 'config', 'flow'],
+  platform: ['plugins', 'plugin', 'capture', 'metrics', 'config', 'flow'], // capture: the OS's capture provider (./<os>/capture.ts)
   plugins: ['ffi', 'plugin', 'metrics', 'config', 'flow'], // never enricher, cache, k8s, the Metrics Module
   ffi: ['plugin'], // plugin lifecycle only: nothing above it
   operator: ['k8s', 'capture', 'plugin', 'metrics', 'config', 'flow'],

@@ -17,6 +17,7 @@ export const COMMANDS = {
   'retina-agent': 'src/cli/agent-main.ts',
   'retina-operator': 'src/cli/operator-main.ts',
   'kubectl-retina': 'src/cli/kubectl-retina-main.ts',
+  'retina-capture': 'src/cli/capture-workload-main.ts',
 };
 
 const root = join(dirname(new URL(import.meta.url).pathname), '..');

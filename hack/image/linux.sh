@@ -21,8 +21,13 @@ debs=.cache/image/debs
 
 # What the agent links (libbpf over koffi; node itself), tcpdump for captures, and their dependencies
 # (libpcap -> libdbus -> libsystemd -> ...). adduser (tcpdump's postinst) is left out: no scripts run.
+# The capture workload's metadata (retina-capture, src/capture/linux/metadata.ts) runs ip and ss
+# (iproute2), iptables-save/iptables (iptables, nft and legacy) and nft (nftables): those and the
+# libraries they link (ldd of each binary).
 PACKAGES=(libc6 libstdc++6 libgcc-s1 libbpf1 libelf1 zlib1g libzstd1 ca-certificates
-  tcpdump libpcap0.8 libssl3 libdbus-1-3 libsystemd0 libcap2 libgcrypt20 libgpg-error0 liblz4-1 liblzma5)
+  tcpdump libpcap0.8 libssl3 libdbus-1-3 libsystemd0 libcap2 libgcrypt20 libgpg-error0 liblz4-1 liblzma5
+  iproute2 iptables nftables libbsd0 libmd0 libmnl0 libselinux1 libpcre2-8-0 libtirpc3 libgssapi-krb5-2 libkrb5-3 libk5crypto3
+  libkrb5support0 libkeyutils1 libcom-err2 libxtables12 libip4tc2 libip6tc2 libnftnl11 libnftables1 libedit2 libjansson4 libgmp10 libtinfo6)
 
 mkdir -p "$debs"
 # apt-get download fetches the candidate versions; a .deb already in the cache is reused. A machine
@@ -42,6 +47,8 @@ rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,bug,gcc,gdb} "$rootfs"/u
 mkdir -p "$rootfs/etc/ssl/certs"
 cat "$rootfs"/usr/share/ca-certificates/mozilla/*.crt > "$rootfs/etc/ssl/certs/ca-certificates.crt"
 ldconfig -r "$rootfs"
+# update-alternatives' job for iptables (a postinst that does not run here): the nft variant, Debian 12's default.
+for t in iptables ip6tables iptables-save ip6tables-save; do ln -sfn xtables-nft-multi "$rootfs/usr/sbin/$t"; done
 mkdir -p "$rootfs/tmp" "$rootfs/usr/local/bin" "$rootfs/app"
 chmod 1777 "$rootfs/tmp"
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' > "$rootfs/etc/passwd"

@@ -2,6 +2,7 @@
  * The only place that reads `process.platform`: detects the host and loads this OS's plugin list
  * with a dynamic import, so a Windows node never loads Linux code (and the other way round).
  */
+import type { CaptureProvider } from '../capture/provider.js';
 import type { AnyPluginDefinition, OsName } from '../plugin/index.js';
 import type { PlatformInfo } from './capabilities.js';
 import type { OsDiagnoseModule } from './diagnose.js';
@@ -32,6 +33,12 @@ export async function detect(os: OsName): Promise<PlatformInfo> {
 /** The OS part of `retina-agent diagnose` (`./<os>/diagnose.js`), loaded only on that OS. */
 export async function loadDiagnose(os: OsName): Promise<OsDiagnoseModule> {
   return os === 'linux' ? import('./linux/diagnose.js') : import('./windows/diagnose.js');
+}
+
+/** The capture provider of `retina-capture` on `os` (`./<os>/capture.js`: tcpdump or pktmon), loaded only on that OS. */
+export async function loadCaptureProvider(os: OsName): Promise<CaptureProvider> {
+  const mod = os === 'linux' ? await import('./linux/capture.js') : await import('./windows/capture.js');
+  return mod.captureProvider();
 }
 
 export async function selectPlatform(os: OsName = currentOs()): Promise<Platform> {

@@ -74,6 +74,10 @@ describe('the Linux image under runc', () => {
     const bins = readdirSync(join(dir, 'rootfs', 'usr', 'bin'));
     assert.deepEqual(bins.filter((b) => /^(cc|c\+\+|gcc|g\+\+|clang|ld|as)(-\d+)?$/.test(b)), [], 'no compiler in the image');
     assert.ok(bins.includes('tcpdump'), 'tcpdump for captures');
+    // The capture workload's metadata tools run in the image (their libraries are all there).
+    for (const cmd of [['/usr/bin/tcpdump', '--version'], ['/bin/ip', '-V'], ['/bin/ss', '-V'], ['/usr/sbin/nft', '--version'], ['/usr/sbin/iptables-save', '--version'], ['/usr/sbin/iptables-legacy-save', '--version']]) {
+      execFileSync('chroot', [join(dir, 'rootfs'), ...cmd], { stdio: 'pipe' });
+    }
     assert.ok(existsSync(join(dir, 'rootfs', 'etc', 'ssl', 'certs', 'ca-certificates.crt')), 'CA bundle');
   });
 
