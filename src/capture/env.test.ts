@@ -48,7 +48,7 @@ describe('capture env contract', () => {
     assert.equal(combinedFilter({ tcpdumpFilter: 'host 1.2.3.4', tcpdumpRawFilter: '', pcapFilter: 'tcp or udp' }), '(host 1.2.3.4) and (tcp or udp)');
     assert.equal(combinedFilter({ tcpdumpFilter: '', tcpdumpRawFilter: '', pcapFilter: 'tcp' }), 'tcp');
     assert.equal(captureBaseName('cap', 'node', new Date('2026-01-02T03:04:05.678Z')), 'cap-node-20260102030405UTC');
-    assert.deepEqual([goDuration(30_000), goDuration(60_000), goDuration(3_723_000), goDuration(1500)], ['30s', '1m0s', '1h2m3s', '1500ms']);
+    assert.deepEqual([goDuration(30_000), goDuration(60_000), goDuration(3_723_000), goDuration(1500)], ['30s', '1m0s', '1h2m3s', '1.5s']);
     assert.deepEqual(parseNetshFilter('IPv4.Address=(10.0.0.1, 10.0.0.2)IPv6.Address=(fd00::1)'), ['10.0.0.1', '10.0.0.2', 'fd00::1']);
     assert.deepEqual(parseNetshFilter(''), []);
   });

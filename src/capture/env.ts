@@ -5,7 +5,11 @@
  * `encodeWorkloadEnv` is its inverse, for the Job translator. Secrets are never in this contract:
  * they are files (see `secretFiles`).
  */
-import { formatDurationMs, parseDurationMs } from '../config/duration.js';
+import { parseDurationMs } from '../config/duration.js';
+import { captureBaseName } from './naming.js';
+import { goDuration } from './spec.js';
+
+export { captureBaseName, goDuration };
 
 export const TCPDUMP_FLAGS_ALLOWED: ReadonlySet<string> = new Set([
   '-p', '-U', '--immediate-mode', '-n', '-nn', '-v', '-vv', '-vvv', '-x', '-xx', '-X', '-XX', '-e', '-q', '-S', '-t', '-tt', '-ttt', '-tttt', '-ttttt', '-K',
@@ -161,16 +165,6 @@ export function encodeWorkloadEnv(w: WorkloadEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(e).filter((kv): kv is [string, string] => kv[1] !== undefined && kv[1] !== ''));
 }
 
-/** `90000` → `1m30s` (Go's time.Duration.String for whole milliseconds). */
-export function goDuration(ms: number): string {
-  if (ms % 1000 !== 0) return formatDurationMs(ms);
-  const s = ms / 1000;
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  return h ? `${h}h${m}m${sec}s` : m ? `${m}m${sec}s` : `${sec}s`;
-}
-
 /** The capture's BPF expression: every non-empty filter of the Job, each in parentheses, joined with `and`. */
 export function combinedFilter(w: Pick<WorkloadEnv, 'tcpdumpFilter' | 'tcpdumpRawFilter' | 'pcapFilter'>): string {
   const parts = [w.tcpdumpFilter, w.tcpdumpRawFilter, w.pcapFilter].map((s) => s.trim()).filter(Boolean);
@@ -207,8 +201,3 @@ export function secretFiles(root: string): { blobUrl: string; s3AccessKeyId: str
   };
 }
 
-/** `<capture>-<node>-<YYYYMMDDhhmmss>UTC` (Retina's pkg/capture/file naming; a private copy of src/capture/naming's). */
-export function captureBaseName(capture: string, node: string, at: Date): string {
-  const ts = at.toISOString().replace(/\.\d{3}Z$/, '').replace(/[-:T]/g, '');
-  return `${capture}-${node}-${ts}UTC`;
-}

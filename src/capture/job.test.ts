@@ -85,3 +85,35 @@ test('secrets from CLI flags carry the capture labels and the contract keys', ()
   assert.deepEqual(s.s3?.metadata.labels, { 'retina.sh/app': 'capture', 'capture-name': 'cap' });
   assert.deepEqual(captureSecrets('cap', 'ns1', {}), {});
 });
+
+test('what the translator writes is what retina-capture decodes (the env contract, both ends)', async () => {
+  const { decodeWorkloadEnv } = await import('./env.js');
+  const s = spec();
+  s.captureConfiguration.captureOption = { ...s.captureConfiguration.captureOption, fileCount: 3, packetSize: 96, interfaces: ['eth0', 'eth1'], noPromiscuous: true, immediateMode: true, noResolvePort: true, verbosity: 'extra' };
+  s.captureConfiguration.captureOption.pcapFilter = 'udp';
+  s.captureConfiguration.tcpdumpFilter = 'not arp';
+  const [lin] = captureJobs({ name: 'cap', namespace: 'ns1', spec: s }, [{ name: 'lin-0', os: 'linux', podIPs: ['10.1.0.5', 'fd00::5'] }], opts) as unknown as Job[];
+  const c = (lin as Job).spec.template.spec.containers[0] as Job['spec']['template']['spec']['containers'][0];
+  // the kubelet's part: fieldRefs resolved
+  const fields: Record<string, string> = { 'spec.nodeName': 'lin-0', 'metadata.name': 'cap-x1', 'metadata.namespace': 'ns1' };
+  const env = Object.fromEntries(c.env.map((e) => [e.name, e.value ?? fields[(e.valueFrom as { fieldRef: { fieldPath: string } }).fieldRef.fieldPath]]));
+  const w = decodeWorkloadEnv(env);
+  assert.equal(w.captureName, 'cap');
+  assert.equal(w.nodeName, 'lin-0');
+  assert.equal(w.podName, 'cap-x1');
+  assert.equal(w.podNamespace, 'ns1');
+  assert.equal(w.startTimestamp?.toISOString(), '2026-11-23T10:00:00.000Z');
+  assert.equal(w.durationMs, 120_000);
+  assert.equal(w.maxSizeMb, 50);
+  assert.equal(w.fileCount, 3);
+  assert.equal(w.packetSize, 96);
+  assert.deepEqual(w.interfaces, ['eth0', 'eth1']);
+  assert.equal(w.includeMetadata, true);
+  assert.equal(w.tcpdumpFilter, '(host 10.1.0.5 or host fd00::5) and ((port 80)) and ((src host 10.0.0.5))');
+  assert.equal(w.tcpdumpRawFilter, 'not arp');
+  assert.equal(w.pcapFilter, 'udp');
+  assert.deepEqual([...w.tcpdumpFlags].sort(), ['--immediate-mode', '-nn', '-p', '-vv'].sort());
+  assert.equal(w.hostPath, '/var/log/retina/captures/retina');
+  assert.deepEqual(w.s3, { endpoint: undefined, region: 'r', bucket: 'b', path: 'p' });
+  assert.equal(env['RETINA_CAPTURE_HOSTPATH_BASE_DIR'], '/var/log/retina/captures');
+});

@@ -27,7 +27,14 @@ export const DEFAULT_IMAGE_REPOSITORY = 'ghcr.io/retina-ts/retina-ts';
 export const DEFAULT_WINDOWS_IMAGE_REPOSITORY = 'ghcr.io/retina-ts/retina-ts-windows';
 /** How the images start the workload (hack/image: the bundle beside node). */
 export const LINUX_COMMAND = ['/usr/local/bin/node', '/app/retina-capture.mjs'];
-export const WINDOWS_COMMAND = ['retina-ts\\node.exe', 'retina-ts\\retina-capture.mjs'];
+/**
+ * Windows HostProcess: the image's files and the volume mounts are under $env:CONTAINER_SANDBOX_MOUNT_POINT
+ * (as the chart's Windows agent starts), so the Secrets' files are found from there too.
+ */
+export const WINDOWS_COMMAND = [
+  'powershell.exe', '-NoLogo', '-NoProfile', '-NonInteractive', '-Command',
+  '$env:RETINA_CAPTURE_SECRETS_ROOT = $env:CONTAINER_SANDBOX_MOUNT_POINT; & "$env:CONTAINER_SANDBOX_MOUNT_POINT/retina-ts/node.exe" "$env:CONTAINER_SANDBOX_MOUNT_POINT/retina-ts/retina-capture.mjs"; exit $LASTEXITCODE',
+];
 /** Retina's termination grace: the workload finishes and uploads the tarball after SIGTERM. */
 export const TERMINATION_GRACE_SECONDS = 1800;
 
@@ -145,7 +152,7 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
   const volumes: unknown[] = [];
   const mounts: unknown[] = [];
   if (hostPath !== undefined) {
-    envs.push(env('HOSTPATH', hostPath));
+    envs.push(env('HOSTPATH', hostPath), env('RETINA_CAPTURE_HOSTPATH_BASE_DIR', o.hostPathBaseDir));
     volumes.push({ name: 'hostpath', hostPath: { path: hostPath, type: 'DirectoryOrCreate' } });
     mounts.push({ name: 'hostpath', mountPath: hostPath });
   }
