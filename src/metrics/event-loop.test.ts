@@ -27,3 +27,21 @@ test('event-loop lag stats stay finite when scrapes come faster than the monitor
   }
   assert.ok((first.get('nodejs_eventloop_lag_max_seconds') ?? 0) > 0, 'samples were taken');
 });
+
+test('event-loop lag stats are the delay beyond the sampling period, not the period', async () => {
+  // An idle loop sampled every 200 ms: each sample is about 200 ms apart, and about 0 ms late.
+  const m = createMetricsRegistry({ eventLoopSampleMs: 200 });
+  await new Promise((r) => setTimeout(r, 1100));
+  const idle = await lagStats(() => m.expose());
+  for (const stat of ['min', 'p50', 'p99', 'mean']) {
+    const v = idle.get(`nodejs_eventloop_lag_${stat}_seconds`) ?? NaN;
+    assert.ok(v >= 0 && v < 0.15, `idle ${stat} = ${v} s`);
+  }
+  // A busy loop: 400 ms of synchronous work makes one sample at least 300 ms late.
+  await new Promise((r) => setTimeout(r, 50));
+  const end = performance.now() + 400;
+  while (performance.now() < end) { /* blocks the loop */ }
+  await new Promise((r) => setTimeout(r, 450));
+  const busy = await lagStats(() => m.expose());
+  assert.ok((busy.get('nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.15, `busy max = ${busy.get('nodejs_eventloop_lag_max_seconds')} s`);
+});
