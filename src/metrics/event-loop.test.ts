@@ -29,19 +29,17 @@ test('event-loop lag stats stay finite when scrapes come faster than the monitor
 });
 
 test('event-loop lag stats are the delay beyond the sampling period, not the period', async () => {
-  // An idle loop sampled every 200 ms: each sample is about 200 ms apart, and about 0 ms late.
-  const m = createMetricsRegistry({ eventLoopSampleMs: 200 });
-  await new Promise((r) => setTimeout(r, 1100));
+  // An idle loop sampled every 500 ms: samples are about 500 ms apart and about 0 ms late (the
+  // least late of five, so a busy machine's scheduling delays do not decide it).
+  const m = createMetricsRegistry({ eventLoopSampleMs: 500 });
+  await new Promise((r) => setTimeout(r, 2700));
   const idle = await lagStats(() => m.expose());
-  for (const stat of ['min', 'p50', 'p99', 'mean']) {
-    const v = idle.get(`nodejs_eventloop_lag_${stat}_seconds`) ?? NaN;
-    assert.ok(v >= 0 && v < 0.15, `idle ${stat} = ${v} s`);
-  }
-  // A busy loop: 400 ms of synchronous work makes one sample at least 300 ms late.
-  await new Promise((r) => setTimeout(r, 50));
-  const end = performance.now() + 400;
+  const min = idle.get('nodejs_eventloop_lag_min_seconds') ?? NaN;
+  assert.ok(min >= 0 && min < 0.25, `idle min = ${min} s`);
+  // 800 ms of synchronous work right after a scrape: the sample due inside it fires at least 300 ms late.
+  const end = performance.now() + 800;
   while (performance.now() < end) { /* blocks the loop */ }
-  await new Promise((r) => setTimeout(r, 450));
+  await new Promise((r) => setTimeout(r, 600));
   const busy = await lagStats(() => m.expose());
-  assert.ok((busy.get('nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.15, `busy max = ${busy.get('nodejs_eventloop_lag_max_seconds')} s`);
+  assert.ok((busy.get('nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.3, `busy max = ${busy.get('nodejs_eventloop_lag_max_seconds')} s`);
 });
