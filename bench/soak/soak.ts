@@ -79,6 +79,8 @@ interface Scrape {
   readonly advSeries: number;
   readonly heapMB: number;
   readonly heapTotalMB: number;
+  /** nodejs_heap_space_size_total_bytes by space, MB. */
+  readonly spacesMB: Record<string, number>;
   readonly externalMB: number;
   readonly lagP99Ms: number;
   readonly lagMs: number;
@@ -162,6 +164,7 @@ try {
         tMs: s0 - soakT0, ms, series, advSeries,
         heapMB: sum(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
         heapTotalMB: sum(text, 'nodejs_heap_size_total_bytes') / 2 ** 20,
+        spacesMB: Object.fromEntries(text.split('\n').filter((l) => l.startsWith('nodejs_heap_space_size_total_bytes{')).map((l) => [/space="([^"]*)"/.exec(l)?.[1] ?? '', Number((Number(l.slice(l.lastIndexOf(' ') + 1)) / 2 ** 20).toFixed(2))])),
         externalMB: sum(text, 'nodejs_external_memory_bytes') / 2 ** 20,
         lagP99Ms: sum(text, 'nodejs_eventloop_lag_p99_seconds') * 1000,
         lagMs: sum(text, 'nodejs_eventloop_lag_seconds') * 1000,
@@ -211,25 +214,34 @@ try {
   let replaced = 0;
   let churnErrors = 0;
   let lastChurnError = '';
+  // Replacements start on schedule, up to CHURN_IN_FLIGHT at once (a slow API server must not slow
+  // the rate); each pod slot is replaced by one replacement at a time.
+  const CHURN_IN_FLIGHT = 8;
+  const replace = async (p: (typeof node.pods)[number], gen: number): Promise<void> => {
+    const old = names[p.index] as string;
+    const name = `web-${p.index}-g${gen}`;
+    try {
+      // The new pod first: the cache keeps the address on the newer pod, so the flows stay labelled.
+      await createRunningPod(client, ns, name, NODE, p.ip);
+      names[p.index] = name;
+      await client.request('DELETE', objectPath(resources.pods, ns, old), { body: { gracePeriodSeconds: 0 } });
+      replaced++;
+    } catch (e) {
+      churnErrors++;
+      lastChurnError = String(e);
+    }
+  };
+  let churnSkipped = 0;
   const churnLoop = async (): Promise<void> => {
-    const gen = names.map(() => 0);
+    const busy = new Map<number, Promise<void>>();
     for (let i = 0, next = performance.now(); performance.now() < soakEnd; i++) {
       const p = node.pods[i % PODS] as (typeof node.pods)[number];
-      const old = names[p.index] as string;
-      const name = `web-${p.index}-g${++(gen[p.index] as number)}`;
-      try {
-        // The new pod first: the cache keeps the address on the newer pod, so the flows stay labelled.
-        await createRunningPod(client, ns, name, NODE, p.ip);
-        names[p.index] = name;
-        await client.request('DELETE', objectPath(resources.pods, ns, old), { body: { gracePeriodSeconds: 0 } });
-        replaced++;
-      } catch (e) {
-        churnErrors++;
-        lastChurnError = String(e);
-      }
+      if (busy.size >= CHURN_IN_FLIGHT || busy.has(p.index)) churnSkipped++;
+      else busy.set(p.index, replace(p, Math.floor(i / PODS) + 1).finally(() => busy.delete(p.index)));
       next += 1000 / CHURN_PER_S;
       await sleep(next - performance.now());
     }
+    await Promise.all(busy.values());
   };
   let mcChanges = 0;
   let mcErrors = 0;
@@ -283,6 +295,7 @@ try {
     anonRssSlopeMBPer10Min: per10(anonTrend.slopePerMinute), heapTotalSlopeMBPer10Min: per10(heapTotalTrend.slopePerMinute), externalSlopeMBPer10Min: per10(externalTrend.slopePerMinute),
     rssMB: { afterWarmup: rss.find(([t]) => t >= warm)?.[1], end: rss[rss.length - 1]?.[1], max: Math.max(...rss.map(([, y]) => y)) },
     heapMB: summarize(scrapes.map((s) => s.heapMB), 1),
+    heapSpacesTotalMB: { afterWarmup: soakScrapes[0]?.spacesMB, endOfSoak: soakScrapes[soakScrapes.length - 1]?.spacesMB },
     eventLoopLagP99Ms: lag.p99, eventLoopLagMs: { ofEachScrapesP99: lag, atScrape: summarize(scrapes.map((s) => s.lagMs), 1) },
     lostEvents: lost, lostEventsAtEnd: last?.lostByType,
     advSeries: {
@@ -291,7 +304,7 @@ try {
     },
     allSeries: { baseline: baseline.series, final: last?.series, largestFamiliesAtEnd: Object.fromEntries([...(last?.families ?? [])].sort((x, y) => y[1] - x[1]).slice(0, 5)) },
     scrapeMs, scrapes: scrapes.length, scrapeErrors, ...(scrapeErrors ? { lastScrapeError } : {}),
-    podsReplaced: replaced, podsReplacedPerSecond: Number((replaced / (MINUTES * 60)).toFixed(2)), churnErrors, ...(churnErrors ? { lastChurnError } : {}),
+    podsReplaced: replaced, podsReplacedPerSecond: Number((replaced / (MINUTES * 60)).toFixed(2)), churnErrors, churnSkippedBusy: churnSkipped, ...(churnErrors ? { lastChurnError } : {}),
     metricsConfigurationChanges: mcChanges, metricsConfigurationErrors: mcErrors, specsAppliedByAgent: applied,
     packetsSent: sentPackets, packetsReceived: receivedPackets, packetsPerSecond: Math.round(sentPackets / loadSeconds),
     recordsParsed: (last?.parsed ?? 0) - baseline.parsed,
