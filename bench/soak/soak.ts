@@ -185,6 +185,18 @@ try {
     const r = await fetch(`http://127.0.0.1:${port}/metrics`);
     return (await r.text()).includes(`podname="${names[0] as string}"`);
   }, 500);
+  // Flows seen before the agent knew the pods made series without pod labels: the label sets are
+  // switched once and back (a new spec starts from no series), so the baseline holds what the
+  // running pods make, as the cool-down's count will.
+  const patchLabels = (l: typeof LABELS_A): Promise<unknown> => client.request('PATCH', objectPath(resources.metricsConfigurations, undefined, mc), {
+    contentType: 'application/merge-patch+json', body: { spec: metricsConfiguration(mc, ns, l.src, l.dst).spec },
+  });
+  const appliedLines = (): number => a.logLines().filter((l) => l.msg === 'advanced metrics spec applied').length;
+  for (const l of [LABELS_B, LABELS_A]) {
+    const n = appliedLines();
+    await patchLabels(l);
+    await eventually('the agent applies the label change', 30_000, () => appliedLines() > n, 200);
+  }
   await sleep(soakT0 - SCRAPE_EVERY_MS / 2 - performance.now());
   const baseline = await scrape();
   if (!baseline) throw new Error(`baseline scrape failed: ${lastScrapeError}`);
@@ -247,9 +259,7 @@ try {
   let mcErrors = 0;
   const setLabels = async (l: typeof LABELS_A): Promise<void> => {
     try {
-      await client.request('PATCH', objectPath(resources.metricsConfigurations, undefined, mc), {
-        contentType: 'application/merge-patch+json', body: { spec: metricsConfiguration(mc, ns, l.src, l.dst).spec },
-      });
+      await patchLabels(l);
       mcChanges++;
     } catch {
       mcErrors++;
@@ -266,9 +276,9 @@ try {
     await sleep(soakEnd - performance.now());
     if (b) await setLabels(LABELS_A);
   };
-  const applied0 = a.logLines().filter((l) => l.msg === 'advanced metrics spec applied').length;
+  const applied0 = appliedLines();
   await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop()]);
-  const applied = a.logLines().filter((l) => l.msg === 'advanced metrics spec applied').length - applied0;
+  const applied = appliedLines() - applied0;
   const alive = a.exit === undefined;
   const sentPackets = Number(/sent (\d+)/.exec(await sent.catch((e: unknown) => String(e)))?.[1] ?? 0);
   const receivedPackets = Number(/received (\d+)/.exec(await received.catch((e: unknown) => String(e)))?.[1] ?? 0);
