@@ -26,7 +26,7 @@ APT_STAMP := $(CACHE)/apt.stamp
 NPM_STAMP := node_modules/.stamp
 TS_SOURCES := $(shell find src test bench -name '*.ts' 2>/dev/null)
 
-.PHONY: setup build test run bench lint clean system-deps node dist-prune
+.PHONY: setup build test run bench soak lint clean system-deps node dist-prune
 
 setup: system-deps $(NODE_STAMP) $(NPM_STAMP)
 
@@ -85,6 +85,10 @@ run: build
 
 bench: build
 	@for f in $$(find dist/bench -name '*.bench.js' | sort); do node --expose-gc $$f || exit 1; done
+
+# The soak: SOAK_MINUTES (30) of the pod-level pipeline under load and churn; one JSON line, status 1 when a goal is missed.
+soak: build
+	node --expose-gc dist/bench/soak/soak.js
 
 clean: native-clean
 	rm -rf dist node_modules/.stamp

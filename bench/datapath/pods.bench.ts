@@ -25,7 +25,7 @@ import { sleep, stopAll } from '../../test/ebpf/netns.js';
 import { createNamespace, deleteNamespace, eventually, startCluster } from '../../test/integration/harness.js';
 import { startOperator, uniqueId } from '../../test/integration/operator-helpers.js';
 import { HookTimes, cpuSeconds, median } from './setup.js';
-import { PodNode, SERVICE_IP, output } from './pods.js';
+import { PodNode, SERVICE_IP, createRunningPod, createUnmanagedNode, metricsConfiguration, output } from './pods.js';
 
 const PODS = Number(process.env['BENCH_PODS'] ?? 100);
 const PPS = Number(process.env['BENCH_PPS'] ?? 100_000);
@@ -67,33 +67,10 @@ try {
   await client.request('DELETE', objectPath(resources.nodes, undefined, NODE)).catch(() => undefined);
 }
 
-/** Pods bound to a node nobody manages, with the status a kubelet would write (Running, our IPs). */
+/** Pods web-<i> bound to NODE, one per pod namespace, with its address. */
 async function registerPods(c: RestClient, namespace: string, n: PodNode): Promise<void> {
-  await c.request('POST', collectionPath(resources.nodes), {
-    body: { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE, labels: { 'kubernetes.io/hostname': NODE, 'topology.kubernetes.io/zone': 'bench-zone' } } },
-  }).catch((e: unknown) => { if (!String(e).includes('AlreadyExists') && !String(e).includes('409')) throw e; });
-  await Promise.all(n.pods.map(async (p) => {
-    const name = `web-${p.index}`;
-    await c.request('POST', collectionPath(resources.pods, namespace), {
-      body: {
-        apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app: 'web' } },
-        spec: { nodeName: NODE, containers: [{ name: 'c', image: 'bench' }], tolerations: [{ operator: 'Exists' }] },
-      },
-    });
-    await c.request('PATCH', objectPath(resources.pods, namespace, name, 'status'), {
-      contentType: 'application/merge-patch+json',
-      body: { status: { phase: 'Running', podIP: p.ip, podIPs: [{ ip: p.ip }], hostIP: '192.0.2.2', conditions: [{ type: 'Ready', status: 'True' }] } },
-    });
-  }));
-}
-
-function metricsConfiguration(name: string, namespace: string): unknown {
-  const ctx = ['ip', 'namespace', 'podname', 'workload'];
-  const metrics = ['forward_count', 'forward_bytes', 'drop_count', 'drop_bytes', 'tcp_flag_gauges', 'tcp_retransmission_count', 'dns_request_count', 'dns_response_count'];
-  return {
-    apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name },
-    spec: { contextOptions: metrics.map((metricName) => ({ metricName, sourceLabels: ctx, destinationLabels: ctx })), namespaces: { include: [namespace] } },
-  };
+  await createUnmanagedNode(c, NODE);
+  await Promise.all(n.pods.map((p) => createRunningPod(c, namespace, `web-${p.index}`, NODE, p.ip)));
 }
 
 interface BenchAgent extends AsyncDisposable {

@@ -7,6 +7,7 @@
  * one socket per pod namespace, sendmmsg), built here with the host's clang. Needs root.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { collectionPath, objectPath, resources, type RestClient } from '../../src/k8s/index.js';
 import { cHelper } from '../../test/ebpf/c-helper.js';
 import { sh } from '../../test/ebpf/netns.js';
 
@@ -24,10 +25,20 @@ export function pktgen(): string {
   return cHelper('bench/datapath/pktgen.c');
 }
 
+export interface PodNodeOptions {
+  /** Prefix of the namespaces and links (default `ppb<pid>`): keep it short, link names have 15 characters. */
+  readonly tag?: string;
+  /** First two octets of the pods' addresses (default `10.238`). */
+  readonly net?: string;
+}
+
 export class PodNode implements Disposable {
   readonly pods: Pod[] = [];
-  readonly #tag = `ppb${process.pid % 1000}`;
-  constructor(n: number) {
+  readonly #tag: string;
+  readonly #net: string;
+  constructor(n: number, opts: PodNodeOptions = {}) {
+    this.#tag = opts.tag ?? `ppb${process.pid % 1000}`;
+    this.#net = opts.net ?? '10.238';
     sh('ip', ['link', 'add', `${this.#tag}svc`, 'type', 'bridge']);
     sh('ip', ['addr', 'add', `${SERVICE_IP}/32`, 'dev', `${this.#tag}svc`]);
     sh('ip', ['link', 'set', `${this.#tag}svc`, 'up']);
@@ -41,7 +52,7 @@ export class PodNode implements Disposable {
   #addPod(i: number): Pod {
     const netns = `${this.#tag}-p${i}`;
     const hostIf = `${this.#tag}h${i}`;
-    const ip = `10.238.${Math.floor(i / 200)}.${(i % 200) + 1}`;
+    const ip = `${this.#net}.${Math.floor(i / 200)}.${(i % 200) + 1}`;
     sh('ip', ['netns', 'add', netns]);
     sh('ip', ['-batch', '-'], [
       `link add ${hostIf} type veth peer name eth0 netns ${netns}`,
@@ -85,4 +96,34 @@ export function output(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}: ${out}`))));
   });
+}
+
+/** A Node nobody manages (no kubelet, no kwok annotation): its pods keep the status we write. */
+export async function createUnmanagedNode(c: RestClient, node: string): Promise<void> {
+  await c.request('POST', collectionPath(resources.nodes), {
+    body: { apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { 'kubernetes.io/hostname': node, 'topology.kubernetes.io/zone': 'bench-zone' } } },
+  }).catch((e: unknown) => { if (!String(e).includes('AlreadyExists') && !String(e).includes('409')) throw e; });
+}
+
+/** A pod bound to `node` with the status a kubelet would write: Running, Ready, `ip` as its address. */
+export async function createRunningPod(c: RestClient, namespace: string, name: string, node: string, ip: string): Promise<void> {
+  await c.request('POST', collectionPath(resources.pods, namespace), {
+    body: {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app: 'web' } },
+      spec: { nodeName: node, containers: [{ name: 'c', image: 'bench' }], tolerations: [{ operator: 'Exists' }] },
+    },
+  });
+  await c.request('PATCH', objectPath(resources.pods, namespace, name, 'status'), {
+    contentType: 'application/merge-patch+json',
+    body: { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }], hostIP: '192.0.2.2', conditions: [{ type: 'Ready', status: 'True' }] } },
+  });
+}
+
+/** Retina's annotation metric set, every metric with these source and destination context labels, for `namespace`. */
+export function metricsConfiguration(name: string, namespace: string, src = ['ip', 'namespace', 'podname', 'workload'], dst = src): { apiVersion: string; kind: string; metadata: { name: string }; spec: unknown } {
+  const metrics = ['forward_count', 'forward_bytes', 'drop_count', 'drop_bytes', 'tcp_flag_gauges', 'tcp_retransmission_count', 'dns_request_count', 'dns_response_count'];
+  return {
+    apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name },
+    spec: { contextOptions: metrics.map((metricName) => ({ metricName, sourceLabels: src, destinationLabels: dst })), namespaces: { include: [namespace] } },
+  };
 }

@@ -27,3 +27,19 @@ test('event-loop lag stats stay finite when scrapes come faster than the monitor
   }
   assert.ok((first.get('nodejs_eventloop_lag_max_seconds') ?? 0) > 0, 'samples were taken');
 });
+
+test('event-loop lag stats are the delay beyond the sampling period, not the period', async () => {
+  // An idle loop sampled every 500 ms: samples are about 500 ms apart and about 0 ms late (the
+  // least late of five, so a busy machine's scheduling delays do not decide it).
+  const m = createMetricsRegistry({ eventLoopSampleMs: 500 });
+  await new Promise((r) => setTimeout(r, 2700));
+  const idle = await lagStats(() => m.expose());
+  const min = idle.get('nodejs_eventloop_lag_min_seconds') ?? NaN;
+  assert.ok(min >= 0 && min < 0.25, `idle min = ${min} s`);
+  // 800 ms of synchronous work right after a scrape: the sample due inside it fires at least 300 ms late.
+  const end = performance.now() + 800;
+  while (performance.now() < end) { /* blocks the loop */ }
+  await new Promise((r) => setTimeout(r, 600));
+  const busy = await lagStats(() => m.expose());
+  assert.ok((busy.get('nodejs_eventloop_lag_max_seconds') ?? 0) >= 0.3, `busy max = ${busy.get('nodejs_eventloop_lag_max_seconds')} s`);
+});

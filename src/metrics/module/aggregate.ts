@@ -180,7 +180,7 @@ export class Aggregator {
   }
 
   #pairTail(s: SideKey, d: SideKey, reply: boolean, f: Readonly<Flow>): Tail {
-    const pairs = (s.pairs ??= new Map());
+    const pairs = (s.pairs ??= new WeakMap());
     let tail = pairs.get(d);
     if (tail === undefined) pairs.set(d, (tail = this.#budget.tail(s.frag + d.frag)));
     return (reply ? tail.reply(replyIndex(f.isReply), this.#budget) : tail).valid(this.#o.removals.n);

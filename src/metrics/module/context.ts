@@ -98,8 +98,11 @@ export class Tail {
 
 /** One side's value for one (endpoint, ip[, port]), with the tails built from it. */
 export class SideKey {
-  /** Remote context, this key as the source: destination key → tail. */
-  pairs: Map<SideKey, Tail> | undefined = undefined;
+  /**
+   * Remote context, this key as the source: destination key → tail. Weak: a deleted pod's key (and
+   * its endpoint) must not live on in the pairs of every source that sent to it.
+   */
+  pairs: WeakMap<SideKey, Tail> | undefined = undefined;
   /** Local context: the tail of this side alone. */
   own: Tail | undefined = undefined;
   ports: Map<number, SideKey> | undefined = undefined;
@@ -130,8 +133,13 @@ export class SideSpec {
   readonly #none: string;
   /** Survives `reset`: an Endpoint object stands for one cache entry's content. */
   #frags = new WeakMap<Endpoint, string>();
-  /** Enriched sides, by endpoint object (its first IP's key; others chained through `other`). */
-  #byEp = new Map<Endpoint, SideKey>();
+  /**
+   * Enriched sides, by endpoint object (its first IP's key; others chained through `other`). Weak:
+   * a pod's endpoint object goes when the pod leaves the cache, and its key with it; a Map kept every
+   * deleted pod's key, tails and endpoint (about 1.7 KB a pod) until the memo budget's reset, which
+   * at the default budget came after some 100 000 pods (test/churn/memo-retention.test.ts).
+   */
+  #byEp = new WeakMap<Endpoint, SideKey>();
   /** Sides without an endpoint, by IP. */
   #byIp = new Map<string, SideKey>();
   /** The key when the side has no labels at all. */
@@ -197,7 +205,7 @@ export class SideSpec {
   }
 
   reset(): void {
-    this.#byEp = new Map();
+    this.#byEp = new WeakMap();
     this.#byIp = new Map();
     if (this.#empty !== undefined) this.#empty = new SideKey(undefined, '', '', undefined);
   }
