@@ -5,9 +5,7 @@
  * command, and a bad SAS gives a clear 403 without the SAS in the message.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,44 +13,21 @@ import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential,
 import { runDownload } from '../../src/cli/capture/download.js';
 import { captureBaseName } from '../../src/capture/naming.js';
 import { Sink, writeCaptureTarball } from './fixtures.js';
+import { AZURITE_ACCOUNT, AZURITE_KEY, startAzurite, type Server } from './servers.js';
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
-// Azurite's documented development account (the same in every emulator; not a secret)
-const ACCOUNT = 'devstoreaccount1';
-const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 const AT = new Date(Date.UTC(2026, 10, 23, 18, 30, 0));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
 describe('capture download from Azure Blob (Azurite)', { timeout: 120_000 }, () => {
-  let azurite: ChildProcess | undefined;
+  let azurite: Server | undefined;
   let dir = '';
   let sasUrl = '';
   const blobs = new Map<string, Buffer>();
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rt-cd-blob-'));
-    const port = await freePort();
-    azurite = spawn(`${ROOT}node_modules/.bin/azurite-blob`, ['--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence', '--disableTelemetry', '--skipApiVersionCheck', '--loose', '--silent'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    azurite.stdout?.on('data', (d: Buffer) => (log += d.toString()));
-    azurite.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    const deadline = Date.now() + 30_000;
-    while (!/successfully listens/.test(log)) {
-      if (azurite.exitCode !== null || Date.now() > deadline) throw new Error(`azurite did not start: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const cred = new StorageSharedKeyCredential(ACCOUNT, KEY);
-    const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
+    azurite = await startAzurite();
+    const cred = new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY);
+    const endpoint = azurite.endpoint;
     const container = new BlobServiceClient(endpoint, cred).getContainerClient('retina-capture');
     await container.create();
     for (const [capture, node, wrong] of [['cap-blob', 'node-1', false], ['cap-blob', 'node-2', false], ['cap-blob-x', 'node-1', false], ['cap-bad', 'node-1', true]] as const) {
@@ -67,8 +42,8 @@ describe('capture download from Azure Blob (Azurite)', { timeout: 120_000 }, () 
     sasUrl = `${endpoint}/retina-capture?${sas}`;
   });
 
-  after(() => {
-    azurite?.kill('SIGTERM');
+  after(async () => {
+    await azurite?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,13 +1,11 @@
 /**
- * `kubectl-retina capture download --s3-bucket` against s3rver (a real S3-compatible server, npm
- * `s3rver`, in this process on a free port): the capture's objects under `<s3-path>/<name>-` come down
+ * `kubectl-retina capture download --s3-bucket` against the S3 test server (gofakes3 with Signature
+ * V4 auth, servers.ts, the same the workload's upload test uses): the capture's objects under `<s3-path>/<name>-` come down
  * byte-identical and verified with credentials from the environment; refused credentials are a clear
  * error that does not print the secret.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,39 +13,21 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { runDownload } from '../../src/cli/capture/download.js';
 import { captureBaseName } from '../../src/capture/naming.js';
 import { Sink, writeCaptureTarball } from './fixtures.js';
+import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type Server } from './servers.js';
 
-interface S3rverInstance {
-  run(): Promise<unknown>;
-  close(): Promise<void>;
-}
-const S3rver = createRequire(import.meta.url)('s3rver') as new (o: Record<string, unknown>) => S3rverInstance;
 const AT = new Date(Date.UTC(2026, 10, 23, 17, 0, 0));
-const KEY = 'S3RVER'; // s3rver's fixed test credentials
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
-
-describe('capture download from S3 (s3rver)', { timeout: 60_000 }, () => {
-  let server: S3rverInstance;
+describe('capture download from S3 (gofakes3, Signature V4)', { timeout: 60_000 }, () => {
+  let server: Server | undefined;
   let dir = '';
   let endpoint = '';
   const objects = new Map<string, Buffer>();
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'rt-cd-s3-'));
-    const port = await freePort();
-    server = new S3rver({ address: '127.0.0.1', port, silent: true, directory: join(dir, 'data') });
-    await server.run();
-    endpoint = `http://127.0.0.1:${port}`;
-    const s3 = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: KEY, secretAccessKey: KEY } });
+    server = await startS3Server();
+    endpoint = server.endpoint;
+    const s3 = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
     await s3.send(new CreateBucketCommand({ Bucket: 'captures' }));
     for (const [capture, node] of [['cap-s3', 'n1'], ['cap-s3', 'n2'], ['cap-s3x', 'n1']] as const) {
       const base = captureBaseName(capture, node, AT);
@@ -61,7 +41,7 @@ describe('capture download from S3 (s3rver)', { timeout: 60_000 }, () => {
   });
 
   after(async () => {
-    await server?.close();
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -69,7 +49,7 @@ describe('capture download from S3 (s3rver)', { timeout: 60_000 }, () => {
     const stdout = new Sink();
     const stderr = new Sink();
     const out = join(dir, 'out');
-    const code = await runDownload(['--s3-bucket', 'captures', '--s3-endpoint', endpoint, '--name', 'cap-s3', '-o', out], { stdout, stderr, handleSignals: false, env: { AWS_ACCESS_KEY_ID: KEY, AWS_SECRET_ACCESS_KEY: KEY } });
+    const code = await runDownload(['--s3-bucket', 'captures', '--s3-endpoint', endpoint, '--name', 'cap-s3', '-o', out], { stdout, stderr, handleSignals: false, env: { AWS_ACCESS_KEY_ID: S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: S3_SECRET_KEY } });
     assert.equal(code, 0, stderr.text);
     const want = ['n1', 'n2'].map((n) => `${captureBaseName('cap-s3', n, AT)}.tar.gz`);
     assert.deepEqual(readdirSync(out).sort(), want);
@@ -77,8 +57,7 @@ describe('capture download from S3 (s3rver)', { timeout: 60_000 }, () => {
     assert.equal((stderr.text.match(/sha256 of 1 file\(s\) match/g) ?? []).length, 2, stderr.text);
   });
 
-  // s3rver checks the access key id (it does not verify v4 signatures): an unknown one is refused
-  it('refused credentials are a clear error that does not print the secret', async () => {
+  it('refused credentials (an unknown key, or the right key with a wrong secret) are a clear error that does not print the secret', async () => {
     const stdout = new Sink();
     const stderr = new Sink();
     const secret = 'not-the-secret-5d1f';
@@ -86,5 +65,10 @@ describe('capture download from S3 (s3rver)', { timeout: 60_000 }, () => {
     assert.equal(code, 1);
     assert.match(stderr.text, /S3: cannot download from s3:\/\/captures\/retina\/captures\/cap-s3-: InvalidAccessKeyId 403: .*check the S3 credentials/);
     assert.doesNotMatch(stderr.text + stdout.text, new RegExp(secret));
+    const stderr2 = new Sink();
+    const code2 = await runDownload(['--s3-bucket', 'captures', '--s3-endpoint', endpoint, '--name', 'cap-s3', '-o', join(dir, 'out3'), '--s3-access-key-id', S3_ACCESS_KEY, '--s3-secret-access-key', secret], { stdout, stderr: stderr2, handleSignals: false, env: {} });
+    assert.equal(code2, 1);
+    assert.match(stderr2.text, /S3: cannot download from s3:\/\/captures\/retina\/captures\/cap-s3-: \w+ 403: .*check the S3 credentials/);
+    assert.doesNotMatch(stderr2.text + stdout.text, new RegExp(secret));
   });
 });
