@@ -16,8 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { extract, pcapLines, runWorkload } from '../capture/workload-run.js';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { addLocalNode, capturePodEnv, findCapturePod, playCapturePod } from '../capture/pod-runner.js';
+import { extract, pcapLines } from '../capture/workload-run.js';
 import { EXEC_ROOT, ROOT, eventually, startCluster, type Cluster } from './harness.js';
 
 const run = promisify(execFile);
@@ -58,14 +59,9 @@ describe('capture end to end: create, the workload on its node, download', { tim
     kc.loadFromFile(cluster.kubeconfig);
     core = kc.makeApiClient(CoreV1Api);
     await core.deleteNode({ name: NODE }).catch(() => undefined);
-    await core.createNode({
-      body: {
-        metadata: { name: NODE, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': NODE }, annotations: { 'kwok.x-k8s.io/node': 'fake' } },
-        status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] },
-      },
-    });
     await core.createNamespace({ body: { metadata: { name: NS } } }).catch(() => undefined);
-    await eventually('kwok node Ready', 30_000, async () => (await core.readNode({ name: NODE })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    // the walkthrough's `run-pod.mjs --add-node`: a kwok node reachable for pods/exec (address 127.0.0.1)
+    await addLocalNode(NODE, { kubeconfig: cluster.kubeconfig });
   });
 
   after(async () => {
@@ -82,25 +78,18 @@ describe('capture end to end: create, the workload on its node, download', { tim
       '--host-path', 'ce', '--interfaces', 'lo', '--include-filter', `127.0.0.1:${PORT}`, '--include-metadata=false'], cluster.kubeconfig);
     assert.equal(created.code, 0, created.stderr + created.stdout);
 
-    // The kubelet's part: the Job's pod, its environment with the fieldRefs resolved.
-    const pod = await eventually('the capture pod', 60_000, async () => {
-      const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: `retina.sh/app=capture,capture-name=${CAPTURE}` })).items;
-      return pods.length === 1 ? pods[0] : undefined;
-    }) as V1Pod;
+    // The kubelet's part, as the README's walkthrough plays it (hack/capture/run-pod.mjs): the Job's pod,
+    // its environment with the fieldRefs resolved, its hostPath on the node's disk (kwok's exec root).
+    const pod = await findCapturePod(NS, CAPTURE, { kubeconfig: cluster.kubeconfig });
     assert.equal(pod.spec?.nodeName, NODE);
-    const c = pod.spec?.containers[0];
-    assert.deepEqual(c?.command?.slice(-1), ['/app/retina-capture.mjs']);
-    const fields: Record<string, string> = { 'spec.nodeName': NODE, 'metadata.name': pod.metadata?.name ?? '', 'metadata.namespace': NS };
-    const env: Record<string, string> = {};
-    for (const e of c?.env ?? []) env[e.name] = e.value ?? fields[e.valueFrom?.fieldRef?.fieldPath ?? ''] ?? '';
-    const hostPath = env['HOSTPATH'] ?? '';
+    assert.deepEqual(pod.spec?.containers[0]?.command?.slice(-1), ['/app/retina-capture.mjs']);
+    const hostPath = pod.spec?.containers[0]?.env?.find((e) => e.name === 'HOSTPATH')?.value;
     assert.equal(hostPath, '/var/log/retina/captures/ce');
-    // The node's disk is kwok's exec root: the download's helper pod reads host<hostPath> there.
-    env['HOSTPATH'] = join(hostRoot, hostPath);
-    env['RETINA_CAPTURE_HOSTPATH_BASE_DIR'] = join(hostRoot, env['RETINA_CAPTURE_HOSTPATH_BASE_DIR'] ?? '');
-    env['KUBECONFIG'] = cluster.kubeconfig;
+    const env = capturePodEnv(pod, { kubeconfig: cluster.kubeconfig });
+    assert.equal(env['HOSTPATH'], join(hostRoot, hostPath));
+    assert.equal(env['NODE_HOST_NAME'], NODE);
 
-    const w = runWorkload(env);
+    const w = playCapturePod(pod, { kubeconfig: cluster.kubeconfig });
     await w.capturing;
     await Promise.all([sendUdp(PORT, 15), sendUdp(OTHER_PORT, 10)]);
     const done = await w.done;
