@@ -44,7 +44,7 @@ export class TargetError extends Error {
   override readonly name = 'TargetError';
 }
 
-/** Resolves the target. Throws TargetError when it selects nothing (or names a missing pod). */
+/** Resolves the target. Throws TargetError when it selects nothing, names a missing pod, or a target pod has no IP yet. */
 export async function resolveTargets(client: RestClient, namespace: string, spec: CaptureSpec, signal?: AbortSignal): Promise<TargetNode[]> {
   const t = spec.captureConfiguration.captureTarget;
   const kind = targetKind(spec);
@@ -78,6 +78,8 @@ export async function resolveTargets(client: RestClient, namespace: string, spec
   for (const p of pods) {
     const n = p.spec?.nodeName as string;
     const ips = p.spec?.hostNetwork ? [] : podIps(p);
+    // Without its IP the node's filter would not name the pod (and capture everything): wait for it.
+    if (!p.spec?.hostNetwork && !ips.length) throw new TargetError(`pod ${p.metadata.namespace ?? namespace}/${p.metadata.name} on node ${n} has no IP yet`);
     byNode.set(n, [...(byNode.get(n) ?? []), ...ips]);
   }
   if (!byNode.size) throw new TargetError('the target pods are not scheduled on any node');

@@ -23,6 +23,8 @@ import { canonical } from './retina-endpoint-controller.js';
 
 export const CAPTURE_FINALIZER = 'kappio.io/capture-cleanup';
 const SERVICE_ACCOUNTS = { group: '', version: 'v1', plural: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true } as const;
+const WAIT_RETRY_MIN_MS = 1000;
+const WAIT_RETRY_MAX_MS = 30_000;
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true } as const;
 
 /** Retina's condition types and reasons (crd/api/v1alpha1/capture_types.go). */
@@ -138,6 +140,21 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   const capturePath = (c: SlimCapture, sub?: 'status'): string => objectPath(resources.captures, c.namespace, c.name, sub);
   const target = (c: SlimCapture): { resource: typeof resources.captures; namespace: string; name: string; uid: string } => ({ resource: resources.captures, namespace: c.namespace, name: c.name, uid: c.uid });
   const jobsOf = (c: SlimCapture): SlimJob[] => jobs.list().filter((j) => j.namespace === c.namespace && j.capture === c.name);
+  /** Captures that cannot start yet (targets not ready, a busy Windows node, a missing Secret) -> how often they waited. */
+  const waiting = new Map<string, number>();
+  /** The next retry of a waiting capture: 1 s, doubling, at most 30 s (events on capture Jobs/pods also wake it). */
+  const retryLater = (c: SlimCapture): ReconcileResult => {
+    const key = `${c.namespace}/${c.name}`;
+    const n = waiting.get(key) ?? 0;
+    waiting.set(key, n + 1);
+    return { requeueAfterMs: Math.min(WAIT_RETRY_MIN_MS * 2 ** n, WAIT_RETRY_MAX_MS) };
+  };
+  /** A capture's Job still occupies its node: not finished, and its pod not terminated either. */
+  const running = (j: SlimJob): boolean => {
+    if (j.done) return false;
+    const p = pods.list().find((x) => x.namespace === j.namespace && x.job === j.name);
+    return p?.phase !== 'Succeeded' && p?.phase !== 'Failed';
+  };
 
   async function liveJobs(c: SlimCapture, signal: AbortSignal): Promise<JobWire[]> {
     const l = await o.client.request<KubeList<JobWire>>('GET', collectionPath(resources.jobs, c.namespace), { query: { labelSelector: captureSelector(c.name) }, signal });
@@ -237,8 +254,8 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       nodes = await resolveTargets(o.client, c.namespace, c.spec, signal);
     } catch (e) {
       if (!(e instanceof TargetError)) throw e;
-      await fail(c, 'OtherError', e.message, signal);
-      return { requeueAfterMs: 30_000 };
+      await fail(c, 'OtherError', `${e.message}; retrying`, signal);
+      return retryLater(c);
     }
     const startTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     let manifests;
@@ -255,15 +272,15 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       return 'success';
     }
     // As Retina: one capture at a time on a Windows node (a single trace session per host).
-    const busy = nodes.filter((n) => n.os === 'windows' && jobs.list().some((j) => j.node === n.name && !j.done && !(j.namespace === c.namespace && j.capture === c.name)));
+    const busy = nodes.filter((n) => n.os === 'windows' && jobs.list().some((j) => j.node === n.name && running(j) && !(j.namespace === c.namespace && j.capture === c.name)));
     if (busy.length) {
       await fail(c, 'OtherError', `Windows node(s) ${busy.map((n) => n.name).join(', ')} already run a capture (one at a time per Windows node); retrying`, signal);
-      return { requeueAfterMs: 30_000 };
+      return retryLater(c);
     }
     const missing = await missingSecret(c, signal);
     if (missing) {
-      await fail(c, 'FindSecretFailed', `secret ${c.namespace}/${missing} (outputConfiguration) does not exist`, signal);
-      return { requeueAfterMs: 30_000 };
+      await fail(c, 'FindSecretFailed', `secret ${c.namespace}/${missing} (outputConfiguration) does not exist; retrying`, signal);
+      return retryLater(c);
     }
     if (o.podClusterRole) {
       try {
@@ -273,6 +290,7 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
         throw e;
       }
     }
+    waiting.delete(`${c.namespace}/${c.name}`);
     const have = new Set((await liveJobs(c, signal)).map((j) => j.spec?.template?.spec?.nodeName));
     let created = 0;
     for (const m of manifests) {
@@ -332,7 +350,10 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   async function reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
     if (!captures.synced || !jobs.synced || !pods.synced) return { requeueAfterMs: 500 };
     const c = captures.get(key);
-    if (!c) return 'success'; // gone: its Jobs follow through their ownerReferences
+    if (!c) {
+      waiting.delete(key);
+      return 'success'; // gone: its Jobs follow through their ownerReferences
+    }
     const { namespace, name } = splitKey(key);
     if (c.deleting) {
       if (!c.finalizers.includes(CAPTURE_FINALIZER)) return 'success';
@@ -387,11 +408,19 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     if (capture) enqueue(`${ns}/${capture}`);
   };
   captures.subscribe({ added: enqueue, updated: enqueue, deleted: enqueue });
-  const onJob = (_k: string, j: SlimJob): void => byCapture(j.namespace, j.capture);
+  // A capture Job or pod that changes may free a Windows node that a waiting capture needs: retry those now.
+  const wakeWaiting = (): void => {
+    for (const k of waiting.keys()) enqueue(k);
+  };
+  const onJob = (_k: string, j: SlimJob): void => {
+    byCapture(j.namespace, j.capture);
+    wakeWaiting();
+  };
   jobs.subscribe({ added: onJob, updated: onJob, deleted: onJob });
   const onPod = (_k: string, p: SlimPod): void => {
     const j = jobs.get(`${p.namespace}/${p.job}`);
     if (j) byCapture(j.namespace, j.capture);
+    wakeWaiting();
   };
   pods.subscribe({ added: onPod, updated: onPod, deleted: onPod });
   return {

@@ -136,7 +136,9 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
       return a.status?.podIP && b.status?.podIP ? { a: a.status.podIP, b: b.status.podIP } : undefined;
     });
     await createCapture('bypod', spec({ namespaceSelector: { matchLabels: { 'cc-team': id } }, podSelector: { matchLabels: { app: `${id}-web` } } }, { captureConfiguration: { captureTarget: { namespaceSelector: { matchLabels: { 'cc-team': id } }, podSelector: { matchLabels: { app: `${id}-web` } } }, filters: { exclude: ['*:22'] } } }));
-    const jobs = await eventually('2 jobs', 30_000, async () => {
+    // The first test's Job on the Windows node may still lack its Complete condition (its pod has
+    // succeeded): the capture must not wait for a 30 s resync, finished capture pods free the node.
+    const jobs = await eventually('2 jobs', 10_000, async () => {
       const j = await jobsOf('bypod');
       return j.length === 2 && j;
     });
@@ -145,6 +147,21 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     assert.equal(l['TCPDUMP_FILTER'], `(host ${ips.a}) and (not (port 22))`);
     const w = envOf(jobs.find((j) => j.spec.template.spec.nodeName === win) as Job);
     assert.equal(w['NETSH_FILTER'], `IPv4.Address=(${ips.b})`);
+  });
+
+  it('a target pod without an IP yet: no Job (its filter would capture everything), an error condition saying so', async () => {
+    await client.request('POST', collectionPath(resources.pods, nsC), { body: {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'noip', namespace: nsC },
+      spec: { nodeName: dead, containers: [{ name: 'c', image: 'registry.invalid/x:1' }], terminationGracePeriodSeconds: 0 },
+    } }); // on the node without kwok: it never gets an IP
+    await createCapture('noip', spec({ podNames: [`${nsC}/noip`] }));
+    const c = await eventually('the no-IP condition', 15_000, async () => {
+      const x = await getCapture('noip');
+      return x.status?.conditions?.find((k) => k.type === 'error' && k.status === 'True') ? x : undefined;
+    });
+    assert.match(c.status?.conditions?.find((k) => k.type === 'error')?.message ?? '', new RegExp(`pod ${nsC}/noip on node ${dead} has no IP yet; retrying`));
+    assert.equal(c.status?.startTime, undefined);
+    assert.equal((await jobsOf('noip')).length, 0);
   });
 
   it('a Job that cannot run fails at its deadline (duration + slack): counts and the error condition say so', async () => {
