@@ -96,6 +96,30 @@ describe('chaos: the control plane and the operator killed during churn', { time
     assert.equal(diff.endpoints, replicas);
   };
 
+  /** The namespace's pods counted by phase, whether scheduled, and whether they have an IP or a deletion mark. */
+  const podsByState = async (): Promise<string> => {
+    try {
+      const counts: Record<string, number> = {};
+      for (const p of await listAll<PodWire>(client, resources.pods, ns)) {
+        const w = p as unknown as { metadata: { deletionTimestamp?: string }; spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
+        const k = `${w.status?.phase ?? 'none'}${w.spec?.nodeName ? '' : '/unscheduled'}${w.status?.podIP ? '' : '/noIP'}${w.metadata.deletionTimestamp ? '/deleting' : ''}`;
+        counts[k] = (counts[k] ?? 0) + 1;
+      }
+      return JSON.stringify(counts);
+    } catch (x) {
+      return String(x);
+    }
+  };
+  /** Each node's Ready condition. */
+  const nodesReady = async (): Promise<string> => {
+    try {
+      const nodes = await listAll<{ metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } }>(client, resources.nodes);
+      return nodes.map((n) => `${n.metadata.name}=${n.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? '?'}`).join(' ');
+    } catch (x) {
+      return String(x);
+    }
+  };
+
   /** A timeout, with what the endpoints, the Deployment, the control plane and the operator looked like. */
   const explained = async <T>(p: Promise<T>): Promise<T> => {
     try {
@@ -103,7 +127,7 @@ describe('chaos: the control plane and the operator killed during churn', { time
     } catch (e) {
       const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')).catch((x: unknown) => String(x));
       const diff = await endpointDiff(client, ns).catch((x: unknown) => String(x));
-      throw new Error(`${(e as Error).message}\nendpoints: ${JSON.stringify(diff)}\ndeployment: ${JSON.stringify(d)}\n${await controlPlaneStatus()}operator exit: ${JSON.stringify(operator?.exit)}\n${operator?.stderr.slice(-3000) ?? ''}`, { cause: e });
+      throw new Error(`${(e as Error).message}\nendpoints: ${JSON.stringify(diff)}\ndeployment: ${JSON.stringify(d)}\npods: ${await podsByState()}\nnodes: ${await nodesReady()}\n${await controlPlaneStatus()}operator exit: ${JSON.stringify(operator?.exit)}\n${operator?.stderr.slice(-3000) ?? ''}`, { cause: e });
     }
   };
 
