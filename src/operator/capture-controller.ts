@@ -37,6 +37,8 @@ interface SlimCapture {
   readonly name: string;
   readonly uid: string;
   readonly generation: number;
+  /** A status write carries it: one made from a stale cached copy gets 409, not the last word. */
+  readonly resourceVersion: string;
   readonly deleting: boolean;
   readonly finalizers: readonly string[];
   readonly spec: CaptureSpec;
@@ -115,7 +117,7 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   const captures = o.informers.informer<Capture, SlimCapture>({
     resource: resources.captures,
     transform: (c) => ({
-      namespace: c.metadata.namespace ?? 'default', name: c.metadata.name, uid: c.metadata.uid ?? '', generation: c.metadata.generation ?? 0,
+      namespace: c.metadata.namespace ?? 'default', name: c.metadata.name, uid: c.metadata.uid ?? '', generation: c.metadata.generation ?? 0, resourceVersion: c.metadata.resourceVersion ?? '',
       deleting: Boolean(c.metadata.deletionTimestamp), finalizers: c.metadata.finalizers ?? [], spec: c.spec, status: c.status ?? {},
     }),
   });
@@ -164,9 +166,11 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   async function patchStatus(c: SlimCapture, status: CaptureStatus, signal: AbortSignal): Promise<void> {
     if (canonical(status) === canonical(c.status)) return;
     try {
-      await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { status } });
+      const metadata = c.resourceVersion ? { resourceVersion: c.resourceVersion } : {};
+      await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { metadata, status } });
     } catch (e) {
       if (isApiError(e, 404)) return; // deleted meanwhile: its delete event queues it again
+      if (isApiError(e, 409)) return; // written from a stale copy: the newer version's event queues it again
       throw e;
     }
     writes.inc({ resource: 'captures', verb: 'patch-status' });
