@@ -8,13 +8,13 @@
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { create as tarCreate } from 'tar';
 import { allCapturesBundleName } from '../../capture/naming.js';
 import { DownloadError, NodeDownloader, type CaptureRef } from './download-nodes.js';
 import type { ProgressSink } from './download-progress.js';
 import { downloadFromBlob, downloadFromS3, redactSas } from './download-remote.js';
+import { parseKubectlFlags, type Flags as KubectlFlags } from './flags.js';
 import { ChecksumError, verifyTarball } from './download-verify.js';
 
 export interface DownloadIO {
@@ -76,36 +76,23 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
+const DOWNLOAD_STRINGS: Readonly<Record<string, undefined>> = Object.fromEntries(
+  ['name', 'namespace', 'blob-url', 's3-bucket', 's3-endpoint', 's3-region', 's3-path', 's3-access-key-id', 's3-secret-access-key',
+    'output', 'kubeconfig', 'download-image', 'download-image-windows', 'pod-timeout'].map((k) => [k, undefined]),
+);
+
 export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessEnv): Flags {
-  let values: Record<string, string | boolean | undefined>;
+  let f: KubectlFlags;
   try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        name: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        all: { type: 'boolean' },
-        'all-namespaces': { type: 'boolean', short: 'A' },
-        'blob-url': { type: 'string' },
-        's3-bucket': { type: 'string' },
-        's3-endpoint': { type: 'string' },
-        's3-region': { type: 'string' },
-        's3-path': { type: 'string' },
-        's3-access-key-id': { type: 'string' },
-        's3-secret-access-key': { type: 'string' },
-        output: { type: 'string', short: 'o' },
-        kubeconfig: { type: 'string' },
-        'download-image': { type: 'string' },
-        'download-image-windows': { type: 'string' },
-        'pod-timeout': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
+    // The kubectl-style parser create, list and delete use (--flag=value, --bool=false, -n, -A, -o).
+    f = parseKubectlFlags(argv, { strings: DOWNLOAD_STRINGS, booleans: { all: false, 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', o: 'output', h: 'help' } });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const values: Record<string, string | boolean | undefined> = {
+    ...Object.fromEntries(Object.keys(DOWNLOAD_STRINGS).map((k) => [k, f.str(k)])),
+    all: f.bool('all'), 'all-namespaces': f.bool('all-namespaces'), help: f.bool('help'),
+  };
   const timeout = str(values['pod-timeout']);
   const secs = timeout === undefined ? 120 : Number(timeout);
   if (!Number.isFinite(secs) || secs <= 0) throw new UsageError(`--pod-timeout: ${JSON.stringify(timeout)} is not a positive number of seconds`);
