@@ -4,19 +4,10 @@
  * `make test` builds it first), each on a free port of 127.0.0.1 with its data in a fresh folder, stopped by the caller.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
+import { freePort } from '../e2e/agent-process.js';
 import { ROOT } from './workload-run.js';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 async function until(what: string, ok: () => Promise<boolean>, child: ChildProcess, logs: () => string, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;

@@ -8,27 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { AGENT_BIN, AgentProcess, agentEnv, eventually, get } from '../e2e/agent-process.js';
+import { AGENT_BIN, AgentProcess, agentEnv, eventually, freePort, get } from '../e2e/agent-process.js';
 import { sleep } from '../ebpf/netns.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'chaos-log-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A loopback port free right now (the agent's "listening" line cannot be read: its log is full). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 test('a full log disk: the agent keeps running and serving /metrics; the log resumes with a count of the lost lines', { timeout: 90_000 }, async () => {
   if (process.getuid?.() !== 0) throw new Error('the chaos tests need root (mount namespaces)');

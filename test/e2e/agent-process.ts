@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /** The checkout's root: this file runs from dist/test/e2e/. */
@@ -204,4 +205,16 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** A loopback TCP port free right now (for a process that must be told its port before it starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
 }

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -16,7 +15,7 @@ import type { Logger, LogFields } from '../../src/log/index.js';
 import { createKubeAuthorizer, startHttpServer, type HttpServer } from '../../src/server/index.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
 import { runningAgent } from '../../src/cli/diagnose-remote.js';
-import { AgentProcess, agentEnv } from '../e2e/agent-process.js';
+import { AgentProcess, agentEnv, freePort } from '../e2e/agent-process.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { startOperator } from './operator-helpers.js';
 
@@ -212,14 +211,6 @@ test('a client that does not trust the certificate fails the handshake; a rotate
   replace(keyFile, leaf1.key);
   await eventually('leaf1 served again', 10_000, async () => (await get('/metrics', { ca: pem(ca1.cert), token: tokens.reader }).catch(() => undefined))?.status === 200);
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 test('a real Prometheus scrapes over HTTPS with a ServiceAccount token (up == 1); without the token its target is down with 401', async () => {
   const prom = await freePort();
