@@ -37,6 +37,8 @@ export interface RunOperatorOptions {
   readonly identity?: string;
   /** The environment (RETINA_AGENT_IMAGE with captureDebug); process.env when absent. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** What makes /healthz answer 503 (a fatal error being handled, a shutdown under way); healthy when absent. */
+  readonly health?: () => string | undefined;
 }
 
 export async function runOperator(o: RunOperatorOptions): Promise<RunningOperator> {
@@ -119,10 +121,11 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     const p = parseAddr(cfg.probeAddr);
     const sec = cfg.metricsSecurity;
     const auth = sec.auth.enabled ? createKubeAuthorizer({ client, log: log.child({ component: 'metrics-auth' }), ...sec.auth }) : undefined;
+    const health = o.health ? { health: o.health } : {};
     metricsServer = s.use(await startHttpServer({
-      ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),
+      ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness, ...health, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),
     }));
-    probeServer = s.use(await startHttpServer({ ...p, log: log.child({ component: 'http-probes' }), expose: () => metrics.expose(), readiness }));
+    probeServer = s.use(await startHttpServer({ ...p, log: log.child({ component: 'http-probes' }), expose: () => metrics.expose(), readiness, ...health }));
   });
 
   return {

@@ -49,7 +49,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
   let op;
   try {
-    op = await runOperator({ config: cfg, client, log, crdDir: CRD_DIR });
+    // /healthz answers 503 with the reason while a fatal error or a signal is being handled, as the agent's does.
+    const health = (): string | undefined => (fatal.error !== undefined ? `exiting after ${fatal.error}` : shutdown.signal !== undefined ? `shutting down (${shutdown.signal})` : undefined);
+    op = await runOperator({ config: cfg, client, log, crdDir: CRD_DIR, health });
   } catch (e) {
     log.error('cannot start', { error: errorFields(e as Error) });
     client.close();

@@ -27,9 +27,9 @@ export async function newClient(kubeconfig: string): Promise<RestClient> {
 
 export const uniqueId = (prefix: string): string => `${prefix}-${randomBytes(3).toString('hex')}`;
 
-export async function startOperator(kubeconfig: string, env: Record<string, string> = {}, identity?: string): Promise<{ op: RunningOperator; client: RestClient } & AsyncDisposable> {
+export async function startOperator(kubeconfig: string, env: Record<string, string> = {}, identity?: string, health?: () => string | undefined): Promise<{ op: RunningOperator; client: RestClient } & AsyncDisposable> {
   const client = await newClient(kubeconfig);
-  const op = await runOperator({ config: operatorCfg(env), client, log: testLog('operator'), crdDir: CRD_DIR, identity });
+  const op = await runOperator({ config: operatorCfg(env), client, log: testLog('operator'), crdDir: CRD_DIR, identity, ...(health ? { health } : {}) });
   return {
     op,
     client,

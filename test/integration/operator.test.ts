@@ -146,4 +146,17 @@ describe('operator: Pods -> RetinaEndpoints', { timeout: 600_000 }, () => {
     }, 1000);
     assert.ok(operator.op.isLeader());
   });
+
+  it('/healthz on both servers answers 503 with the reason while the health source reports one (a fatal error or a signal being handled), 200 otherwise', async () => {
+    const health: { problem?: string } = {};
+    await using op2 = await startOperator(cluster.kubeconfig, { RETINA_REMOTECONTEXT: 'false', RETINA_LEADERELECTIONID: uniqueId('retina-health') }, undefined, () => health.problem);
+    const ports = [op2.op.probeServer.address.port, op2.op.metricsServer.address.port];
+    for (const port of ports) assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    health.problem = 'shutting down (SIGTERM)';
+    for (const port of ports) {
+      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(r.status, 503);
+      assert.match(await r.text(), /shutting down \(SIGTERM\)/);
+    }
+  });
 });
