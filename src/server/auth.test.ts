@@ -66,3 +66,40 @@ test('the review cache drops the least recently used entry: a scraper that keeps
   assert.equal(reviews(), 6, 'one review for the good token, one per bad token');
   assert.equal(auth.cacheEntries(), 2);
 });
+
+test('a flood of distinct tokens runs at most maxReviewsInFlight reviews at once; the excess gets throttled (429) and a cached scraper keeps its answer', async () => {
+  const api = fakeApi({ users: { good: 'prom' }, allowed: ['prom'] });
+  // The API server answers only when released, so the flood's reviews stay in flight.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => { release = r; });
+  let open = true;
+  const slow = {
+    request: async (m: string, p: string, opts?: { body?: unknown }) => {
+      if (!open) await gate;
+      return api.request(m, p, opts as never);
+    },
+  } as unknown as typeof api;
+  const auth = createKubeAuthorizer({ client: slow, log: silentLogger, allowedTtlMs: 60_000, deniedTtlMs: 60_000, cacheSize: 100, maxReviewsInFlight: 4 });
+  assert.equal((await auth.authorize('Bearer good', '/metrics')).outcome, 'allowed');
+  open = false;
+  const flood = Array.from({ length: 50 }, (_, i) => auth.authorize(`Bearer bad-${i}`, '/metrics'));
+  assert.equal((await auth.authorize('Bearer good', '/metrics')).outcome, 'allowed', 'cached while the flood waits');
+  await new Promise((r) => setImmediate(r));
+  release();
+  const outcomes = (await Promise.all(flood)).map((d) => d.outcome);
+  assert.equal(outcomes.filter((x) => x === 'unauthenticated').length, 4);
+  assert.equal(outcomes.filter((x) => x === 'throttled').length, 46);
+  assert.equal(auth.throttled(), 46);
+  assert.equal(api.calls.filter((c) => c === 'tokenreviews').length, 1 + 4);
+  // Once they settle, new tokens are reviewed again.
+  assert.equal((await auth.authorize('Bearer bad-x', '/metrics')).outcome, 'unauthenticated');
+
+  await using server = await startHttpServer({
+    host: '127.0.0.1', port: 0, log: silentLogger, auth: { authorize: () => Promise.resolve({ outcome: 'throttled', reason: 'test' }) },
+    expose: () => Promise.resolve({ contentType: 'text/plain', body: 'm 1\n' }),
+    readiness: { ready: () => true, status: () => [] },
+  });
+  const res = await fetch(`http://127.0.0.1:${server.address.port}/metrics`, { headers: { Authorization: 'Bearer z' } });
+  assert.equal(res.status, 429);
+  assert.equal(res.headers.get('retry-after'), '1');
+});

@@ -6,6 +6,8 @@
  * than refused ones, in a map of bounded size (least recently used dropped first); concurrent scrapes
  * with one token share one review.
  * An API server that cannot answer is not cached: that scrape fails with 503 and the next one asks again.
+ * At most `maxReviewsInFlight` reviews run at once: a flood of distinct tokens (each a cache miss) gets
+ * 429 beyond that instead of queueing work on the API server, while cached scrapers keep their answer.
  */
 import { createHash } from 'node:crypto';
 import type { RestClient } from '../k8s/index.js';
@@ -15,7 +17,8 @@ export type AuthDecision =
   | { readonly outcome: 'allowed'; readonly user: string }
   | { readonly outcome: 'unauthenticated'; readonly reason: string }
   | { readonly outcome: 'forbidden'; readonly user: string; readonly reason: string }
-  | { readonly outcome: 'unavailable'; readonly reason: string };
+  | { readonly outcome: 'unavailable'; readonly reason: string }
+  | { readonly outcome: 'throttled'; readonly reason: string };
 
 export interface RequestAuthorizer {
   /** Decides for the Authorization header of a request to `path`. */
@@ -32,7 +35,12 @@ export interface KubeAuthorizerOptions {
   readonly audiences?: readonly string[];
   readonly now?: () => number;
   readonly timeoutMs?: number;
+  /** Reviews running at once before further cache misses are refused with 'throttled' (default 16). */
+  readonly maxReviewsInFlight?: number;
 }
+
+/** Concurrent TokenReview+SubjectAccessReview pairs before cache misses are throttled. */
+export const DEFAULT_MAX_REVIEWS_IN_FLIGHT = 16;
 
 interface TokenReviewStatus {
   authenticated?: boolean;
@@ -53,10 +61,13 @@ export function bearerToken(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-export function createKubeAuthorizer(o: KubeAuthorizerOptions): RequestAuthorizer & { cacheEntries(): number; reviews(): number } {
+export function createKubeAuthorizer(o: KubeAuthorizerOptions): RequestAuthorizer & { cacheEntries(): number; reviews(): number; throttled(): number } {
   const now = o.now ?? Date.now;
   const cache = new Map<string, { expires: number; decision: Promise<AuthDecision> }>();
+  const maxInFlight = o.maxReviewsInFlight ?? DEFAULT_MAX_REVIEWS_IN_FLIGHT;
   let reviews = 0;
+  let inFlight = 0;
+  let throttled = 0;
 
   async function review(token: string, path: string): Promise<AuthDecision> {
     reviews++;
@@ -95,11 +106,16 @@ export function createKubeAuthorizer(o: KubeAuthorizerOptions): RequestAuthorize
         return hit.decision;
       }
       if (hit) cache.delete(key);
+      if (inFlight >= maxInFlight) {
+        if (throttled++ % 1000 === 0) o.log.warn('too many metrics tokens to review at once; refusing the excess with 429', { maxReviewsInFlight: maxInFlight, throttledSoFar: throttled });
+        return { outcome: 'throttled', reason: `${inFlight} token reviews already in flight` };
+      }
+      inFlight++;
       const decision = review(token, path).catch((e: unknown): AuthDecision => {
         cache.delete(key);
         o.log.warn('cannot review a metrics token with the API server', { error: (e as Error).message });
         return { outcome: 'unavailable', reason: 'the API server could not review the token' };
-      });
+      }).finally(() => { inFlight--; });
       // In flight: shared by concurrent scrapes until it settles, then kept for its TTL.
       const entry = { expires: Number.POSITIVE_INFINITY, decision };
       cache.set(key, entry);
@@ -110,5 +126,6 @@ export function createKubeAuthorizer(o: KubeAuthorizerOptions): RequestAuthorize
     },
     cacheEntries: () => cache.size,
     reviews: () => reviews,
+    throttled: () => throttled,
   };
 }

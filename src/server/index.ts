@@ -136,6 +136,10 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
       case 'unavailable':
         send(res, 503, TEXT, 'authorization unavailable\n');
         break;
+      case 'throttled':
+        res.setHeader('Retry-After', '1');
+        send(res, 429, TEXT, 'too many token reviews in flight\n');
+        break;
     }
     return false;
   }
