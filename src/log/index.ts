@@ -93,7 +93,8 @@ export function createLogger(opts: LoggerOptions): Logger {
  * exception that would kill the agent for want of log space, and a destroyed stream that never logs
  * again. For a file this sink writes each line itself; a line that cannot be written is dropped and
  * counted, and the next line that can be written first says how many were lost and why. Pipes and
- * terminals keep Node's own stream (a full pipe queues the lines; it does not fail them).
+ * terminals keep Node's own stream (a full pipe queues the lines; it does not fail them), bounded by
+ * BoundedQueueSink.
  */
 export function stderrStream(fd = 2, fallback: NodeJS.WritableStream = process.stderr): NodeJS.WritableStream {
   let isFile = false;
@@ -107,7 +108,40 @@ export function stderrStream(fd = 2, fallback: NodeJS.WritableStream = process.s
   // listener each one is an uncaught exception. The lines are lost (nobody is there to read them);
   // the agent is not.
   if (fallback.listenerCount('error') === 0) fallback.on('error', () => undefined);
-  return fallback;
+  return new BoundedQueueSink(fallback as NodeJS.WritableStream & { readonly writableLength: number });
+}
+
+/** Bytes of log lines queued for a pipe that is not read before further lines are dropped. */
+export const MAX_QUEUED_LOG_BYTES = 1 << 20;
+
+/**
+ * Writes to `target` (a pipe or terminal), unless more than `maxQueued` bytes already wait there: a
+ * pipe nobody reads (a stuck log collector, a paused parent) otherwise queues every line in memory
+ * for as long as the process runs. Lines beyond the bound are dropped and counted; the first line
+ * written once the queue has drained says how many were lost.
+ */
+export class BoundedQueueSink extends Writable {
+  #dropped = 0;
+  constructor(readonly target: NodeJS.WritableStream & { readonly writableLength: number }, readonly maxQueued = MAX_QUEUED_LOG_BYTES) {
+    super({ decodeStrings: true });
+  }
+  /** Lines dropped since the last one written. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (e?: Error | null) => void): void {
+    const queued = this.target.writableLength;
+    if (queued > this.maxQueued) {
+      this.#dropped++;
+      return done();
+    }
+    if (this.#dropped > 0) {
+      this.target.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'warn', msg: 'log lines dropped: the log could not be written', component: 'log', dropped: this.#dropped, reason: `stderr not read (more than ${this.maxQueued} bytes queued)` })}\n`);
+      this.#dropped = 0;
+    }
+    this.target.write(chunk);
+    done();
+  }
 }
 
 /** Synchronous writes to `fd` that never fail the stream: what cannot be written is counted, not thrown. */

@@ -87,3 +87,42 @@ test('stderr a pipe whose reader has gone (EPIPE on every line): the agent keeps
   agent.child.kill('SIGTERM');
   assert.deepEqual(await agent.waitExit(15_000), { code: 0, signal: null });
 });
+
+test('stderr a pipe nobody reads: the queued log lines stay bounded (dropped and counted), and the log says how many once it is read again', { timeout: 60_000 }, async () => {
+  const logModule = new URL('../../src/log/index.js', import.meta.url).href;
+  // 100 000 debug lines (~15 MB) into a pipe the parent does not read; then, once the pipe drains, one more line.
+  const script = `
+    const { createLogger, MAX_QUEUED_LOG_BYTES } = await import(${JSON.stringify(logModule)});
+    const log = createLogger({ level: 'debug', component: 'flood' });
+    for (let i = 0; i < 100000; i++) log.debug('flood line', { i, pad: 'p'.repeat(80) });
+    await new Promise((r) => setTimeout(r, 200));
+    process.stdout.write(JSON.stringify({ queued: process.stderr.writableLength, max: MAX_QUEUED_LOG_BYTES }) + '\\n');
+    process.stderr.once('drain', () => { log.info('after the drain'); setTimeout(() => process.exit(0), 300); });`;
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A failed assertion must not leave the child (and this test file) waiting on its unread pipe.
+  await using _kill = { [Symbol.asyncDispose]: () => Promise.resolve(void child.kill('SIGKILL')) };
+  child.stderr.pause();
+  let out = '';
+  const stats = await new Promise<{ queued: number; max: number }>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)) as { queued: number; max: number });
+    });
+    child.on('exit', (c) => reject(new Error(`exited ${c} before its report: ${out}`)));
+  });
+  assert.ok(stats.queued <= stats.max + 64 * 1024, `queued ${stats.queued} bytes for an unread pipe (bound ${stats.max})`);
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stderr.resume();
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  assert.equal(code, 0, err.slice(-500));
+  const lines = err.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const note = lines.find((l) => l['msg'] === 'log lines dropped: the log could not be written');
+  assert.ok(note, 'the drop is reported');
+  const written = lines.filter((l) => l['msg'] === 'flood line').length;
+  assert.equal(written + Number(note['dropped']), 100_000, 'every line is either written or counted');
+  assert.ok(Number(note['dropped']) > 90_000, `most of the 15 MB were dropped: ${String(note['dropped'])}`);
+  assert.equal(lines.at(-1)?.['msg'], 'after the drain');
+});
