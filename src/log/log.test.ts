@@ -5,14 +5,14 @@ import { BoundedQueueSink } from './index.js';
 
 test('BoundedQueueSink: lines beyond the queued bound are dropped and counted; the first line written once the queue drains says how many', async () => {
   const got: string[] = [];
-  let release: (() => void) | undefined;
+  const state = { released: false };
   const pending: (() => void)[] = [];
   // A pipe nobody reads: writes are queued (their callbacks wait) until released.
   const stuck = new Writable({
     highWaterMark: 1,
     write(chunk: Buffer, _e, cb) {
       got.push(chunk.toString());
-      if (release === undefined) pending.push(cb);
+      if (!state.released) pending.push(cb);
       else cb();
     },
   });
@@ -22,7 +22,7 @@ test('BoundedQueueSink: lines beyond the queued bound are dropped and counted; t
   await new Promise((r) => setImmediate(r));
   assert.ok(stuck.writableLength <= 1100, `queued ${stuck.writableLength} bytes`);
   assert.equal(sink.dropped, 89, 'eleven lines fit in the bound (1 written, 10 queued up to 1000 bytes), the rest dropped');
-  release = () => undefined;
+  state.released = true;
   for (const cb of pending.splice(0)) cb();
   await new Promise((r) => setImmediate(r));
   sink.write('after\n');
