@@ -6,6 +6,14 @@
 
 export const TARBALL_SUFFIX = '.tar.gz';
 
+/**
+ * Object-storage metadata naming the capture a tarball belongs to (blob metadata `capturename`, S3
+ * `x-amz-meta-capture-name`): names alone cannot tell capture `web`'s tarball from capture `web-2`'s
+ * (`web-2-node-…` is also `web-` plus a node `2-node`), so downloads by name check it when present.
+ */
+export const BLOB_CAPTURE_METADATA = 'capturename';
+export const S3_CAPTURE_METADATA = 'capture-name';
+
 /** `20060102150405` in UTC (Go's layout in Retina's TimeToString). */
 export function captureTimestamp(at: Date): string {
   const p = (n: number, w = 2): string => String(n).padStart(w, '0');

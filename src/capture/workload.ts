@@ -82,12 +82,12 @@ export async function resolveOutputs(env: WorkloadEnv, deps: Pick<WorkloadDeps, 
     await o.prepare();
     outputs.push(o);
   }
-  if (await exists(files.blobUrl)) outputs.push(blobOutput(await readSecret(files.blobUrl, 'the blob upload URL'), files.blobUrl));
+  if (await exists(files.blobUrl)) outputs.push(blobOutput(await readSecret(files.blobUrl, 'the blob upload URL'), files.blobUrl, { captureName: env.captureName }));
   if (env.s3) {
     outputs.push(s3Output(env.s3, {
       accessKeyId: await readSecret(files.s3AccessKeyId, 'the S3 access key id (S3_BUCKET is set)'),
       secretAccessKey: await readSecret(files.s3SecretAccessKey, 'the S3 secret access key (S3_BUCKET is set)'),
-    }));
+    }, { captureName: env.captureName }));
   }
   if (!outputs.length) throw new CaptureError('no output: set HOSTPATH, PERSISTENT_VOLUME_CLAIM or S3_BUCKET, or mount the blob upload Secret');
   return outputs;

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { BlobServiceClient, ContainerSASPermissions, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
 import { runDownload } from '../../src/cli/capture/download.js';
 import { captureBaseName } from '../../src/capture/naming.js';
+import { blobOutput } from '../../src/capture/outputs/blob.js';
 import { Sink, writeCaptureTarball } from './fixtures.js';
 import { AZURITE_ACCOUNT, AZURITE_KEY, startAzurite, type Server } from './servers.js';
 
@@ -30,13 +31,17 @@ describe('capture download from Azure Blob (Azurite)', { timeout: 120_000 }, () 
     const endpoint = azurite.endpoint;
     const container = new BlobServiceClient(endpoint, cred).getContainerClient('retina-capture');
     await container.create();
-    for (const [capture, node, wrong] of [['cap-blob', 'node-1', false], ['cap-blob', 'node-2', false], ['cap-blob-x', 'node-1', false], ['cap-bad', 'node-1', true]] as const) {
+    // What the capture workload uploads (its blob output, which tags each blob with its capture), and
+    // one untagged blob as Retina's workload leaves them. `cap-blob-x-node-1-…` also starts with
+    // `cap-blob-`: only the tag tells it is not capture `cap-blob`'s.
+    const writeSas = generateBlobSASQueryParameters({ containerName: 'retina-capture', permissions: ContainerSASPermissions.parse('cw'), expiresOn: new Date(Date.now() + 3600_000) }, cred).toString();
+    for (const [capture, node, wrong, tagged] of [['cap-blob', 'node-1', false, true], ['cap-blob', 'node-2', false, false], ['cap-blob-x', 'node-1', false, true], ['cap-bad', 'node-1', true, true]] as const) {
       const base = captureBaseName(capture, node, AT);
       const file = join(dir, 'src', `${base}.tar.gz`);
       await writeCaptureTarball(file, base, { pcapBytes: 256 * 1024, wrongDigest: wrong });
-      const body = readFileSync(file);
-      blobs.set(`${base}.tar.gz`, body);
-      await container.getBlockBlobClient(`${base}.tar.gz`).uploadData(body);
+      blobs.set(`${base}.tar.gz`, readFileSync(file));
+      if (tagged) await blobOutput(`${endpoint}/retina-capture?${writeSas}`, 'test', { captureName: capture }).deliver(file, `${base}.tar.gz`);
+      else await container.getBlockBlobClient(`${base}.tar.gz`).uploadData(readFileSync(file));
     }
     const sas = generateBlobSASQueryParameters({ containerName: 'retina-capture', permissions: ContainerSASPermissions.parse('rl'), expiresOn: new Date(Date.now() + 3600_000) }, cred).toString();
     sasUrl = `${endpoint}/retina-capture?${sas}`;
@@ -64,7 +69,8 @@ describe('capture download from Azure Blob (Azurite)', { timeout: 120_000 }, () 
     const r2 = await download(['--blob-url', sasUrl, '--name', 'cap-blob', '-o', join(dir, 'out2')]);
     assert.equal(r2.code, 0, r2.stderr);
     const files = readdirSync(join(dir, 'out2')).sort();
-    assert.ok(files.includes(captureBaseName('cap-blob', 'node-1', AT) + '.tar.gz') && files.includes(captureBaseName('cap-blob', 'node-2', AT) + '.tar.gz'), files.join());
+    // Not cap-blob-x's blob, although its name starts with `cap-blob-`; the untagged one is kept.
+    assert.deepEqual(files, ['node-1', 'node-2'].map((n) => captureBaseName('cap-blob', n, AT) + '.tar.gz'));
     for (const f of files) assert.ok(readFileSync(join(dir, 'out2', f)).equals(blobs.get(f) ?? Buffer.alloc(0)), `${f} differs`);
     assert.equal((r2.stderr.match(/sha256 of 1 file\(s\) match/g) ?? []).length, files.length, r2.stderr);
     assert.doesNotMatch(r2.stderr + r2.stdout, /sig=/, 'the SAS reached the output');

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { runDownload } from '../../src/cli/capture/download.js';
 import { captureBaseName } from '../../src/capture/naming.js';
+import { s3Output } from '../../src/capture/outputs/s3.js';
 import { Sink, writeCaptureTarball } from './fixtures.js';
 import { S3_ACCESS_KEY, S3_SECRET_KEY, startS3Server, type Server } from './servers.js';
 
@@ -29,13 +30,16 @@ describe('capture download from S3 (gofakes3, Signature V4)', { timeout: 60_000 
     endpoint = server.endpoint;
     const s3 = new S3Client({ region: 'us-east-1', endpoint, forcePathStyle: true, credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY } });
     await s3.send(new CreateBucketCommand({ Bucket: 'captures' }));
-    for (const [capture, node] of [['cap-s3', 'n1'], ['cap-s3', 'n2'], ['cap-s3x', 'n1']] as const) {
+    // Uploaded by the workload's S3 output (tagged with the capture), one untagged as Retina's. Capture
+    // `cap-s3-x`'s object also starts with `cap-s3-`: only the tag tells it apart.
+    for (const [capture, node, tagged] of [['cap-s3', 'n1', true], ['cap-s3', 'n2', false], ['cap-s3-x', 'n1', true]] as const) {
       const base = captureBaseName(capture, node, AT);
       const file = join(dir, 'src', `${base}.tar.gz`);
       await writeCaptureTarball(file, base, { pcapBytes: 128 * 1024 });
       const body = readFileSync(file);
       objects.set(`${base}.tar.gz`, body);
-      await s3.send(new PutObjectCommand({ Bucket: 'captures', Key: `retina/captures/${base}.tar.gz`, Body: body }));
+      if (tagged) await s3Output({ bucket: 'captures', region: 'us-east-1', endpoint, path: 'retina/captures' }, { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY }, { captureName: capture }).deliver(file, `${base}.tar.gz`);
+      else await s3.send(new PutObjectCommand({ Bucket: 'captures', Key: `retina/captures/${base}.tar.gz`, Body: body }));
     }
     s3.destroy();
   });

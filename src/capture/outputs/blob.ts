@@ -4,9 +4,12 @@
  * imported only here, when a capture has a blob output. The SAS token never reaches a log or a
  * message: errors are redacted.
  */
+import { BLOB_CAPTURE_METADATA } from '../naming.js';
 import { CaptureError, redactMessage, redactUrl, type Output } from './output.js';
 
 export interface BlobOptions {
+  /** Written as the blob's metadata so that a download by name takes only this capture's blobs. */
+  readonly captureName?: string;
   readonly maxTries?: number;
   readonly tryTimeoutMs?: number;
 }
@@ -36,7 +39,7 @@ export function blobOutput(sasUrl: string, source: string, opts: BlobOptions = {
       const container = new ContainerClient(u.toString(), pipeline);
       const blob = container.getBlockBlobClient(name);
       try {
-        await blob.uploadFile(file, { blobHTTPHeaders: { blobContentType: 'application/gzip' } });
+        await blob.uploadFile(file, { blobHTTPHeaders: { blobContentType: 'application/gzip' }, ...(opts.captureName ? { metadata: { [BLOB_CAPTURE_METADATA]: opts.captureName } } : {}) });
       } catch (e) {
         const err = e as { statusCode?: number; code?: string; message?: string };
         const why = redactMessage(`${err.statusCode ? `HTTP ${err.statusCode} ` : ''}${err.code ?? ''} ${(err.message ?? String(e)).split('\n')[0]}`.trim(), [u.search]);

@@ -6,6 +6,7 @@
  */
 import { createReadStream } from 'node:fs';
 import type { S3Target } from '../env.js';
+import { S3_CAPTURE_METADATA } from '../naming.js';
 import { CaptureError, redactMessage, type Output } from './output.js';
 
 export interface S3Credentials {
@@ -14,6 +15,8 @@ export interface S3Credentials {
 }
 
 export interface S3Options {
+  /** Written as the object's metadata so that a download by name takes only this capture's objects. */
+  readonly captureName?: string;
   readonly maxAttempts?: number;
   readonly partSize?: number;
 }
@@ -34,7 +37,7 @@ export function s3Output(target: S3Target, creds: S3Credentials, opts: S3Options
       const key = s3Key(target, name);
       const where = `s3://${target.bucket}/${key}${target.endpoint ? ` at ${target.endpoint}` : ''}`;
       try {
-        const up = new Upload({ client, params: { Bucket: target.bucket, Key: key, Body: createReadStream(file), ContentType: 'application/gzip' }, partSize: opts.partSize ?? 8 << 20, queueSize: 2 });
+        const up = new Upload({ client, params: { Bucket: target.bucket, Key: key, Body: createReadStream(file), ContentType: 'application/gzip', ...(opts.captureName ? { Metadata: { [S3_CAPTURE_METADATA]: opts.captureName } } : {}) }, partSize: opts.partSize ?? 8 << 20, queueSize: 2 });
         await up.done();
       } catch (e) {
         const err = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };

@@ -8,15 +8,26 @@ import { rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { BLOB_CAPTURE_METADATA, S3_CAPTURE_METADATA } from '../../capture/naming.js';
 import { Progress, type ProgressSink } from './download-progress.js';
 import { DownloadError } from './download-nodes.js';
 
 export interface RemoteOptions {
   /** Object names must start with this (the capture name), when given. */
   readonly prefix?: string;
+  /**
+   * The capture asked for: an object whose metadata names another capture is skipped (`web-2-…`
+   * starts with `web-` too). Objects without that metadata (uploaded by Retina) are kept.
+   */
+  readonly captureName?: string;
   readonly dir: string;
   readonly progress: ProgressSink;
   readonly signal: AbortSignal;
+}
+
+/** Whether an object whose metadata says `tagged` (undefined: untagged) belongs to the capture asked for. */
+function sameCapture(tagged: string | undefined, o: RemoteOptions): boolean {
+  return o.captureName === undefined || tagged === undefined || tagged === o.captureName;
 }
 
 /** The SAS URL without its query (secrets never reach messages). */
@@ -69,8 +80,9 @@ export async function downloadFromBlob(sasUrl: string, o: RemoteOptions): Promis
   const container = new ContainerClient(containerUrl);
   const names: { name: string; size: number | undefined }[] = [];
   try {
-    for await (const b of container.listBlobsFlat(o.prefix ? { prefix: o.prefix } : {})) {
-      if (b.name.endsWith('.tar.gz')) names.push({ name: b.name, size: b.properties.contentLength });
+    for await (const b of container.listBlobsFlat({ ...(o.prefix ? { prefix: o.prefix } : {}), includeMetadata: o.captureName !== undefined })) {
+      if (!b.name.endsWith('.tar.gz') || !sameCapture(b.metadata?.[BLOB_CAPTURE_METADATA], o)) continue;
+      names.push({ name: b.name, size: b.properties.contentLength });
     }
   } catch (e) {
     throw new DownloadError(`--blob-url: cannot list ${redactSas(containerUrl)}: ${blobMessage(e)}`, { cause: e });
@@ -110,7 +122,7 @@ export interface S3Options extends RemoteOptions {
 
 /** Downloads every object under `<path>/<prefix>` of the bucket; returns the paths. */
 export async function downloadFromS3(o: S3Options): Promise<string[]> {
-  const { S3Client, ListObjectsV2Command, GetObjectCommand } = await import('@aws-sdk/client-s3');
+  const { S3Client, ListObjectsV2Command, GetObjectCommand, HeadObjectCommand } = await import('@aws-sdk/client-s3');
   if ((o.accessKeyId === undefined) !== (o.secretAccessKey === undefined)) {
     throw new DownloadError('S3 credentials: give both --s3-access-key-id and --s3-secret-access-key (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or neither');
   }
@@ -130,9 +142,15 @@ export async function downloadFromS3(o: S3Options): Promise<string[]> {
       for (const c of page.Contents ?? []) if (c.Key?.endsWith('.tar.gz')) keys.push({ key: c.Key, size: c.Size });
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    if (keys.length === 0) throw new DownloadError(`S3: no capture tarballs under ${where}`);
+    const mine = [];
+    for (const k of keys) {
+      // Listing does not return metadata: one HEAD per candidate (a capture has one per node).
+      const tagged = o.captureName === undefined ? undefined : (await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: k.key }), { abortSignal: o.signal })).Metadata?.[S3_CAPTURE_METADATA];
+      if (sameCapture(tagged, o)) mine.push(k);
+    }
+    if (mine.length === 0) throw new DownloadError(`S3: no capture tarballs under ${where}`);
     const out: string[] = [];
-    for (const { key, size } of keys) {
+    for (const { key, size } of mine) {
       const r = await client.send(new GetObjectCommand({ Bucket: o.bucket, Key: key }), { abortSignal: o.signal });
       if (!r.Body) throw new DownloadError(`S3: ${key} has no body`);
       const dest = `${o.dir}/${basename(key)}`;

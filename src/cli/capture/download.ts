@@ -191,7 +191,7 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
 
     if (flags.blobUrl) {
       log(`downloading from blob storage ${redactSas(flags.blobUrl)}`);
-      const files = await downloadFromBlob(flags.blobUrl, { dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-` } : {}) });
+      const files = await downloadFromBlob(flags.blobUrl, { dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-`, captureName: flags.name } : {}) });
       for (const f of files) {
         stdout.write(`File written to: ${f}\n`);
         if (!(await verify(f))) failures++;
@@ -199,7 +199,7 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
     }
     if (flags.s3) {
       log(`downloading from s3://${flags.s3.bucket}/${flags.s3.path}`);
-      const files = await downloadFromS3({ ...flags.s3, dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-` } : {}) });
+      const files = await downloadFromS3({ ...flags.s3, dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-`, captureName: flags.name } : {}) });
       for (const f of files) {
         stdout.write(`File written to: ${f}\n`);
         if (!(await verify(f))) failures++;
