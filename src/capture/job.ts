@@ -14,6 +14,11 @@ export const CAPTURE_NAME_LABEL = 'capture-name';
 export const HOSTPATH_ANNOTATION = 'retina-capture-hostpath';
 export const FILENAME_ANNOTATION = 'retina-capture-filename';
 export const CAPTURE_CONTAINER = 'retina-capture';
+/**
+ * The ServiceAccount capture pods run as when their namespace has it (the operator creates it, bound
+ * to the chart's capture ClusterRole): it lets a pod annotate itself with its tarball's name.
+ */
+export const CAPTURE_SERVICE_ACCOUNT = 'retina-capture';
 export const BLOB_SECRET_KEY = 'blob-upload-url';
 export const S3_ACCESS_KEY_ID = 's3-access-key-id';
 export const S3_SECRET_ACCESS_KEY = 's3-secret-access-key';

@@ -14,7 +14,7 @@ import {
 import type { Logger } from '../log/index.js';
 import type { MetricWriters } from '../metrics/index.js';
 import {
-  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, FILENAME_ANNOTATION, JobNumLimitError, TargetError, captureJobs, captureSelector,
+  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, CAPTURE_SERVICE_ACCOUNT, FILENAME_ANNOTATION, JobNumLimitError, TargetError, captureJobs, captureSelector,
   referencedSecrets, resolveTargets, validateCaptureSpec,
 } from '../capture/index.js';
 import { createController, type Controller, type ReconcileResult } from './controller.js';
@@ -88,7 +88,6 @@ export interface CaptureControllerOptions {
   readonly podClusterRole?: string;
 }
 
-export const CAPTURE_SERVICE_ACCOUNT = 'retina-capture';
 
 export interface CaptureController extends Controller {
   enqueueAll(): void;

@@ -22,7 +22,7 @@ import { one, render } from '../chart/helm.js';
 const run = promisify(execFile);
 
 interface Job extends KubeObject {
-  spec: { activeDeadlineSeconds?: number; template: { spec: { nodeName: string; securityContext?: { windowsOptions?: { hostProcess?: boolean } }; containers: { env: { name: string; value?: string }[] }[] } } };
+  spec: { activeDeadlineSeconds?: number; template: { spec: { nodeName: string; serviceAccountName?: string; securityContext?: { windowsOptions?: { hostProcess?: boolean } }; containers: { env: { name: string; value?: string }[] }[] } } };
 }
 
 describe('captures: operator and kubectl-retina against a real API server', { timeout: 300_000 }, () => {
@@ -280,6 +280,9 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     const jobs = await jobsOf('cli1', nsB);
     assert.deepEqual(byNode(jobs), [lin[0], win].sort());
     assert.ok(jobs.every((j) => !j.metadata.ownerReferences?.length));
+    // No capture ServiceAccount in nsB yet: the pods run as the default one, and the user is told what that costs.
+    assert.ok(jobs.every((j) => j.spec.template.spec.serviceAccountName === undefined));
+    assert.match(c.err, /no ServiceAccount retina-capture in namespace .*download lists each node's capture directory/);
     await client.request('GET', objectPath(resources.secrets, nsB, 'cli1-blob-upload-secret'));
     const again = await cli('capture', 'create', '--name', 'cli1', '-n', nsB, '--node-names', lin[0] as string);
     assert.equal(again.code, 1);
@@ -294,6 +297,13 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     assert.match(d.out, /2 job\(s\), 1 secret\(s\)/);
     assert.equal((await jobsOf('cli1', nsB)).length, 0);
     await assert.rejects(client.request('GET', objectPath(resources.secrets, nsB, 'cli1-blob-upload-secret')), (e: unknown) => isApiError(e, 404));
+    // Once the namespace has the account (as the operator leaves it), CLI-made pods run as it.
+    await client.request('POST', `/api/v1/namespaces/${nsB}/serviceaccounts`, { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'retina-capture' } } });
+    const c2 = await cli('capture', 'create', '--name', 'cli2', '-n', nsB, '--node-names', lin[0] as string, '--duration', '1s');
+    assert.equal(c2.code, 0, c2.err);
+    assert.doesNotMatch(c2.err, /no ServiceAccount/);
+    assert.deepEqual((await jobsOf('cli2', nsB)).map((j) => j.spec.template.spec.serviceAccountName), ['retina-capture']);
+    assert.equal((await cli('capture', 'delete', '--name', 'cli2', '-n', nsB)).code, 0);
   });
 
   it('kubectl-retina --no-wait=false: waits, prints per-node progress, then cleans up', async () => {

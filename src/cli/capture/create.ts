@@ -5,10 +5,10 @@
  * waits, prints per-node progress and then cleans up (as Retina).
  */
 import {
-  DEFAULT_HOSTPATH_BASE_DIR, TargetError, captureJobs, captureSecrets, captureSelector, defaultImages, referencedSecrets, resolveTargets, validateCaptureSpec,
+  CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, TargetError, captureJobs, captureSecrets, captureSelector, defaultImages, referencedSecrets, resolveTargets, validateCaptureSpec,
   captureDurationMs, JobNumLimitError, type Manifest,
 } from '../../capture/index.js';
-import { apiVersionOf, collectionPath, objectPath, resources, type Capture, type CaptureSpec, type KubeList, type LabelSelector, type RestClient } from '../../k8s/index.js';
+import { apiVersionOf, collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeList, type LabelSelector, type RestClient } from '../../k8s/index.js';
 import { version } from '../command.js';
 import { FlagError, KUBE_FLAGS, kubeClient, parseKubectlFlags, type Flags } from './flags.js';
 import { deleteCaptureJobs, jobProgress, printProgress } from './list.js';
@@ -184,10 +184,14 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
       return 1;
     }
     const images = defaultImages(version(), env, f.bool('debug'));
+    const account = await captureAccount(client, ns);
+    if (!account) {
+      err(`note: no ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} in namespace ${ns}: the capture pods run as the default one and cannot annotate themselves with their file's name, so download lists each node's capture directory (the operator creates that account when it runs a capture in a namespace)`);
+    }
     let jobs: Manifest[];
     try {
       jobs = captureJobs({ name, namespace: ns, spec: input.spec }, nodes, {
-        ...images, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'), deadlineSlackSeconds: 300,
+        ...images, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'), deadlineSlackSeconds: 300, ...(account ? { serviceAccountName: account } : {}),
         startTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
       });
     } catch (e) {
@@ -209,6 +213,17 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
     return 1;
   } finally {
     client.close();
+  }
+}
+
+/** The capture ServiceAccount if the namespace has it (and we may see it); undefined otherwise. */
+async function captureAccount(client: RestClient, ns: string): Promise<string | undefined> {
+  try {
+    await client.request('GET', `/api/v1/namespaces/${encodeURIComponent(ns)}/serviceaccounts/${CAPTURE_SERVICE_ACCOUNT}`);
+    return CAPTURE_SERVICE_ACCOUNT;
+  } catch (e) {
+    if (isApiError(e, 404) || isApiError(e, 403)) return undefined;
+    throw e;
   }
 }
 
