@@ -395,6 +395,12 @@ describe('errors name the field', () => {
     throwsField([{ source_ip: '1.2.3.4' }], [], 'whitelist[0].source_ip', /list of strings/);
     throwsField([{ source_ip: [1] }], [], 'whitelist[0].source_ip[0]');
     throwsField([{ bogus: ['x'] }], [], 'whitelist[0].bogus', /not a FlowFilter field/);
+    const sparse: unknown[] = [];
+    sparse[1] = 'default/web';
+    throwsField([{ source_pod: sparse }], [], 'whitelist[0].source_pod[0]', /must be a string/);
+    const sparseList: unknown[] = [];
+    sparseList[1] = { verdict: ['DROPPED'] };
+    throwsField(sparseList, [], 'whitelist[0]', /FlowFilter/);
   });
   test('fields this agent cannot answer are refused, not ignored', () => {
     throwsField([{ node_labels: ['a=b'] }], [], 'whitelist[0].node_labels', /not supported/);
