@@ -6,3 +6,4 @@ export { configWarnings, type ConfigWarning, type ConsistencyInput } from './con
 export { agentKeys, agentConfig, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';
 export { closestMatch, didYouMean, editDistance } from './suggest.js';
 export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig, type MetricsSecurityKeys } from './metrics-security.js';
+export { hubbleConfig, hubbleKeys, parseListenAddress, type HubbleConfig, type HubbleKeys } from './hubble.js';
