@@ -108,3 +108,8 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     hubble: hubbleConfig(keys, v),
   });
 }
+
+/** Whether plugins produce per-packet flows: for the pod-level pipeline, or for the Hubble ring. */
+export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'> }): boolean {
+  return a.enablePodLevel || a.hubble?.enabled === true;
+}

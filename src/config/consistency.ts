@@ -4,7 +4,7 @@
  * warning naming the keys; none stops the agent, since what still works (node metrics) is worth
  * running and Retina users' ConfigMaps carry over unchanged (README: "Configuration").
  */
-import type { AgentConfig, AgentKeys } from './agent.js';
+import { flowsWanted, type AgentConfig, type AgentKeys } from './agent.js';
 import type { LoadedValues } from './load.js';
 import type { KeySpec } from './schema.js';
 
@@ -38,14 +38,14 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
   const shown = (field: keyof AgentKeys): string => `${keys[field].key}: ${JSON.stringify(values.get(keys[field] as KeySpec<unknown>))}`;
 
   if (!agent.enablePodLevel) {
-    for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n))) {
+    for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n) && !flowsWanted(agent))) {
       out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true or remove it` });
     }
     for (const f of POD_LEVEL_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
     }
   }
-  const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && agent.enablePodLevel;
+  const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && flowsWanted(agent);
   if (!packetparser) {
     const why = agent.enabledPlugin.includes('packetparser') ? 'enablePodLevel is false' : 'packetparser is not in enabledPlugin';
     for (const f of PACKETPARSER_KEYS) {
