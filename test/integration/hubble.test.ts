@@ -175,6 +175,22 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
     assert.equal(dns['event_type']['type'], 129);
   });
 
+  it('filters: allow and deny lists pick exactly the flows they name; a bad filter is INVALID_ARGUMENT naming the field', async () => {
+    const drops = await flowsOf(observer, { number: MAX_FLOWS, whitelist: [{ source_pod: [`${nsA}/cli`], verdict: ['DROPPED'] }] });
+    assert.ok(drops.length > 0);
+    for (const f of drops) {
+      assert.equal(f['verdict'], 'DROPPED');
+      assert.equal(f['source']['pod_name'], pods.cli.name);
+    }
+    const dns = await flowsOf(observer, { number: MAX_FLOWS, whitelist: [{ protocol: ['dns'] }] });
+    assert.ok(dns.length > 0 && dns.every((f) => f['l7']?.['dns']), JSON.stringify(dns[0]));
+    const notDropped = await flowsOf(observer, { number: MAX_FLOWS, blacklist: [{ verdict: ['DROPPED'] }] });
+    assert.ok(notDropped.length > 0 && notDropped.every((f) => f['verdict'] !== 'DROPPED'));
+    const bad = await stream(observer, 'GetFlows', { whitelist: [{ source_ip: ['10.0.0.1', 'x'] }] });
+    assert.equal(bad.err?.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(bad.err?.details ?? '', /whitelist\[0\]\.source_ip\[1\]/);
+  });
+
   it('number, first, since and until select from the ring; every response carries node_name and time', async () => {
     const all = await stream(observer, 'GetFlows', { number: 5 });
     assert.equal(all.err, undefined);
