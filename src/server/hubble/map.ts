@@ -75,9 +75,9 @@ function l4(f: Readonly<Flow>): HubbleObject | undefined {
     case 6: return { protocol: 'TCP', TCP: { source_port: f.srcPort, destination_port: f.dstPort, flags: tcpFlags(f.tcpFlags) } };
     case 17: return { protocol: 'UDP', UDP: { source_port: f.srcPort, destination_port: f.dstPort } };
     case 132: return { protocol: 'SCTP', SCTP: { source_port: f.srcPort, destination_port: f.dstPort } };
-    // Our ICMP flows carry type and code in the port fields (0 when the producer had neither).
-    case 1: return { protocol: 'ICMPv4', ICMPv4: { type: f.srcPort, code: f.dstPort } };
-    case 58: return { protocol: 'ICMPv6', ICMPv6: { type: f.srcPort, code: f.dstPort } };
+    // Our producers do not read ICMP type and code: the protocol alone.
+    case 1: return { protocol: 'ICMPv4', ICMPv4: {} };
+    case 58: return { protocol: 'ICMPv6', ICMPv6: {} };
     default: return undefined;
   }
 }
