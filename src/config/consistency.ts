@@ -23,7 +23,9 @@ export interface ConsistencyInput {
 }
 
 /** The pod-level pipeline's keys (Retina reads them only with enablePodLevel). */
-const POD_LEVEL_KEYS = ['remoteContext', 'enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries', 'packetParserRingBufferSize'] as const;
+const POD_LEVEL_KEYS = ['enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries'] as const;
+/** Keys of the flow path, read with enablePodLevel or hubble.enabled (enrichment, flow rings). */
+const FLOW_KEYS = ['remoteContext', 'packetParserRingBufferSize'] as const;
 /** Agent keys only packetparser reads (with the pod-level pipeline on). */
 const PACKETPARSER_KEYS = ['dataAggregationLevel', 'dataSamplingRate', 'conntrackReportInterval', 'enableConntrackMetrics'] as const;
 
@@ -43,6 +45,11 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
     }
     for (const f of POD_LEVEL_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
+    }
+    if (!flowsWanted(agent)) {
+      for (const f of FLOW_KEYS) {
+        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel and hubble.enabled are false` });
+      }
     }
   }
   const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && flowsWanted(agent);

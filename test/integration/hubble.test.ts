@@ -217,6 +217,7 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
     assert.ok(st['seen_flows'] > 0 && st['num_flows'] > 0 && st['num_flows'] <= MAX_FLOWS, JSON.stringify(st));
     assert.ok(st['uptime_ns'] > 0);
     assert.match(st['version'], /retina-ts/);
+    assert.ok(st['flows_rate'] > 0, 'flows of the last minute');
     const viaSocket = new protos.ObserverClient(`unix:${socket}`, grpc.credentials.createInsecure()) as unknown as Obj;
     try {
       const st2 = await unary(viaSocket, 'ServerStatus');

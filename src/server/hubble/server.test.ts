@@ -60,6 +60,7 @@ describe('hubble gRPC server', () => {
     assert.equal(st['seen_flows'], 10);
     assert.equal(st['version'], '0.1.0+retina-ts');
     assert.ok(st['uptime_ns'] > 0);
+    assert.equal(st['flows_rate'] ?? 0, 0, 'the test flows are from 2023: none in the last minute');
   });
 
   it('number gives the last N, first the first N, since/until bound by time', async () => {

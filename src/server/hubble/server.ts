@@ -237,7 +237,15 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
 
   const serverStatus = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
     const st = ring.stats();
-    cb(null, { num_flows: st.size, max_flows: st.capacity, seen_flows: st.seen, uptime_ns: uptimeNs(), version: o.version });
+    // flows_rate: flows of the last minute still in the ring, per second (as Hubble computes it).
+    const since = Date.now() - 60_000;
+    let recent = 0;
+    for (let s = ring.head() - 1; s >= ring.tail(); s--) {
+      const f = ring.at(s);
+      if (f === undefined || f.timeMs < since) break;
+      recent++;
+    }
+    cb(null, { num_flows: st.size, max_flows: st.capacity, seen_flows: st.seen, uptime_ns: uptimeNs(), version: o.version, flows_rate: recent / 60 });
   };
 
   const getNodes = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
