@@ -41,14 +41,14 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
 
   if (!agent.enablePodLevel) {
     for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n) && !flowsWanted(agent))) {
-      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true or remove it` });
+      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true (or hubble.enabled: true) or remove it` });
     }
     for (const f of POD_LEVEL_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
     }
     if (!flowsWanted(agent)) {
       for (const f of FLOW_KEYS) {
-        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel and hubble.enabled are false` });
+        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false and hubble.enabled is false` });
       }
     }
   }

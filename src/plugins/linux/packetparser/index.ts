@@ -60,8 +60,8 @@ export interface PacketparserTiming {
 export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
   return ResourceStack.build(async (s) => {
     if (!flowsWanted(ctx.agent)) {
-      ctx.log.warn('enablePodLevel and hubble.enabled are false: packetparser attaches nothing');
-      ctx.status.degraded('enablePodLevel', 'enablePodLevel and hubble.enabled are false: packetparser has nothing to feed');
+      ctx.log.warn('enablePodLevel is false and hubble.enabled is false: packetparser attaches nothing');
+      ctx.status.degraded('enablePodLevel', 'enablePodLevel is false and hubble.enabled is false: packetparser has nothing to feed');
       return;
     }
     const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);
