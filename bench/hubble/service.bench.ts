@@ -24,7 +24,6 @@
  * - RSS of the service (grpc-js, protobufjs, protos, server): 11–22 MB (noisy; loaded only with
  *   hubble.enabled); a full ring of 4 096 flows keeps 1.18 MB of heap (~290 B per flow).
  */
-import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
