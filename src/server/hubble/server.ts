@@ -128,8 +128,14 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     const number = Number(req['number'] ?? 0);
     const first = req['first'] === true;
     const follow = req['follow'] === true;
-    const since = timestampMs(req['since']);
-    const until = timestampMs(req['until']);
+    // Bounds compared as the client sees times: whole (seconds, nanos) of each flow's timestamp.
+    const bound = (v: unknown): { s: number; n: number } | undefined => {
+      if (timestampMs(v) === undefined) return undefined;
+      const b = v as { seconds?: unknown; nanos?: unknown };
+      return { s: Number(b.seconds ?? 0), n: Number(b.nanos ?? 0) };
+    };
+    const since = bound(req['since']);
+    const until = bound(req['until']);
     if (!Number.isSafeInteger(number) || number < 0) {
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, `number: ${String(req['number'])} is not a count of flows`));
       return;
@@ -149,7 +155,12 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     call.on('cancelled', stop);
     call.on('close', stop);
     const gone = (): boolean => cancelled;
-    const inRange = (ms: number): boolean => (since === undefined || ms >= since) && (until === undefined || ms <= until);
+    const cmp = (ms: number, b: { s: number; n: number }): number => {
+      const ts = timestamp(ms);
+      return ts.seconds !== b.s ? ts.seconds - b.s : ts.nanos - b.n;
+    };
+    const afterUntil = (ms: number): boolean => until !== undefined && cmp(ms, until) > 0;
+    const inRange = (ms: number): boolean => (since === undefined || cmp(ms, since) >= 0) && !afterUntil(ms);
     /** The Hubble flow at seq when it is in range and matches, else undefined. */
     const pick = (seq: number): HubbleObject | undefined => {
       const f = ring.at(seq);
@@ -209,7 +220,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
           const seq = cursor++;
           const f = ring.at(seq);
           if (f === undefined) break;
-          if (until !== undefined && f.timeMs > until) {
+          if (afterUntil(f.timeMs)) {
             call.end();
             return;
           }
