@@ -70,6 +70,8 @@ describe('hubble gRPC server', () => {
     assert.deepEqual(last.msgs[0]?.['time'], { seconds: 1_700_000_007, nanos: 0 });
     const first = await collect(observer['GetFlows']({ number: 2, first: true }));
     assert.deepEqual(first.msgs.map((m) => m['flow']['l4']['TCP']['source_port']), [1000, 1001]);
+    const all = await collect(observer['GetFlows']({ number: '18446744073709551615' })); // hubble observe --all
+    assert.equal(all.msgs.length, 10);
     const window = await collect(observer['GetFlows']({ since: { seconds: 1_700_000_002 }, until: { seconds: 1_700_000_004 } }));
     assert.deepEqual(window.msgs.map((m) => m['flow']['l4']['TCP']['source_port']), [1002, 1003, 1004]);
   });

@@ -125,7 +125,10 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, msg));
       return;
     }
-    const number = Number(req['number'] ?? 0);
+    // `hubble observe --all` asks for 2^64-1 flows: every flow held.
+    const asked = Number(req['number'] ?? 0);
+    const number = asked >= Number.MAX_SAFE_INTEGER ? 0 : asked;
+    const wantsHistory = asked > 0;
     const first = req['first'] === true;
     const follow = req['follow'] === true;
     // Bounds compared as the client sees times: whole (seconds, nanos) of each flow's timestamp.
@@ -173,7 +176,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
       const tail = ring.tail();
       // History: picked in one synchronous pass (nothing is written meanwhile), then sent.
       const history: [HubbleObject, number][] = [];
-      if (!follow || number > 0 || since !== undefined) {
+      if (!follow || wantsHistory || since !== undefined) {
         if (first || number === 0) {
           for (let s = tail; s < head && (number === 0 || history.length < number); s++) {
             const h = pick(s);
