@@ -113,7 +113,7 @@ export const k8sObjectsRejected = def(`${SELF}k8s_objects_rejected_total`, 'coun
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
 export const hubbleFlowsSeen = def(`${SELF}hubble_flows_seen_total`, 'counter', 'Ours: enriched flows written into the Hubble flow ring', []);
 export const hubbleFlowsLost = def(`${SELF}hubble_flows_lost_total`, 'counter', 'Ours: flows a slow Hubble GetFlows follower lost (the ring overwrote them first; the client got a LostEvent)', []);
-export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify)', ['rpc']);
+export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify, Watch)', ['rpc']);
 
 /** All families, for docs and tests. */
 export const allMetrics: readonly MetricDef[] = [

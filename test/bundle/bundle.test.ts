@@ -41,7 +41,7 @@ describe('bundles, run from their own folder', () => {
   });
 
   it('the Hubble service ships its protos and loads grpc-js only when enabled', () => {
-    for (const f of ['flow.proto', 'observer.proto', 'peer.proto', 'relay.proto']) assert.ok(readFileSync(join(dir, 'proto', 'hubble', f), 'utf8').includes('syntax = "proto3"'), f);
+    for (const f of ['flow.proto', 'observer.proto', 'peer.proto', 'relay.proto', 'health.proto']) assert.ok(readFileSync(join(dir, 'proto', 'hubble', f), 'utf8').includes('syntax = "proto3"'), f);
     const marker = 'node_modules/@grpc/grpc-js/';
     const files = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
     assert.ok(files.some((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), 'grpc-js is bundled');

@@ -13,17 +13,24 @@ export const PROTO_OPTIONS: protoLoader.Options = Object.freeze({ keepCase: true
 export interface HubbleProtos {
   readonly observer: grpc.ServiceDefinition;
   readonly peer: grpc.ServiceDefinition;
+  readonly health: grpc.ServiceDefinition;
   /** Client constructors, for tests and tools. */
   readonly ObserverClient: grpc.ServiceClientConstructor;
   readonly PeerClient: grpc.ServiceClientConstructor;
+  readonly HealthClient: grpc.ServiceClientConstructor;
 }
 
-/** `dir`: the folder with observer.proto, flow.proto, relay.proto and peer.proto. */
+/** `dir`: the folder with observer.proto, flow.proto, relay.proto, peer.proto and health.proto. */
 export function loadHubbleProtos(dir: string): HubbleProtos {
-  const def = protoLoader.loadSync([join(dir, 'observer.proto'), join(dir, 'peer.proto')], { ...PROTO_OPTIONS, includeDirs: [dir] });
+  const def = protoLoader.loadSync([join(dir, 'observer.proto'), join(dir, 'peer.proto'), join(dir, 'health.proto')], { ...PROTO_OPTIONS, includeDirs: [dir] });
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
     observer: { Observer: grpc.ServiceClientConstructor };
     peer: { Peer: grpc.ServiceClientConstructor };
+    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
   };
-  return { observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer };
+  const health = pkg.grpc.health.v1.Health;
+  return {
+    observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, health: health.service,
+    ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer, HealthClient: health,
+  };
 }

@@ -300,6 +300,22 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     GetNamespaces: unimplemented('GetNamespaces'),
   });
   server.addService(o.protos.peer, { Notify: notify });
+  // gRPC health (what `hubble status` asks first): SERVING for the whole server and our services.
+  const served = new Set(['', 'observer.Observer', 'peer.Peer']);
+  const healthOf = (req: HubbleObject): string => (served.has(String(req['service'] ?? '')) ? 'SERVING' : 'SERVICE_UNKNOWN');
+  server.addService(o.protos.health, {
+    Check: (call: grpc.ServerUnaryCall<HubbleObject, HubbleObject>, cb: grpc.sendUnaryData<HubbleObject>) => {
+      const status = healthOf(call.request);
+      if (status === 'SERVICE_UNKNOWN') cb(grpcError(grpc.status.NOT_FOUND, `unknown service ${String(call.request['service'])}`));
+      else cb(null, { status });
+    },
+    Watch: (call: grpc.ServerWritableStream<HubbleObject, HubbleObject>) => {
+      const untrack = track('Watch', () => call.end());
+      call.write({ status: healthOf(call.request) });
+      call.on('cancelled', untrack);
+      call.on('close', untrack);
+    },
+  });
 
   const bind = (addr: string): Promise<number> => new Promise((resolve, reject) => {
     server.bindAsync(addr, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
