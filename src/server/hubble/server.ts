@@ -301,7 +301,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   });
   server.addService(o.protos.peer, { Notify: notify });
   // gRPC health (what `hubble status` asks first): SERVING for the whole server and our services.
-  const served = new Set(['', 'observer.Observer', 'peer.Peer']);
+  const served = new Set(['', 'hubble.server.Observer', 'observer.Observer', 'peer.Peer']);
   const healthOf = (req: HubbleObject): string => (served.has(String(req['service'] ?? '')) ? 'SERVING' : 'SERVICE_UNKNOWN');
   server.addService(o.protos.health, {
     Check: (call: grpc.ServerUnaryCall<HubbleObject, HubbleObject>, cb: grpc.sendUnaryData<HubbleObject>) => {
