@@ -12,7 +12,7 @@ import { fc, fuzzer, onlyThrows, timed } from './harness.js';
 
 const fuzz = fuzzer(import.meta.url);
 
-const anything = fc.anything({ maxDepth: 2, maxKeys: 4 });
+const anything = fc.anything({ maxDepth: 2, maxKeys: 4, withSparseArray: true, withNullPrototype: true });
 const text = fc.oneof(
   fc.string({ maxLength: 12 }),
   fc.constantFrom('', '/', 'default/', 'default/web', 'kube-system/coredns-', 'web', '10.0.0.0/8', 'fd00::/16', '1.2.3.4', '::ffff:1.2.3.4', '::1/129'),

@@ -3,7 +3,9 @@
  * cases where they exist), plus allow/deny combinations and errors that name the field.
  */
 import assert from 'node:assert/strict';
+import { isIPv4 } from 'node:net';
 import { describe, test } from 'node:test';
+import fc from 'fast-check';
 import { compileFlowFilters, FilterError, type HubbleFlow } from './filter.js';
 import { cidrsContain, isIP, parseCidr } from './filter-ip.js';
 import { compileSelector } from './filter-selector.js';
@@ -395,6 +397,12 @@ describe('errors name the field', () => {
     throwsField([{ source_ip: '1.2.3.4' }], [], 'whitelist[0].source_ip', /list of strings/);
     throwsField([{ source_ip: [1] }], [], 'whitelist[0].source_ip[0]');
     throwsField([{ bogus: ['x'] }], [], 'whitelist[0].bogus', /not a FlowFilter field/);
+    const sparse: unknown[] = [];
+    sparse[1] = 'default/web';
+    throwsField([{ source_pod: sparse }], [], 'whitelist[0].source_pod[0]', /must be a string/);
+    const sparseList: unknown[] = [];
+    sparseList[1] = { verdict: ['DROPPED'] };
+    throwsField(sparseList, [], 'whitelist[0]', /FlowFilter/);
   });
   test('fields this agent cannot answer are refused, not ignored', () => {
     throwsField([{ node_labels: ['a=b'] }], [], 'whitelist[0].node_labels', /not supported/);
@@ -412,6 +420,27 @@ describe('IP parsing (Go net.ParseIP / ParseCIDR)', () => {
     for (const bad of ['', '1.2.3', '1.2.3.4.5', '256.1.1.1', '01.1.1.1', '1.1.1.1 ', ':::', '1:2:3:4:5:6:7:8:9', '1::2::3', '1:2:3:4:5:6:7:8::', 'fe80::1%eth0', '12345::', '1:2:3:4:5:6:7:1.2.3.4', 'g::1', ':1', '1:']) {
       assert.equal(isIP(bad), false, bad);
     }
+  });
+  test('every IPv6 text form parses to the address its canonical form names', () => {
+    fc.assert(
+      fc.property(fc.ipV6(), (ip) => {
+        assert.equal(isIP(ip), true, ip);
+        const canon = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+        const mapped = /^::ffff:[0-9a-f]+:[0-9a-f]+$/.test(canon);
+        if (mapped) return; // has an IPv4 form: checked against IPv4 CIDRs below
+        assert.equal(cidrsContain([parseCidr(`${canon}/128`)!], ip), true, `${ip} vs ${canon}`);
+        assert.equal(cidrsContain([parseCidr(`${canon}/127`)!], ip), true);
+      }),
+      { seed: 17, numRuns: 300 },
+    );
+    fc.assert(
+      fc.property(fc.ipV4(), fc.integer({ min: 0, max: 32 }), (ip, bits) => {
+        assert.equal(isIP(ip), isIPv4(ip));
+        assert.equal(cidrsContain([parseCidr(`${ip}/${bits}`)!], ip), true);
+        assert.equal(cidrsContain([parseCidr(`${ip}/${bits}`)!], `::ffff:${ip}`), true);
+      }),
+      { seed: 18, numRuns: 300 },
+    );
   });
   test('CIDRs', () => {
     assert.equal(parseCidr('10.0.0.0/33'), undefined);

@@ -112,17 +112,14 @@ interface Ctx {
 
 function strings(v: unknown, path: string): string[] {
   if (!Array.isArray(v)) throw new FilterError(path, 'must be a list of strings');
-  v.forEach((s, i) => {
-    if (typeof s !== 'string') throw new FilterError(`${path}[${i}]`, 'must be a string');
-  });
+  // An index loop, not forEach: a sparse array's holes are errors, not skipped.
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'string') throw new FilterError(`${path}[${i}]`, 'must be a string');
   return v as string[];
 }
 
 function records(v: unknown, path: string): Rec[] {
   if (!Array.isArray(v)) throw new FilterError(path, 'must be a list of messages');
-  v.forEach((s, i) => {
-    if (rec(s) === undefined || Array.isArray(s)) throw new FilterError(`${path}[${i}]`, 'must be a message');
-  });
+  for (let i = 0; i < v.length; i++) if (rec(v[i]) === undefined || Array.isArray(v[i])) throw new FilterError(`${path}[${i}]`, 'must be a message');
   return v as Rec[];
 }
 
@@ -646,7 +643,7 @@ function compileOne(filter: unknown, path: string): Pred {
 function compileList(filters: unknown, name: string): Pred[] {
   if (filters === undefined || filters === null) return [];
   if (!Array.isArray(filters)) throw new FilterError(name, 'must be a list of FlowFilter');
-  return filters.map((f, i) => compileOne(f, `${name}[${i}]`));
+  return Array.from(filters as unknown[], (f, i) => compileOne(f, `${name}[${i}]`));
 }
 
 const EMPTY_FLOW: Rec = {};
