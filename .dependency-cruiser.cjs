@@ -10,7 +10,7 @@ const mayImport = {
   ffi: ['plugin'], // plugin lifecycle only: nothing above it
   operator: ['k8s', 'capture', 'plugin', 'metrics', 'config', 'flow'],
   capture: ['k8s', 'plugin', 'config'],
-  server: ['k8s', 'plugin', 'metrics', 'config'],
+  server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // flow: the Hubble service (src/server/hubble) serves flows
   hubble: ['k8s', 'metrics', 'config', 'flow'],
   plugin: ['metrics', 'config', 'flow'],
   k8s: ['cache', 'config'],

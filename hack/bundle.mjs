@@ -5,6 +5,7 @@
 //   .../build/koffi/<triplet>/koffi.node     koffi's native module, this target's only
 //   .../native-linux/<name>/<name>.bpf.o     the eBPF objects (linux), found like in the checkout
 //   .../charts/retina/crds/                  the CRDs the operator installs
+//   .../proto/hubble/                        the Hubble .proto files the agent's gRPC service loads
 //   .../package.json                         name and version (--version, and the package root)
 //   node hack/bundle.mjs [--os linux|win32] [--arch x64|arm64] [--sourcemap] [--out DIR]
 import { build } from 'esbuild';
@@ -71,5 +72,6 @@ if (opts.os === 'linux') {
   }
 }
 cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'crds'), { recursive: true });
+cpSync(join(root, 'proto', 'hubble'), join(out, 'proto', 'hubble'), { recursive: true });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
 process.stdout.write(`bundled ${Object.keys(COMMANDS).join(', ')} into ${out}\n`);

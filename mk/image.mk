@@ -12,7 +12,7 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null),local)
 IMAGE_REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 NODE_WIN_DIR := $(CACHE)/node-win
 NODE_WIN_EXE := $(NODE_WIN_DIR)/package/bin/node.exe
-BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) $(wildcard charts/retina/crds/*) \
+BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) $(wildcard charts/retina/crds/*) $(wildcard proto/hubble/*) \
 	hack/bundle.mjs package.json package-lock.json
 
 .PHONY: bundle image

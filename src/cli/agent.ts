@@ -61,12 +61,15 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
     auth = createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
-  // Pod level: enricher -> Metrics Module, and the IPs of interest (pod-level.ts).
-  const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s }) : undefined;
+  // Hubble (hubble.ts): a ring of enriched flows from every plugin, served over gRPC.
+  const hubble = agent.hubble.enabled ? (await import('./hubble.js')).startHubble({ agent, metrics, log, k8s, version: version() }) : undefined;
+  // Pod level: enricher -> Metrics Module (and the Hubble ring), and the IPs of interest (pod-level.ts).
+  const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s, also: hubble?.ring }) : undefined;
+  const flows = podLevel?.flows ?? hubble?.flowsWithoutPodLevel() ?? discardFlows;
 
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({
-    plugins: enabled, values, agent, info: platform.info, log, metrics, flows: podLevel?.flows ?? discardFlows, ...(podLevel ? { interest: podLevel.interest } : {}),
+    plugins: enabled, values, agent, info: platform.info, log, metrics, flows, ...(podLevel ? { interest: podLevel.interest } : {}),
   });
 
   // Liveness: the process answers, and is not on its way out (see README, /healthz).
@@ -82,6 +85,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return 1;
   }
   const http = server;
+  if (hubble) {
+    try {
+      await hubble.listen();
+    } catch (e) {
+      log.error('cannot start the Hubble server', { error: errorFields(e as Error), listenAddress: `${agent.hubble.listen.host}:${agent.hubble.listen.port}`, socketPath: agent.hubble.socketPath });
+      await http[Symbol.asyncDispose]();
+      await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
+    await Promise.resolve(podLevel?.[Symbol.asyncDispose]()).catch(() => undefined);
+      await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch(() => undefined);
+      return 1;
+    }
+  }
 
   const stop = async (): Promise<number> => {
     let code = 0;
@@ -94,6 +109,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('plugins stopped with errors', { error: errorFields(e as Error) });
       code = 1;
     }
+    await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
     await Promise.resolve(podLevel?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the pod-level pipeline stopped with errors', { error: errorFields(e as Error) }));
     await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
     await http[Symbol.asyncDispose]();

@@ -7,14 +7,15 @@
  */
 import type { AgentConfig } from '../config/index.js';
 import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
-import type { FlowBatch, FlowConsumer } from '../flow/index.js';
+import { fanOut, type FlowConsumer } from '../flow/index.js';
 import { createInformerFactory, createInterestSet, startApiServerIps } from '../k8s/index.js';
-import { errorFields, type Logger } from '../log/index.js';
+import type { Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { createMetricsModule, type MetricsModule } from '../metrics/module/index.js';
 import { everyIp, type IpInterest } from '../plugin/index.js';
 import type { AgentKubernetes } from './agent-k8s.js';
 import { within } from './command.js';
+import { guarded } from './flow-stages.js';
 import { startPodForgetter } from './pod-level-forget.js';
 import { startSpecController, type SpecController } from './pod-level-spec.js';
 
@@ -30,34 +31,20 @@ export interface PodLevel extends AsyncDisposable {
 const noLookup: EndpointLookup = { byIp: () => undefined };
 
 /**
- * A stage that never lets an exception out of consume(): the batch's flows are counted in
- * lost_events_counter{type, reason} and the error is logged at most once a minute.
+ * `also`: a stage that gets the enriched flows beside the Metrics Module (the Hubble ring), so
+ * flows are enriched once for both.
  */
-function guarded(next: FlowConsumer, type: string, reason: string, metrics: MetricsRegistry, log: Logger): FlowConsumer {
-  let lastLog = 0;
-  return {
-    consume(batch: FlowBatch): void {
-      try {
-        next.consume(batch);
-      } catch (e) {
-        metrics.counter(catalog.lostEventsCounter).inc({ type, reason }, batch.flows.length);
-        const now = Date.now();
-        if (now - lastLog > 60_000) {
-          lastLog = now;
-          log.error('a pipeline stage failed; its batch is counted as lost', { stage: reason, source: batch.source, error: errorFields(e as Error) });
-        }
-      }
-    },
-  };
-}
-
-export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsRegistry; log: Logger; k8s: AgentKubernetes | undefined }): Promise<PodLevel> {
+export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsRegistry; log: Logger; k8s: AgentKubernetes | undefined; also?: FlowConsumer | undefined }): Promise<PodLevel> {
   const log = o.log.child({ component: 'pod-level' });
   const { agent, metrics, k8s } = o;
+  const after = (module: MetricsModule): FlowConsumer => {
+    const m = guarded(module, 'pipeline', 'metrics_module', metrics, log);
+    return o.also ? fanOut([m, guarded(o.also, 'pipeline', 'hubble', metrics, log)]) : m;
+  };
   if (!k8s) {
     const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext });
     log.warn('enablePodLevel without Kubernetes: flows cannot be enriched (no IP cache) and no MetricsConfiguration can be read, so no advanced (adv_*) metrics are produced');
-    const flows = guarded(createEnricher(noLookup, guarded(module, 'pipeline', 'metrics_module', metrics, log)), 'pipeline', 'enricher', metrics, log);
+    const flows = guarded(createEnricher(noLookup, after(module)), 'pipeline', 'enricher', metrics, log);
     return {
       flows, interest: everyIp, module, spec: undefined,
       [Symbol.asyncDispose]: async () => module[Symbol.dispose](),
@@ -84,7 +71,7 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
   await within(apiServer.ready, 3000);
   interest.setApiServerIps(apiServer.ips());
   interest.flush();
-  const flows = guarded(createEnricher(cacheLookup(k8s.cache), guarded(module, 'pipeline', 'metrics_module', metrics, log)), 'pipeline', 'enricher', metrics, log);
+  const flows = guarded(createEnricher(cacheLookup(k8s.cache), after(module)), 'pipeline', 'enricher', metrics, log);
   log.info('pod-level pipeline running', {
     context: agent.remoteContext ? 'remote' : 'local', mode: agent.enableAnnotations ? 'annotations' : 'MetricsConfiguration',
     bypassLookupIPOfInterest: agent.bypassLookupIPOfInterest, apiServer: [...apiServer.ips()],

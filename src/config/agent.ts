@@ -7,6 +7,7 @@ import { LOG_LEVELS, type LogLevel } from '../log/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
+import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
 
 export interface AgentConfig {
@@ -29,6 +30,8 @@ export interface AgentConfig {
   readonly shutdownTimeoutMs: number;
   /** TLS and Kubernetes auth of the HTTP server's /metrics (off by default). */
   readonly metricsSecurity: MetricsSecurityConfig;
+  /** The Hubble gRPC service (off by default). */
+  readonly hubble: HubbleConfig;
 }
 
 /** What the platform layer knows when the keys are built: this OS's plugins. */
@@ -75,6 +78,7 @@ export function agentKeys(plugins: PluginChoice) {
     pluginStartTimeout: durationKey('pluginStartTimeout', 10_000, 'Ours: how long a plugin may take to start before it counts as failed.', { minMs: 100 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     ...metricsSecurityKeys(),
+    ...hubbleKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -101,5 +105,11 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     pluginStartTimeoutMs: v.get(keys.pluginStartTimeout),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
+    hubble: hubbleConfig(keys, v),
   });
+}
+
+/** Whether plugins produce per-packet flows: for the pod-level pipeline, or for the Hubble ring. */
+export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'> }): boolean {
+  return a.enablePodLevel || a.hubble?.enabled === true;
 }

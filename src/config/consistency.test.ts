@@ -52,8 +52,13 @@ describe('contradictory keys are reported at start, naming the keys', () => {
   });
   it('pod-level keys without enablePodLevel', () => {
     const w = warnings('enableAnnotations: true\nremoteContext: true\nbypassLookupIPOfInterest: true\n');
-    assert.deepEqual(w.map((x) => x.keys), [['remoteContext', 'enablePodLevel'], ['enableAnnotations', 'enablePodLevel'], ['bypassLookupIPOfInterest', 'enablePodLevel']]);
-    assert.match(w[1]?.problem ?? '', /enableAnnotations: true has no effect while enablePodLevel is false/);
+    assert.deepEqual(w.map((x) => x.keys), [['enableAnnotations', 'enablePodLevel'], ['bypassLookupIPOfInterest', 'enablePodLevel'], ['remoteContext', 'enablePodLevel']]);
+    assert.match(w[0]?.problem ?? '', /enableAnnotations: true has no effect while enablePodLevel is false/);
+    assert.match(w[2]?.problem ?? '', /remoteContext: true has no effect while enablePodLevel is false and hubble.enabled is false/);
+  });
+  it('with hubble.enabled, packetparser and the flow keys work without enablePodLevel', () => {
+    const w = warnings('hubble:\n  enabled: true\nenabledPlugin: [packetparser]\nremoteContext: true\nenableAnnotations: true\n');
+    assert.deepEqual(w.map((x) => x.keys), [['enableAnnotations', 'enablePodLevel']]);
   });
   it('packetparser keys while packetparser does not run; both metrics intervals', () => {
     const w = warnings('enablePodLevel: true\ndataAggregationLevel: high\nenableConntrackMetrics: true\nmetricsInterval: 5\nmetricsIntervalDuration: 10s\n');

@@ -4,7 +4,7 @@
  * warning naming the keys; none stops the agent, since what still works (node metrics) is worth
  * running and Retina users' ConfigMaps carry over unchanged (README: "Configuration").
  */
-import type { AgentConfig, AgentKeys } from './agent.js';
+import { flowsWanted, type AgentConfig, type AgentKeys } from './agent.js';
 import type { LoadedValues } from './load.js';
 import type { KeySpec } from './schema.js';
 
@@ -23,7 +23,9 @@ export interface ConsistencyInput {
 }
 
 /** The pod-level pipeline's keys (Retina reads them only with enablePodLevel). */
-const POD_LEVEL_KEYS = ['remoteContext', 'enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries', 'packetParserRingBufferSize'] as const;
+const POD_LEVEL_KEYS = ['enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries'] as const;
+/** Keys of the flow path, read with enablePodLevel or hubble.enabled (enrichment, flow rings). */
+const FLOW_KEYS = ['remoteContext', 'packetParserRingBufferSize'] as const;
 /** Agent keys only packetparser reads (with the pod-level pipeline on). */
 const PACKETPARSER_KEYS = ['dataAggregationLevel', 'dataSamplingRate', 'conntrackReportInterval', 'enableConntrackMetrics'] as const;
 
@@ -38,14 +40,19 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
   const shown = (field: keyof AgentKeys): string => `${keys[field].key}: ${JSON.stringify(values.get(keys[field] as KeySpec<unknown>))}`;
 
   if (!agent.enablePodLevel) {
-    for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n))) {
-      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true or remove it` });
+    for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n) && !flowsWanted(agent))) {
+      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true (or hubble.enabled: true) or remove it` });
     }
     for (const f of POD_LEVEL_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
     }
+    if (!flowsWanted(agent)) {
+      for (const f of FLOW_KEYS) {
+        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false and hubble.enabled is false` });
+      }
+    }
   }
-  const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && agent.enablePodLevel;
+  const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && flowsWanted(agent);
   if (!packetparser) {
     const why = agent.enabledPlugin.includes('packetparser') ? 'enablePodLevel is false' : 'packetparser is not in enabledPlugin';
     for (const f of PACKETPARSER_KEYS) {

@@ -111,6 +111,9 @@ export const k8sWatchEvents = def(`${SELF}k8s_watch_events_total`, 'counter', 'O
 export const interfaceAttachFailed = def(`${SELF}interface_attach_failed`, 'gauge', 'Ours: 1 for each interface a plugin could not attach its programs to (the series goes when it attaches or the interface goes)', ['plugin', 'interface']);
 export const k8sObjectsRejected = def(`${SELF}k8s_objects_rejected_total`, 'counter', 'Ours: Kubernetes objects skipped because they could not be taken in (transform, malformed), and LIST pages or watch events over the size caps', ['resource', 'reason']);
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
+export const hubbleFlowsSeen = def(`${SELF}hubble_flows_seen_total`, 'counter', 'Ours: enriched flows written into the Hubble flow ring', []);
+export const hubbleFlowsLost = def(`${SELF}hubble_flows_lost_total`, 'counter', 'Ours: flows a slow Hubble GetFlows follower lost (the ring overwrote them first; the client got a LostEvent)', []);
+export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify, Watch)', ['rpc']);
 
 /** All families, for docs and tests. */
 export const allMetrics: readonly MetricDef[] = [
@@ -122,4 +125,5 @@ export const allMetrics: readonly MetricDef[] = [
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
+  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients,
 ];

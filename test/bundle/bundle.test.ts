@@ -40,6 +40,14 @@ describe('bundles, run from their own folder', () => {
     }
   });
 
+  it('the Hubble service ships its protos and loads grpc-js only when enabled', () => {
+    for (const f of ['flow.proto', 'observer.proto', 'peer.proto', 'relay.proto', 'health.proto']) assert.ok(readFileSync(join(dir, 'proto', 'hubble', f), 'utf8').includes('syntax = "proto3"'), f);
+    const marker = 'node_modules/@grpc/grpc-js/';
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
+    assert.ok(files.some((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), 'grpc-js is bundled');
+    assert.deepEqual(staticImports(dir, 'retina-agent.mjs').filter((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), [], 'the agent loads grpc-js at start');
+  });
+
   it('the agent runs the default plugins in a network namespace; /readyz and /metrics answer', async (t) => {
     requireKernel();
     const figures: Record<string, { startMs: number; rssMiB: ReturnType<typeof rssMiB> }> = {};

@@ -19,10 +19,12 @@ const quiet = (fn: () => unknown): void => {
 
 export class PodNet {
   readonly id = String(process.pid % 100000);
-  readonly bridge = `pfbr${this.id}`;
+  readonly bridge: string;
   readonly pods: PodNs[] = [];
 
-  constructor() {
+  /** `prefix`: of every name made (netns, links), so suites running side by side never collide. */
+  constructor(readonly prefix = 'pf') {
+    this.bridge = `${prefix}br${this.id}`;
     this.destroy(); // leftovers of an earlier run with the same pid
     sh('ip', ['link', 'add', 'name', this.bridge, 'type', 'bridge']);
     // No IPv6 autoconfiguration or router chatter from the host side.
@@ -32,7 +34,7 @@ export class PodNet {
 
   /** A pod namespace with `ip4`/24 and `ip6`/64 on its eth0, attached to the bridge. */
   add(tag: string, ip4: string, ip6: string): PodNs {
-    const p = new PodNs(`pf-${tag}-${this.id}`, `pf${tag}${this.id}`.slice(0, 15), ip4, ip6);
+    const p = new PodNs(`${this.prefix}-${tag}-${this.id}`, `${this.prefix}${tag}${this.id}`.slice(0, 15), ip4, ip6);
     sh('ip', ['netns', 'add', p.name]);
     p.run('ip', ['link', 'set', 'lo', 'up']);
     sh('ip', ['link', 'add', p.hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', p.name]);
@@ -50,12 +52,12 @@ export class PodNet {
     for (const p of this.pods) p.destroy();
     this.pods.length = 0;
     for (const l of sh('ip', ['-o', 'link', 'show']).split('\n')) {
-      const m = /^\d+: (pf[a-z0-9]*?)(@\S+)?:/.exec(l);
+      const m = new RegExp(`^\\d+: (${this.prefix}[a-z0-9]*?)(@\\S+)?:`).exec(l);
       if (m && (m[1] as string).endsWith(this.id)) quiet(() => sh('ip', ['link', 'del', m[1] as string]));
     }
     for (const n of sh('ip', ['netns', 'list']).split('\n')) {
       const name = n.split(' ')[0] ?? '';
-      if (name.startsWith('pf-') && name.endsWith(`-${this.id}`)) quiet(() => sh('ip', ['netns', 'del', name]));
+      if (name.startsWith(`${this.prefix}-`) && name.endsWith(`-${this.id}`)) quiet(() => sh('ip', ['netns', 'del', name]));
     }
   }
 }

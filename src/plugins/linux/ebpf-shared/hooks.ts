@@ -3,7 +3,7 @@
  * PermanentError) or only busy for now (EAGAIN, ENOMEM, EBUSY: a retryable error), and the
  * load-and-attach the tracepoint plugins share.
  */
-import { enumKey, type KeySpec } from '../../../config/index.js';
+import { enumKey, flowsWanted, type KeySpec } from '../../../config/index.js';
 import { attachBySection, openBpfObject, type BpfObject, type HookChoice } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
 import { PermanentError, errMessage, retryableErrno, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
@@ -48,7 +48,7 @@ export function wakeupBytes(ringSize: number): number {
  * pod level (records only when it is on), and attaches the program; both are released with `s`.
  */
 export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string): BpfObject {
-  const podLevel = ctx.agent.enablePodLevel;
+  const podLevel = flowsWanted(ctx.agent);
   const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
   const obj = s.use(
     onHook(ctx.log, hook.label, () =>

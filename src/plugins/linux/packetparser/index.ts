@@ -7,6 +7,7 @@ import {
   attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
+import { flowsWanted } from '../../../config/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -58,9 +59,9 @@ export interface PacketparserTiming {
 /** Starts the plugin; tests pass shorter timings. */
 export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
   return ResourceStack.build(async (s) => {
-    if (!ctx.agent.enablePodLevel) {
-      ctx.log.warn('enablePodLevel is false: packetparser attaches nothing');
-      ctx.status.degraded('enablePodLevel', 'enablePodLevel is false: packetparser has nothing to feed');
+    if (!flowsWanted(ctx.agent)) {
+      ctx.log.warn('enablePodLevel is false and hubble.enabled is false: packetparser attaches nothing');
+      ctx.status.degraded('enablePodLevel', 'enablePodLevel is false and hubble.enabled is false: packetparser has nothing to feed');
       return;
     }
     const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);

@@ -1,0 +1,36 @@
+/**
+ * Loads our Hubble .proto files (proto/hubble at the package root) with the options every hubble
+ * module shares: snake_case keys, enums as names, 64-bit integers as numbers, no defaults filled
+ * in, oneofs named. A message is then a plain object such as
+ * `{ flow: { verdict: 'DROPPED', IP: { source: '10.0.0.1' } }, response_types: 'flow' }`.
+ */
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { join } from 'node:path';
+
+export const PROTO_OPTIONS: protoLoader.Options = Object.freeze({ keepCase: true, enums: String, longs: Number, defaults: false, oneofs: true });
+
+export interface HubbleProtos {
+  readonly observer: grpc.ServiceDefinition;
+  readonly peer: grpc.ServiceDefinition;
+  readonly health: grpc.ServiceDefinition;
+  /** Client constructors, for tests and tools. */
+  readonly ObserverClient: grpc.ServiceClientConstructor;
+  readonly PeerClient: grpc.ServiceClientConstructor;
+  readonly HealthClient: grpc.ServiceClientConstructor;
+}
+
+/** `dir`: the folder with observer.proto, flow.proto, relay.proto, peer.proto and health.proto. */
+export function loadHubbleProtos(dir: string): HubbleProtos {
+  const def = protoLoader.loadSync([join(dir, 'observer.proto'), join(dir, 'peer.proto'), join(dir, 'health.proto')], { ...PROTO_OPTIONS, includeDirs: [dir] });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    observer: { Observer: grpc.ServiceClientConstructor };
+    peer: { Peer: grpc.ServiceClientConstructor };
+    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+  };
+  const health = pkg.grpc.health.v1.Health;
+  return {
+    observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, health: health.service,
+    ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer, HealthClient: health,
+  };
+}

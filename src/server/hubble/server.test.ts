@@ -1,0 +1,201 @@
+import { strict as assert } from 'node:assert';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { fileURLToPath } from 'node:url';
+import { createFlow, type Flow } from '../../flow/index.js';
+import { createLogger } from '../../log/index.js';
+import { createMetricsRegistry } from '../../metrics/index.js';
+import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer, type PeerChange, type HubblePeer } from './index.js';
+
+const PROTO_DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));
+const protos = loadHubbleProtos(PROTO_DIR);
+const log = createLogger({ level: 'error', component: 'test' });
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function flowAt(i: number, extra: Partial<Flow> = {}): Flow {
+  return createFlow({ srcIp: `10.0.0.${i % 250}`, dstIp: '10.0.1.1', verdict: 'FORWARDED', proto: 6, srcPort: 1000 + i, dstPort: 80, tcpFlags: 2, timeMs: 1_700_000_000_000 + i * 1000, ...extra });
+}
+
+function collect(call: grpc.ClientReadableStream<Obj>): Promise<{ msgs: Obj[]; err: grpc.ServiceError | undefined }> {
+  return new Promise((resolve) => {
+    const msgs: Obj[] = [];
+    call.on('data', (m: Obj) => msgs.push(m));
+    call.on('error', (err: grpc.ServiceError) => resolve({ msgs, err }));
+    call.on('end', () => resolve({ msgs, err: undefined }));
+  });
+}
+
+describe('hubble gRPC server', () => {
+  const ring = createFlowRing(100);
+  const metrics = createMetricsRegistry();
+  const peerSubs = new Set<(t: PeerChange, p: HubblePeer) => void>();
+  let server: HubbleServer;
+  let observer: Obj;
+  let peer: Obj;
+  before(async () => {
+    server = await startHubbleServer({
+      protos, ring, listen: { host: '127.0.45.1', port: 0 }, nodeName: 'node-a', version: '0.1.0+retina-ts', log, metrics,
+      peers: {
+        list: () => [{ name: 'node-a', address: '10.1.0.1:4244' }, { name: 'node-b', address: '10.1.0.2:4244' }],
+        subscribe: (cb) => {
+          peerSubs.add(cb);
+          return { [Symbol.dispose]: () => peerSubs.delete(cb) };
+        },
+      },
+    });
+    observer = new protos.ObserverClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
+    peer = new protos.PeerClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
+    ring.consume({ source: 'test', flows: Array.from({ length: 10 }, (_, i) => flowAt(i)) });
+  });
+  after(async () => {
+    observer['close']();
+    peer['close']();
+    await server[Symbol.asyncDispose]();
+  });
+
+  it('ServerStatus counts the ring', async () => {
+    const st = await new Promise<Obj>((res, rej) => observer['ServerStatus']({}, (e: Error | null, r: Obj) => (e ? rej(e) : res(r))));
+    assert.equal(st['num_flows'], 10);
+    assert.equal(st['max_flows'], 100);
+    assert.equal(st['seen_flows'], 10);
+    assert.equal(st['version'], '0.1.0+retina-ts');
+    assert.ok(st['uptime_ns'] > 0);
+    assert.equal(st['flows_rate'] ?? 0, 0, 'the test flows are from 2023: none in the last minute');
+  });
+
+  it('number gives the last N, first the first N, since/until bound by time', async () => {
+    const last = await collect(observer['GetFlows']({ number: 3 }));
+    assert.deepEqual(last.msgs.map((m) => m['flow']['l4']['TCP']['source_port']), [1007, 1008, 1009]);
+    assert.equal(last.msgs[0]?.['node_name'], 'node-a');
+    assert.deepEqual(last.msgs[0]?.['time'], { seconds: 1_700_000_007, nanos: 0 });
+    const first = await collect(observer['GetFlows']({ number: 2, first: true }));
+    assert.deepEqual(first.msgs.map((m) => m['flow']['l4']['TCP']['source_port']), [1000, 1001]);
+    const all = await collect(observer['GetFlows']({ number: '18446744073709551615' })); // hubble observe --all
+    assert.equal(all.msgs.length, 10);
+    const window = await collect(observer['GetFlows']({ since: { seconds: 1_700_000_002 }, until: { seconds: 1_700_000_004 } }));
+    assert.deepEqual(window.msgs.map((m) => m['flow']['l4']['TCP']['source_port']), [1002, 1003, 1004]);
+  });
+
+  it('follow sends new flows as they are written', async () => {
+    const call = observer['GetFlows']({ follow: true });
+    const got: Obj[] = [];
+    const three = new Promise<void>((res) => call.on('data', (m: Obj) => {
+      got.push(m);
+      if (got.length === 3) res();
+    }));
+    call.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    ring.consume({ source: 'test', flows: [flowAt(50), flowAt(51), flowAt(52, { verdict: 'DROPPED', dropReason: 'NETFILTER_DROP' })] });
+    await three;
+    call.cancel();
+    assert.deepEqual(got.map((m) => m['flow']['l4']['TCP']['source_port']), [1050, 1051, 1052]);
+    assert.equal(got[2]?.['flow']['verdict'], 'DROPPED');
+    assert.equal(got[2]?.['flow']['Summary'], 'drop reason: NETFILTER_DROP');
+  });
+
+  it('a follower that stops reading gets a LostEvent, and the writer never waits', async () => {
+    const call = observer['GetFlows']({ follow: true });
+    call.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    call.pause();
+    const big = 'x'.repeat(2000);
+    // Far more than the HTTP/2 window (64 KiB) and 30x the ring: each write returns at once.
+    const t0 = performance.now();
+    for (let b = 0; b < 30; b++) ring.consume({ source: 'test', flows: Array.from({ length: 100 }, (_, i) => flowAt(b * 100 + i, { dropReason: big, verdict: 'DROPPED' })) });
+    const writeMs = performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 300));
+    const msgs: Obj[] = [];
+    const lost = new Promise<Obj>((res) => call.on('data', (m: Obj) => {
+      msgs.push(m);
+      if (m['lost_events']) res(m);
+    }));
+    call.resume();
+    const m = await lost;
+    call.cancel();
+    assert.equal(m['lost_events']['source'], 'HUBBLE_RING_BUFFER');
+    assert.ok(m['lost_events']['num_events_lost'] > 0);
+    assert.ok(writeMs < 1000, `writes took ${writeMs} ms`);
+    const text = (await metrics.expose()).body;
+    assert.match(text, /controlplane_networkobservability_hubble_flows_lost_total [1-9]/);
+  });
+
+  it('the RPCs we do not serve answer UNIMPLEMENTED', async () => {
+    const ev = await collect(observer['GetAgentEvents']({}));
+    assert.equal(ev.err?.code, grpc.status.UNIMPLEMENTED);
+    const ns = await new Promise<grpc.ServiceError>((res) => observer['GetNamespaces']({}, (e: grpc.ServiceError) => res(e)));
+    assert.equal(ns.code, grpc.status.UNIMPLEMENTED);
+  });
+
+  it('gRPC health answers SERVING (hubble status asks it first)', async () => {
+    const health = new protos.HealthClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
+    try {
+      const r = await new Promise<Obj>((res, rej) => health['Check']({ service: 'hubble.server.Observer' }, (e: Error | null, x: Obj) => (e ? rej(e) : res(x))));
+      assert.equal(r['status'], 'SERVING');
+      const bad = await new Promise<grpc.ServiceError>((res) => health['Check']({ service: 'nope' }, (e: grpc.ServiceError) => res(e)));
+      assert.equal(bad.code, grpc.status.NOT_FOUND);
+    } finally {
+      health['close']();
+    }
+  });
+
+  it('GetNodes lists this node', async () => {
+    const r = await new Promise<Obj>((res, rej) => observer['GetNodes']({}, (e: Error | null, x: Obj) => (e ? rej(e) : res(x))));
+    assert.equal(r['nodes'].length, 1);
+    assert.equal(r['nodes'][0]['name'], 'node-a');
+    assert.equal(r['nodes'][0]['state'], 'NODE_CONNECTED');
+    assert.equal(r['nodes'][0]['address'], '10.1.0.1:4244');
+  });
+
+  it('Peer Notify lists the peers, then their changes', async () => {
+    const call = peer['Notify']({});
+    const got: Obj[] = [];
+    const three = new Promise<void>((res) => call.on('data', (m: Obj) => {
+      got.push(m);
+      if (got.length === 3) res();
+    }));
+    call.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    for (const cb of peerSubs) cb('PEER_DELETED', { name: 'node-b', address: '10.1.0.2:4244' });
+    await three;
+    call.cancel();
+    assert.deepEqual(got, [
+      { name: 'node-a', address: '10.1.0.1:4244', type: 'PEER_ADDED' },
+      { name: 'node-b', address: '10.1.0.2:4244', type: 'PEER_ADDED' },
+      { name: 'node-b', address: '10.1.0.2:4244', type: 'PEER_DELETED' },
+    ]);
+  });
+
+  it('the wire carries Hubble field numbers', () => {
+    const method = protos.observer['GetFlows'] as grpc.MethodDefinition<Obj, Obj>;
+    const bytes = method.responseSerialize({ flow: { verdict: 'DROPPED', node_name: 'n', IP: { source: '1.2.3.4' }, Summary: 's' }, node_name: 'n', time: { seconds: 5 } });
+    const tags = (buf: Uint8Array): Map<number, Uint8Array | number> => {
+      let pos = 0;
+      const varint = (): number => {
+        let v = 0;
+        for (let shift = 0; ; shift += 7) {
+          const b = buf[pos++] as number;
+          v += (b & 0x7f) * 2 ** shift;
+          if (b < 0x80) return v;
+        }
+      };
+      const out = new Map<number, Uint8Array | number>();
+      while (pos < buf.length) {
+        const key = varint();
+        if (key % 8 === 2) {
+          const len = varint();
+          out.set(Math.floor(key / 8), buf.subarray(pos, pos + len));
+          pos += len;
+        } else if (key % 8 === 0) out.set(Math.floor(key / 8), varint());
+        else throw new Error(`wire type ${key % 8}`);
+      }
+      return out;
+    };
+    const top = tags(bytes);
+    assert.deepEqual([...top.keys()].sort((a, b) => a - b), [1, 1000, 1001]);
+    const flow = tags(top.get(1) as Uint8Array);
+    assert.equal(flow.get(2), 2); // verdict DROPPED = 2
+    assert.equal(Buffer.from(flow.get(11) as Uint8Array).toString(), 'n'); // node_name = 11
+    assert.equal(Buffer.from(flow.get(100000) as Uint8Array).toString(), 's'); // Summary = 100000
+    assert.equal(Buffer.from(tags(flow.get(5) as Uint8Array).get(1) as Uint8Array).toString(), '1.2.3.4'); // IP.source
+  });
+});
