@@ -38,7 +38,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     if (!hook) throw new Error('no dropreason hook chosen');
     const podLevel = ctx.agent.enablePodLevel;
     const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()), ctx.config.dropReasonNames);
-    const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP);
+    const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP, ctx.config.dropReasonRingBufferSize);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
     const totals = perCpuReader(obj.map(METRICS_MAP));
     const publish = (): void => {
@@ -60,6 +60,6 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
         onRecords: (flows) => emitFlows(ctx, 'dropreason', flows),
       });
     }
-    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel, dropReasonNames: ctx.config.dropReasonNames });
+    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel, dropReasonNames: ctx.config.dropReasonNames, ...(podLevel ? { ringBufferSize: ctx.config.dropReasonRingBufferSize } : {}) });
   });
 }
