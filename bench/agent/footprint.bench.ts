@@ -6,18 +6,23 @@
  *   - load: the same agent while iperf3 sends 50 000 UDP packets/s (64-byte datagrams) out through
  *     the namespace's default route, where packetforward's tc programs and dns's filter sit;
  *   - podLevel20k: `enablePodLevel` and remote context on the test control plane holding 20 000
- *     RetinaEndpoints, idle once its IP cache has synced.
+ *     RetinaEndpoints, idle once its IP cache has synced;
+ *   - podLevel20kDrops: that agent while 50 000 packets/s are dropped (iperf3 UDP into an nftables
+ *     DROP rule in a second namespace): each drop is a dropreason ring record, so `lostKernel` (ring
+ *     full, lost_events_counter{type="kernel"}) against `dropsPerSecond` says whether the ring is
+ *     big enough, and RSS shows the ring's pages once every one is touched.
  * Each window opens 30 s after start-up (and after the sync). With BENCH_FOOTPRINT_BASE=<checkout>
  * that checkout's bin/retina-agent runs too, alternated with this one round by round (ABBA), so
  * before/after come from one run on a shared, noisy machine. Figures are medians over the rounds.
  * Needs root, kernel BTF, iperf3; the pod-level case also the Kubernetes binaries (fails loudly
  * without them; BENCH_FOOTPRINT_PODLEVEL=0 leaves it out).
- * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1).
+ * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1),
+ * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone).
  */
 import { cpus, loadavg, release } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { NsAgent, sleep } from '../../test/ebpf/netns.js';
-import { AGENT_BIN, AgentProcess, agentEnv } from '../../test/e2e/agent-process.js';
+import { NsAgent, metricSum, sleep } from '../../test/ebpf/netns.js';
+import { AGENT_BIN, AgentProcess, agentEnv, get } from '../../test/e2e/agent-process.js';
 import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
 import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
 import { uniqueId } from '../../test/integration/operator-helpers.js';
@@ -34,6 +39,7 @@ const ENDPOINTS = 20_000;
 const base = process.env['BENCH_FOOTPRINT_BASE'];
 const subjects: Record<string, string> = { current: AGENT_BIN, ...(base ? { base: `${base.replace(/\/$/, '')}/bin/retina-agent` } : {}) };
 
+type Drops = Window & { dropsPerSecond: number; lostKernel: number; parsed: number };
 type Window = { wakeupsPerSecond: number; cpuSecondsPerMinute: number; cpuPercentOfOneCore: number; rssMB: number; anonMB: number; fileMB: number };
 
 /** Counters around `during` (which must take the window's time), then the RSS. */
@@ -51,18 +57,27 @@ async function window(pid: number, during: () => Promise<void> | void): Promise<
 }
 
 /** Medians of each field over the rounds. */
-function medians(ws: readonly Window[]): Window {
-  const keys = Object.keys(ws[0] as Window) as (keyof Window)[];
-  return Object.fromEntries(keys.map((k) => [k, Number(median(ws.map((w) => w[k])).toFixed(3))])) as Window;
+function medians<W extends Window>(ws: readonly W[]): W {
+  const keys = Object.keys(ws[0] as W) as (keyof W)[];
+  return Object.fromEntries(keys.map((k) => [k, Number(median(ws.map((w) => w[k] as number)).toFixed(3))])) as W;
 }
 
 /** ABBA order of the subjects over the rounds. */
 const order = (round: number): string[] => (round % 2 ? Object.keys(subjects).reverse() : Object.keys(subjects));
 
-const results: Record<string, { idle: Window[]; load: Window[]; podLevel20k: Window[]; sentPps: number[] }> = {};
-for (const name of Object.keys(subjects)) results[name] = { idle: [], load: [], podLevel20k: [], sentPps: [] };
+const results: Record<string, { idle: Window[]; load: Window[]; podLevel20k: Window[]; podLevel20kDrops: Drops[]; sentPps: number[] }> = {};
+for (const name of Object.keys(subjects)) results[name] = { idle: [], load: [], podLevel20k: [], podLevel20kDrops: [], sentPps: [] };
 
-{
+/** Ring records lost in the kernel, and records parsed, from the agent's /metrics. */
+async function ringCounters(port: number): Promise<{ lost: number; parsed: number }> {
+  const text = (await get(port, '/metrics')).body;
+  return {
+    lost: metricSum(text, 'controlplane_networkobservability_lost_events_counter', { type: 'kernel' }),
+    parsed: metricSum(text, 'controlplane_networkobservability_parsed_packets_counter'),
+  };
+}
+
+if (process.env['BENCH_FOOTPRINT_IDLE'] !== '0') {
   await using bed = new Bed();
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of order(round)) {
@@ -87,15 +102,29 @@ if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
   await createNamespace(cluster.client, ns);
   try {
     await createEndpoints(cluster.client, ns, ENDPOINTS);
+    await using bed = new Bed();
+    // Every UDP datagram of iperf3's data stream is dropped at the server (its 4-byte stream set-up
+    // datagram passes): one dropreason record per packet.
+    bed.server.run('nft', ['-f', '-'], 'table inet rtbench {\n  chain in {\n    type filter hook input priority 0;\n    udp dport 5201 udp length > 40 drop;\n  }\n}\n');
     for (let round = 0; round < ROUNDS; round++) {
       for (const name of order(round)) {
         await using agent = new AgentProcess({
           command: [subjects[name] as string], args: ['--kubeconfig', cluster.kubeconfig],
           env: agentEnv({ RETINA_ENABLEPODLEVEL: 'true', RETINA_REMOTECONTEXT: 'true', RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0' }),
         });
+        const port = await agent.listening(60_000);
         await agent.waitForLog((l) => l.msg === 'IP cache synced', '"IP cache synced"', 180_000);
         await sleep(SETTLE_MS);
         results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
+        const c0 = await ringCounters(port);
+        let sent = 0;
+        const w = await window(agent.pid, () => {
+          const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
+          sent = (out['end'] as { sum: { packets: number } }).sum.packets;
+        });
+        await sleep(12_000); // a metrics interval: the lost count is read every 10 s
+        const c1 = await ringCounters(port);
+        results[name]?.podLevel20kDrops.push({ ...w, dropsPerSecond: Math.round(sent / SECONDS), lostKernel: c1.lost - c0.lost, parsed: c1.parsed - c0.parsed });
       }
     }
   } finally {
@@ -106,9 +135,8 @@ if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
 console.log(JSON.stringify({
   name: 'agent/footprint',
   ...Object.fromEntries(Object.entries(results).map(([name, r]) => [name, {
-    idle: medians(r.idle),
-    load: { ...medians(r.load), sentPacketsPerSecond: median(r.sentPps) },
-    ...(r.podLevel20k.length ? { podLevel20k: medians(r.podLevel20k) } : {}),
+    ...(r.idle.length ? { idle: medians(r.idle), load: { ...medians(r.load), sentPacketsPerSecond: median(r.sentPps) } } : {}),
+    ...(r.podLevel20k.length ? { podLevel20k: medians(r.podLevel20k), podLevel20kDrops: { ...medians(r.podLevel20kDrops), lostKernelEachRound: r.podLevel20kDrops.map((d) => d.lostKernel) } } : {}),
   }])),
   goals: { idleCpuPercent: 0.13, loadCpuPercent: 0.2, idleRssMB: 75, podLevel20kRssMB: 100 },
   conditions: {

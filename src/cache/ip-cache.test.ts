@@ -16,6 +16,24 @@ describe('IpCache', () => {
     assert.equal(c.lookup('fd00::1'), undefined);
   });
 
+  it('keeps pods of one name in different namespaces apart: lookup, count, update and delete each its own', () => {
+    const c = new IpCache();
+    c.upsertPod(pod('a', ['10.0.0.1']));
+    c.upsertPod({ ...pod('a', ['10.0.0.2']), namespace: 'other' });
+    assert.deepEqual([c.stats().pods, c.pod('ns', 'a')?.ips, c.pod('other', 'a')?.ips], [2, ['10.0.0.1'], ['10.0.0.2']]);
+    c.upsertPod({ ...pod('a', ['10.0.0.3']), namespace: 'other' });
+    assert.deepEqual([c.stats().pods, c.lookup('10.0.0.2'), (c.lookup('10.0.0.3') as PodEndpoint).namespace], [2, undefined, 'other']);
+    assert.equal(c.deletePod('other', 'b'), false);
+    assert.equal(c.deletePod('other', 'a'), true);
+    assert.equal(c.deletePod('other', 'a'), false);
+    assert.deepEqual([c.stats().pods, [...c.pods()].map((p) => `${p.namespace}/${p.name}`), c.lookup('10.0.0.3')], [1, ['ns/a'], undefined]);
+    c.upsertService({ kind: 'service', namespace: 'ns', name: 'a', ips: ['10.0.1.1'], selector: {} });
+    c.upsertNode({ kind: 'node', name: 'a', ips: ['10.0.2.1'], zone: undefined });
+    assert.deepEqual([c.service('ns', 'a')?.kind, c.node('a')?.kind, c.pod('ns', 'a')?.kind, c.stats().services, c.stats().nodes], ['service', 'node', 'pod', 1, 1]);
+    c.clear();
+    assert.deepEqual([c.stats().pods, [...c.pods()].length, c.pod('ns', 'a')], [0, 0, undefined]);
+  });
+
   it('drops IPs an object no longer has', () => {
     const c = new IpCache();
     c.upsertPod(pod('a', ['10.0.0.1']));

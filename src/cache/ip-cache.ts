@@ -59,28 +59,53 @@ export interface IpCacheStats {
   readonly nodeIps: number;
 }
 
+/**
+ * Entries by (namespace, name) in a map per namespace, not by a joined "namespace/name" key: the
+ * entry's own name string is the key, so 20 000 pods cost no key strings (a joined key is a cons
+ * string plus its flattened copy, about 120 bytes each), and by every IP they own.
+ */
 class Index<E extends Endpoint> {
-  readonly byKey = new Map<string, E>();
+  readonly #byNs = new Map<string, Map<string, E>>();
   readonly byIp = new Map<string, E>();
+  #size = 0;
 
-  upsert(key: string, e: E): void {
-    const old = this.byKey.get(key);
-    this.byKey.set(key, e);
+  get size(): number {
+    return this.#size;
+  }
+
+  get(namespace: string, name: string): E | undefined {
+    return this.#byNs.get(namespace)?.get(name);
+  }
+
+  *values(): IterableIterator<E> {
+    for (const m of this.#byNs.values()) yield* m.values();
+  }
+
+  upsert(namespace: string, e: E): void {
+    let m = this.#byNs.get(namespace);
+    if (!m) this.#byNs.set(namespace, (m = new Map()));
+    const old = m.get(e.name);
+    m.set(e.name, e);
+    if (!old) this.#size++;
     if (old) for (const ip of old.ips) if (this.byIp.get(ip) === old && !e.ips.includes(ip)) this.byIp.delete(ip);
     for (const ip of e.ips) this.byIp.set(ip, e);
   }
 
-  delete(key: string): boolean {
-    const old = this.byKey.get(key);
-    if (!old) return false;
-    this.byKey.delete(key);
+  delete(namespace: string, name: string): boolean {
+    const m = this.#byNs.get(namespace);
+    const old = m?.get(name);
+    if (!m || !old) return false;
+    m.delete(name);
+    if (!m.size) this.#byNs.delete(namespace);
+    this.#size--;
     for (const ip of old.ips) if (this.byIp.get(ip) === old) this.byIp.delete(ip);
     return true;
   }
 
   clear(): void {
-    this.byKey.clear();
+    this.#byNs.clear();
     this.byIp.clear();
+    this.#size = 0;
   }
 }
 
@@ -102,27 +127,27 @@ export class IpCache implements EndpointLookup {
 
   upsertPod(e: PodEndpoint): void {
     this.#version++;
-    this.#pods.upsert(`${e.namespace}/${e.name}`, e);
+    this.#pods.upsert(e.namespace, e);
   }
   deletePod(namespace: string, name: string): boolean {
     this.#version++;
-    return this.#pods.delete(`${namespace}/${name}`);
+    return this.#pods.delete(namespace, name);
   }
   upsertService(e: ServiceEndpoint): void {
     this.#topology();
-    this.#services.upsert(`${e.namespace}/${e.name}`, e);
+    this.#services.upsert(e.namespace, e);
   }
   deleteService(namespace: string, name: string): boolean {
     this.#topology();
-    return this.#services.delete(`${namespace}/${name}`);
+    return this.#services.delete(namespace, name);
   }
   upsertNode(e: NodeEndpoint): void {
     this.#topology();
-    this.#nodes.upsert(e.name, e);
+    this.#nodes.upsert('', e);
   }
   deleteNode(name: string): boolean {
     this.#topology();
-    return this.#nodes.delete(name);
+    return this.#nodes.delete('', name);
   }
   #topology(): void {
     this.#version++;
@@ -138,22 +163,22 @@ export class IpCache implements EndpointLookup {
     return this.#nodes.byIp.get(normalizeIp(ip));
   }
   pod(namespace: string, name: string): PodEndpoint | undefined {
-    return this.#pods.byKey.get(`${namespace}/${name}`);
+    return this.#pods.get(namespace, name);
   }
   service(namespace: string, name: string): ServiceEndpoint | undefined {
-    return this.#services.byKey.get(`${namespace}/${name}`);
+    return this.#services.get(namespace, name);
   }
   node(name: string): NodeEndpoint | undefined {
-    return this.#nodes.byKey.get(name);
+    return this.#nodes.get('', name);
   }
   pods(): IterableIterator<PodEndpoint> {
-    return this.#pods.byKey.values();
+    return this.#pods.values();
   }
   services(): IterableIterator<ServiceEndpoint> {
-    return this.#services.byKey.values();
+    return this.#services.values();
   }
   nodes(): IterableIterator<NodeEndpoint> {
-    return this.#nodes.byKey.values();
+    return this.#nodes.values();
   }
   /** Every indexed IP and what it resolves to, for comparisons in tests. */
   ipEntries(): [string, Endpoint][] {
@@ -162,7 +187,7 @@ export class IpCache implements EndpointLookup {
 
   stats(): IpCacheStats {
     return {
-      pods: this.#pods.byKey.size, services: this.#services.byKey.size, nodes: this.#nodes.byKey.size,
+      pods: this.#pods.size, services: this.#services.size, nodes: this.#nodes.size,
       podIps: this.#pods.byIp.size, serviceIps: this.#services.byIp.size, nodeIps: this.#nodes.byIp.size,
     };
   }

@@ -58,9 +58,14 @@ export function objectPath(res: ResourceRef, namespace: string | undefined, name
   return `${collectionPath(res, namespace)}/${encodeURIComponent(name)}${sub ? `/${sub}` : ''}`;
 }
 
-/** `namespace/name`, or `name` for cluster-scoped objects: the key of stores and work queues. */
+/**
+ * `namespace/name`, or `name` for cluster-scoped objects: the key of stores and work queues. Built
+ * with join, which makes one flat string: a template literal makes a cons string that a Map
+ * flattens into a second copy when it hashes it, and a store of 20 000 objects keeps both (about
+ * 40 bytes more per key).
+ */
 export function keyOf(o: { metadata: { name: string; namespace?: string | undefined } }): string {
-  return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+  return o.metadata.namespace ? [o.metadata.namespace, o.metadata.name].join('/') : o.metadata.name;
 }
 
 export function splitKey(key: string): { namespace: string | undefined; name: string } {

@@ -43,12 +43,12 @@ describe('chart: rendered config keys are the agent\'s and the operator\'s', { t
   }
 
   it('every plugin key the schema offers renders and loads (the values schema and the agent agree)', async () => {
-    const set = ['interfaceStatsExclude={lxc*}', 'packetForwardInterfaces={eth0}', 'packetForwardTcMode=clsact', 'dnsRingBufferSize=2097152',
+    const set = ['interfaceStatsExclude={lxc*}', 'packetForwardInterfaces={eth0}', 'packetForwardTcMode=clsact', 'dnsRingBufferSize=2097152', 'dropReasonRingBufferSize=262144',
       'packetParserHostInterfaces={eth0}', 'packetParserTcMode=tcx', 'packetParserConntrackMaxEntries=1024']
       .flatMap((s) => ['--set', `agent.linux.config.${s}`]);
     const { objects } = await render('advanced-local', [...set, '--set', 'config.pluginStartTimeout=5s', '--set', 'config.shutdownTimeout=5s']);
     const text = data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml');
-    for (const k of ['interfaceStatsExclude', 'packetForwardTcMode', 'dnsRingBufferSize', 'packetParserConntrackMaxEntries', 'pluginStartTimeout']) assert.match(text, new RegExp(`^${k}:`, 'm'));
+    for (const k of ['interfaceStatsExclude', 'packetForwardTcMode', 'dnsRingBufferSize', 'dropReasonRingBufferSize', 'packetParserConntrackMaxEntries', 'pluginStartTimeout']) assert.match(text, new RegExp(`^${k}:`, 'm'));
     assert.deepEqual((await loadAgent('linux', text)).unknown, []);
   });
 

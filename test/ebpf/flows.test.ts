@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
 import { dns } from '../../src/plugins/linux/dns/index.js';
@@ -21,6 +22,21 @@ async function sendQuery(name: string): Promise<void> {
   s.close();
 }
 
+/** max_entries (bytes) of every BPF ring buffer this process holds an fd of. */
+function ringSizes(): number[] {
+  const sizes: number[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) !== 'anon_inode:bpf-map') continue;
+      const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
+      if (/^map_type:\s+27$/m.test(info)) sizes.push(Number(/^max_entries:\s+(\d+)$/m.exec(info)?.[1]));
+    } catch {
+      continue;
+    }
+  }
+  return sizes.sort((a, b) => a - b);
+}
+
 async function until(pred: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!pred() && Date.now() < deadline) await sleep(50);
@@ -29,7 +45,7 @@ async function until(pred: () => boolean, ms = 5000): Promise<void> {
 test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flow', async () => {
   requireKernel();
   const d = fakeContext({ dnsRingBufferSize: 1 << 16 }, { enablePodLevel: true });
-  const r = fakeContext({ dropReasonNames: 'kernel' as const }, { enablePodLevel: true });
+  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 16 }, { enablePodLevel: true });
   await using _dns = await dns.start(d.ctx);
   await using _drop = await dropreason.start(r.ctx);
   const name = `rtbpf-${process.pid}.flows.test`;
@@ -45,4 +61,21 @@ test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flo
   assert.deepEqual([x?.verdict, x?.direction, x?.proto, x?.srcIp], ['DROPPED', 'INGRESS', 17, '127.0.0.1']);
   const req = await d.got.metrics.registry.getSingleMetricAsString('networkobservability_dns_request_count');
   assert.match(req, /networkobservability_dns_request_count [1-9]/);
+});
+
+test('dropreason sizes its pod-level ring by dropReasonRingBufferSize, not packetparser\'s packetParserRingBufferSize', async () => {
+  requireKernel();
+  const before = ringSizes();
+  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15 }, { enablePodLevel: true, packetParserRingBufferSize: 1 << 20 });
+  {
+    await using _drop = await dropreason.start(r.ctx);
+    const added = ringSizes();
+    for (const s of before) added.splice(added.indexOf(s), 1);
+    assert.deepEqual(added, [1 << 15]);
+  }
+  const off = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15 }, { enablePodLevel: false });
+  await using _off = await dropreason.start(off.ctx);
+  const added = ringSizes();
+  for (const s of before) added.splice(added.indexOf(s), 1);
+  assert.deepEqual(added, [4096], 'without enablePodLevel: one page');
 });

@@ -1,10 +1,12 @@
-/** dropreason's keys; pod-level flows follow enablePodLevel, ring size packetParserRingBufferSize. */
-import { enumKey, type ConfigSpec } from '../../../config/index.js';
+/** dropreason's keys; pod-level flows follow enablePodLevel, their ring's size dropReasonRingBufferSize. */
+import { enumKey, intKey, type ConfigSpec } from '../../../config/index.js';
 import { DROP_REASON_NAMINGS, type DropReasonNaming } from './retina-names.js';
 
 export interface DropreasonConfig {
   /** kernel: the kernel's drop-reason names; retina: Retina's value where one corresponds (retina-names.ts). */
   readonly dropReasonNames: DropReasonNaming;
+  /** Bytes of the pod-level record ring (one page without enablePodLevel). */
+  readonly dropReasonRingBufferSize: number;
 }
 
 export const dropreasonConfig: ConfigSpec<DropreasonConfig> = {
@@ -14,4 +16,9 @@ export const dropreasonConfig: ConfigSpec<DropreasonConfig> = {
     DROP_REASON_NAMINGS,
     "Ours: the `reason` label of drop_count, drop_bytes and adv_drop_*: `kernel` (the kernel's names, NETFILTER_DROP, NO_SOCKET, ...) or `retina` (Retina's value where one corresponds, IPTABLE_RULE_DROP, UNKNOWN_DROP; the kernel's name otherwise).",
   ),
+  // A ring costs twice its size in RSS (the kernel maps its data pages twice). 1 MiB holds about
+  // 14 000 drop records, 0.3 s of a 50 000 drops/s flood (bench/agent/footprint.bench.ts: no loss).
+  dropReasonRingBufferSize: intKey('dropReasonRingBufferSize', 1 << 20, "Ours: size in bytes of dropreason's kernel ring buffer for pod-level drop records (with enablePodLevel or hubble.enabled).", {
+    min: 4096, max: 1 << 30, powerOfTwo: true,
+  }),
 };

@@ -39,7 +39,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     if (!hook) throw new Error('no dropreason hook chosen');
     const podLevel = flowsWanted(ctx.agent);
     const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()), ctx.config.dropReasonNames);
-    const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP);
+    const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP, ctx.config.dropReasonRingBufferSize);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
     const totals = perCpuReader(obj.map(METRICS_MAP));
     const publish = (): void => {
@@ -61,6 +61,6 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
         onRecords: (flows) => emitFlows(ctx, 'dropreason', flows),
       });
     }
-    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel, dropReasonNames: ctx.config.dropReasonNames });
+    ctx.log.info('eBPF hook attached', { hook: hook.label, program: hook.program, podLevel, dropReasonNames: ctx.config.dropReasonNames, ...(podLevel ? { ringBufferSize: ctx.config.dropReasonRingBufferSize } : {}) });
   });
 }

@@ -44,12 +44,13 @@ export function wakeupBytes(ringSize: number): number {
 }
 
 /**
- * Loads a tracepoint plugin's object with the program `hook` picked, its event ring sized for the
- * pod level (records only when it is on), and attaches the program; both are released with `s`.
+ * Loads a tracepoint plugin's object with the program `hook` picked, its event ring `podLevelRingSize`
+ * bytes when pod-level records are on (one page otherwise), and attaches the program; both are
+ * released with `s`. A ring costs twice its size in RSS (its data pages are mapped twice).
  */
-export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string): BpfObject {
+export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string, podLevelRingSize: number): BpfObject {
   const podLevel = flowsWanted(ctx.agent);
-  const ringSize = eventRingSize(podLevel, ctx.agent.packetParserRingBufferSize);
+  const ringSize = eventRingSize(podLevel, podLevelRingSize);
   const obj = s.use(
     onHook(ctx.log, hook.label, () =>
       openBpfObject(name, {

@@ -38,7 +38,7 @@ export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks:
     const [hook] = onHook(ctx.log, 'tp_btf/tcp_retransmit_skb', chooseHooks);
     if (!hook) throw new Error('no tcpretrans hook chosen');
     const podLevel = flowsWanted(ctx.agent);
-    const obj = loadTracepointObject(s, ctx, 'tcpretrans', hook, EVENTS_MAP);
+    const obj = loadTracepointObject(s, ctx, 'tcpretrans', hook, EVENTS_MAP, ctx.agent.packetParserRingBufferSize);
     s.defer(() => ctx.metrics.reset([catalog.tcpRetransmissionCount]));
     const reader = perCpuReader(obj.map(METRICS_MAP));
     const counter = ctx.metrics.counter(catalog.tcpRetransmissionCount);
