@@ -1,0 +1,226 @@
+/**
+ * The real `hubble` CLI and `hubble-relay` (Cilium v1.18.4, built by hack/hubble/build.sh) against
+ * two of our agents on this host: a real API server (the harness), real kernel traffic between "pods"
+ * (network namespaces whose IPs are the pods' status IPs). Agent A (node A: packetparser, dropreason,
+ * dns) and agent B (node B: dropreason) listen on 127.0.49.1 and 127.0.49.2, the InternalIPs of their
+ * Node objects, so A's peer service hands both to the relay. Both see the kernel's drops (one kernel)
+ * and name them with their own node.
+ * Checks `hubble observe -o json` (pods, verdict, drop reason), its filters (--pod, --namespace,
+ * --verdict, --protocol dns, --last N, --follow), `hubble status`, and one merged stream of both
+ * nodes through one relay (`hubble observe` and `hubble list nodes` against it).
+ * Needs root, BTF, the built native objects and the hubble tools; never skips.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { collectionPath, objectPath, resources, type RestClient } from '../../src/k8s/index.js';
+import { AgentProcess, ROOT, agentEnv, freePort } from '../e2e/agent-process.js';
+import { requireKernel } from '../ebpf/netns.js';
+import { DNS_CLIENT, DNS_SERVER, UDP_SEND } from '../ebpf/traffic.js';
+import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
+import { uniqueId } from './operator-helpers.js';
+import { createPinnedDeployment, runPodWithIps } from './pod-flows-kube.js';
+import { PodNet, type PodNs } from './pod-flows-net.js';
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The directory holding hubble and hubble-relay (hack/hubble/build.sh answers at once once built). */
+function hubbleTools(): string {
+  const r = spawnSync('bash', [`${ROOT}hack/hubble/build.sh`], { encoding: 'utf8', env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } });
+  if (r.status !== 0) throw new Error(`the hubble tools are not built: ${r.stderr.trim()} (make test builds them)`);
+  return r.stdout.trim();
+}
+
+/** Runs the hubble CLI to completion; stdout, or an error with its stderr. */
+function hubble(tools: string, args: string[], timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(join(tools, 'hubble'), args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HUBBLE_CONFIG: '/dev/null' } });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const t = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
+    c.on('close', (code) => {
+      clearTimeout(t);
+      if (code === 0) resolve(out);
+      else reject(new Error(`hubble ${args.join(' ')} exited ${code}: ${err.trim()}`));
+    });
+  });
+}
+
+/** `-o json` lines → their flows (lost events and others dropped). */
+const jsonFlows = (out: string): Obj[] => out.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Obj).filter((m) => m['flow']).map((m) => m['flow'] as Obj);
+
+describe('the real hubble CLI and hubble-relay against two agents', { timeout: 300_000 }, () => {
+  let tools = '';
+  let cluster: Cluster;
+  let client: RestClient;
+  let net: PodNet | undefined;
+  const agents: AgentProcess[] = [];
+  let relay: ChildProcess | undefined;
+  let relayLog = '';
+  let port = 0;
+  let relayPort = 0;
+  const dir = mkdtempSync(join(tmpdir(), 'hubble-cli-'));
+  const id = uniqueId('hc');
+  const nodes = [{ name: `${id}-a`, ip: '127.0.49.1' }, { name: `${id}-b`, ip: '127.0.49.2' }] as const;
+  const nsA = `${id}-a`;
+  const nsB = `${id}-b`;
+  const pods: Record<'cli' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
+  const server = (): string => `${nodes[0].ip}:${port}`;
+
+  const startAgent = async (lines: string[], node: { name: string; ip: string }): Promise<AgentProcess> => {
+    const config = join(dir, `${uniqueId('cfg')}.yaml`);
+    writeFileSync(config, ['apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info', 'remoteContext: false', ...lines,
+      'hubble:', '  enabled: true', `  listenAddress: "${node.ip}:${port}"`, ''].join('\n'));
+    const a = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node.name }) });
+    agents.push(a);
+    await a.listening(30_000);
+    return a;
+  };
+
+  before(async () => {
+    requireKernel();
+    tools = hubbleTools();
+    cluster = await startCluster();
+    client = cluster.client;
+    for (const n of nodes) {
+      await client.request('POST', collectionPath(resources.nodes), {
+        body: {
+          apiVersion: 'v1', kind: 'Node', metadata: { name: n.name },
+          spec: { taints: [{ key: 'retina-ts/pod-flows', value: 'true', effect: 'NoSchedule' }] },
+          status: { addresses: [{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }] },
+        },
+      });
+    }
+    await createNamespace(client, nsA);
+    await createNamespace(client, nsB);
+    net = new PodNet('hc');
+    for (const [app, namespace, host] of [['cli', nsA, 21], ['srv', nsB, 22]] as const) {
+      const ns = net.add(app, `10.246.0.${host}`, `fd00:246::${host}`);
+      await createPinnedDeployment(client, namespace, app, nodes[0].name);
+      const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
+      pods[app] = { ns, name: pod.metadata.name, namespace };
+    }
+    const srv = pods.srv.ns;
+    srv.run('nft', ['-f', '-'], 'table inet hc {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+    await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);
+    port = await freePort();
+    const a = await startAgent(['enablePodLevel: true', 'bypassLookupIPOfInterest: true', 'dataAggregationLevel: high', 'packetParserHostInterfaces: []',
+      'enabledPlugin: [packetparser, dropreason, dns]'], nodes[0]);
+    const b = await startAgent(['enablePodLevel: false', 'enabledPlugin: [dropreason]'], nodes[1]);
+    for (const [ag, plugins] of [[a, ['packetparser', 'dropreason', 'dns']], [b, ['dropreason']]] as const) {
+      for (const p of plugins) await ag.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 30_000);
+      await ag.waitForLog((l) => l.msg === 'IP cache synced', 'IP cache synced', 30_000);
+    }
+  });
+
+  after(async () => {
+    relay?.kill('SIGKILL');
+    for (const a of agents) await a[Symbol.asyncDispose]();
+    if (client) {
+      await deleteNamespace(client, nsA);
+      await deleteNamespace(client, nsB);
+      for (const n of nodes) await client.request('DELETE', objectPath(resources.nodes, undefined, n.name)).catch(() => undefined);
+    }
+    net?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    await cluster?.[Symbol.asyncDispose]();
+  });
+
+  const drops = (n: number): Promise<unknown> => pods.cli.ns.node(UDP_SEND, [String(n), pods.srv.ns.ip4, '9999', '64']);
+  const between = (f: Obj): boolean => f['IP']?.['source'] === pods.cli.ns.ip4 && f['IP']?.['destination'] === pods.srv.ns.ip4;
+
+  it('hubble status and hubble observe -o json: an nftables drop with its pods, verdict and kernel reason', async () => {
+    const status = await hubble(tools, ['status', '--server', server()]);
+    assert.match(status, /Healthcheck \(via [^)]+\): Ok/, status);
+    assert.match(status, /Current\/Max Flows: [\d,]+\/4,096/, status);
+    await drops(5);
+    const flows = await eventually('the drops in hubble observe', 20_000, async () => {
+      const fs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '1000', '--verdict', 'DROPPED', '--to-port', '9999']));
+      return fs.filter(between).length >= 5 && fs;
+    }, 500);
+    const drop = flows.find(between) as Obj;
+    assert.equal(drop['verdict'], 'DROPPED');
+    assert.equal(drop['Summary'], 'drop reason: NETFILTER_DROP');
+    assert.equal(drop['source']['namespace'], nsA);
+    assert.equal(drop['source']['pod_name'], pods.cli.name);
+    assert.deepEqual(drop['source']['workloads'], [{ name: 'cli', kind: 'Deployment' }]);
+    assert.equal(drop['destination']['pod_name'], pods.srv.name);
+    assert.equal(drop['node_name'], nodes[0].name);
+    assert.equal(drop['l4']['UDP']['destination_port'], 9999);
+    assert.ok(flows.every((f) => f['verdict'] === 'DROPPED' && f['l4']?.['UDP']?.['destination_port'] === 9999), 'only what the filters name');
+  });
+
+  it('filters: --pod, --namespace, --protocol dns and --last N give exactly the flows they name', async () => {
+    await drops(4);
+    await pods.cli.ns.node(DNS_CLIENT, ['1', pods.srv.ns.ip4, pods.srv.ns.ip6]);
+    const byPod = await eventually('flows of the cli pod', 20_000, async () => {
+      const fs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--pod', `${nsA}/${pods.cli.name}`]));
+      return fs.some((f) => f['l7']?.['dns']) && fs.length > 0 && fs;
+    }, 500);
+    // --pod matches either side.
+    assert.ok(byPod.every((f) => f['source']?.['pod_name'] === pods.cli.name || f['destination']?.['pod_name'] === pods.cli.name), JSON.stringify(byPod.find((f) => f['source']?.['pod_name'] !== pods.cli.name && f['destination']?.['pod_name'] !== pods.cli.name)));
+    const byNs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--namespace', nsB]));
+    assert.ok(byNs.length > 0 && byNs.every((f) => f['source']?.['namespace'] === nsB || f['destination']?.['namespace'] === nsB));
+    const dns = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--protocol', 'dns', '--from-pod', `${nsA}/${pods.cli.name}`]));
+    // DNS_CLIENT asks svc0 over UDP and tcp0 over TCP: every flow is a DNS record, the UDP query among them.
+    assert.ok(dns.length > 0 && dns.every((f) => /^(svc0|tcp0)\.rtbpf\.test\.$/.test(f['l7']?.['dns']?.['query'] ?? '')), JSON.stringify(dns.find((f) => !f['l7']?.['dns'])));
+    assert.ok(dns.some((f) => f['l7']['dns']['query'] === 'svc0.rtbpf.test.' && f['l4']?.['UDP']));
+    const three = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '3', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`]));
+    assert.equal(three.length, 3);
+    const none = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '100', '--namespace', 'no-such-namespace']));
+    assert.deepEqual(none, []);
+  });
+
+  it('--follow shows exactly the new flows that match, as they happen', async () => {
+    const c = spawn(join(tools, 'hubble'), ['observe', '--server', server(), '-o', 'json', '--follow', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`, '--to-port', '9999'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      // The earlier tests' drops are history: a follower without --last sees none of them.
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(jsonFlows(out).length, 0, out);
+      await drops(7);
+      const got = await eventually('7 followed flows', 20_000, async () => {
+        const fs = jsonFlows(out);
+        return fs.length >= 7 && fs;
+      }, 250);
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(jsonFlows(out).length, 7, 'one flow per dropped packet, nothing else');
+      assert.ok(got.every((f) => f['verdict'] === 'DROPPED' && f['l4']['UDP']['destination_port'] === 9999 && f['source']['pod_name'] === pods.cli.name && f['node_name'] === nodes[0].name));
+    } finally {
+      c.kill('SIGINT');
+    }
+  });
+
+  it('one hubble-relay merges both agents: observe and list nodes name both nodes', async () => {
+    relayPort = await freePort();
+    const health = await freePort();
+    relay = spawn(join(tools, 'hubble-relay'), ['serve', '--peer-service', server(), '--disable-client-tls', '--disable-server-tls',
+      '--listen-address', `${nodes[0].ip}:${relayPort}`, '--health-listen-address', `${nodes[0].ip}:${health}`, '--gops=false', '--retry-timeout', '2s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    relay.stdout?.on('data', (d: Buffer) => (relayLog += d.toString()));
+    relay.stderr?.on('data', (d: Buffer) => (relayLog += d.toString()));
+    const viaRelay = `${nodes[0].ip}:${relayPort}`;
+    const listed = await eventually('both nodes connected to the relay', 30_000, async () => {
+      const out = await hubble(tools, ['list', 'nodes', '--server', viaRelay]).catch(() => '');
+      return nodes.every((n) => new RegExp(`${n.name}\\s+Connected`).test(out)) && out;
+    }, 1000).catch((e: Error) => { throw new Error(`${e.message}\nrelay log:\n${relayLog.slice(-2000)}`); });
+    assert.match(listed, /Connected/);
+    await drops(5);
+    const merged = await eventually('drops of both nodes through the relay', 30_000, async () => {
+      const fs = jsonFlows(await hubble(tools, ['observe', '--server', viaRelay, '-o', 'json', '--last', '500', '--verdict', 'DROPPED', '--to-port', '9999']));
+      const names = new Set(fs.filter(between).map((f) => f['node_name'] as string));
+      return nodes.every((n) => names.has(n.name)) && fs;
+    }, 1000);
+    for (const n of nodes) assert.ok(merged.filter((f) => f['node_name'] === n.name && between(f)).length >= 5, `≥ 5 drops from ${n.name}`);
+    // Node B's agent watches only its node's pods (local context) and there are none: its flows carry the IPs alone.
+    const fromB = merged.find((f) => f['node_name'] === nodes[1].name && between(f)) as Obj;
+    assert.equal(fromB['source'], undefined);
+    const fromA = merged.find((f) => f['node_name'] === nodes[0].name && between(f)) as Obj;
+    assert.equal(fromA['source']['pod_name'], pods.cli.name);
+  });
+});
