@@ -71,6 +71,14 @@ describe('chart: rendered config keys are the agent\'s and the operator\'s', { t
     assert.deepEqual(opKnown.filter((k) => !op.includes(k)).sort(), []);
   });
 
+  it('hubble.enabled renders hubble keys both agents load with no unknown key or contradiction', async () => {
+    const { objects } = await render('windows', ['--set', 'hubble.enabled=true', '--set', 'config.hubble.socketPath=/var/run/retina/hubble.sock']);
+    const linux = data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml');
+    assert.match(linux, /^hubble:\n {2}enabled: true\n {2}listenAddress: :4244\n {2}maxFlows: 4096\n {2}socketPath: \/var\/run\/retina\/hubble.sock$/m);
+    assert.deepEqual(await loadAgent('linux', linux), { unknown: [], warnings: [] });
+    assert.deepEqual(await loadAgent('windows', data(one(objects, 'ConfigMap', 'retina-agent-windows'), 'config.yaml')), { unknown: [], warnings: [] });
+  });
+
   it('a key the agent does not know is caught here (the check can fail)', async () => {
     assert.deepEqual((await loadAgent('linux', 'enablePodLevl: true\n')).unknown, ['enablePodLevl']);
   });

@@ -187,6 +187,31 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     assert.deepEqual(objects.filter((o) => o.metadata.name.includes('operator')).map((o) => `${o.kind}/${o.metadata.name}`), []);
   });
 
+  it('hubble: off by default; on, the agents listen on the node\'s 4244 with the hubble keys, a peer Service selects them, and the relay is a non-root Deployment pointed at it', async () => {
+    const off = (await render('basic')).objects;
+    assert.deepEqual(off.filter((o) => o.metadata.name.includes('hubble')).map((o) => o.kind), []);
+    const { text, objects } = await render('windows', ['--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', 'hubble.maxFlows=8192']);
+    const r = await kubeconform(text);
+    assert.equal(r.summary.invalid + r.summary.errors, 0, r.stdout);
+    for (const [ds, cm] of [['retina-agent-linux', 'retina-agent-linux'], ['retina-agent-windows', 'retina-agent-windows']] as const) {
+      assert.ok((container(one(objects, 'DaemonSet', ds))['ports'] as Obj[]).some((p) => p['name'] === 'hubble' && p['containerPort'] === 4244), ds);
+      const cfg = parseYaml((one(objects, 'ConfigMap', cm) as Obj)['data']['config.yaml'] as string) as Obj;
+      assert.deepEqual(cfg['hubble'], { enabled: true, listenAddress: ':4244', maxFlows: 8192 }, cm);
+    }
+    const peer = one(objects, 'Service', 'retina-hubble-peer') as Obj;
+    assert.deepEqual(peer['spec']['ports'], [{ name: 'peer-service', port: 80, targetPort: 4244, protocol: 'TCP' }]);
+    assert.equal(peer['spec']['selector']['app.kubernetes.io/component'], 'agent');
+    const relay = one(objects, 'Deployment', 'retina-hubble-relay');
+    const c = container(relay);
+    assert.ok((c['args'] as string[]).includes('--peer-service=retina-hubble-peer.kube-system.svc:80'), JSON.stringify(c['args']));
+    assert.equal(podSpec(relay)['securityContext']['runAsNonRoot'], true);
+    assert.deepEqual(c['securityContext']['capabilities'], { drop: ['ALL'] });
+    assert.deepEqual((one(objects, 'Service', 'retina-hubble-relay') as Obj)['spec']['ports'], [{ name: 'grpc', port: 80, targetPort: 4245, protocol: 'TCP' }]);
+    // Relay off: the peer Service alone.
+    const noRelay = (await render('basic', ['--set', 'hubble.enabled=true'])).objects;
+    assert.deepEqual(noRelay.filter((o) => o.metadata.name.includes('hubble')).map((o) => `${o.kind}/${o.metadata.name}`), ['Service/retina-hubble-peer']);
+  });
+
   it('the Service Azure Monitor scrapes: network-observability in the release namespace, port named retina', async () => {
     const { objects } = await render('basic');
     const svc = one(objects, 'Service', 'network-observability') as Obj;

@@ -61,6 +61,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "retina.agentConfig" -}}
 {{- $cfg := merge (deepCopy .os.config) (deepCopy .root.Values.config) -}}
 {{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .root.Values "dir" .tlsDir) | fromYaml) -}}
+{{- if .root.Values.hubble.enabled -}}
+{{- $h := dict "enabled" true "listenAddress" (printf ":%v" .root.Values.hubble.port) "maxFlows" .root.Values.hubble.maxFlows -}}
+{{- $_ := set $cfg "hubble" (mergeOverwrite $h (deepCopy ($cfg.hubble | default dict))) -}}
+{{- end -}}
 {{- include "retina.configYaml" $cfg -}}
 {{- end -}}
 
