@@ -16,13 +16,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { collectionPath, objectPath, resources, type RestClient } from '../../src/k8s/index.js';
+import type { RestClient } from '../../src/k8s/index.js';
 import { AgentProcess, ROOT, agentEnv, freePort } from '../e2e/agent-process.js';
 import { requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, UDP_SEND } from '../ebpf/traffic.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
-import { createPinnedDeployment, runPodWithIps } from './pod-flows-kube.js';
+import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
 import { PodNet, type PodNs } from './pod-flows-net.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -87,15 +87,7 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     tools = hubbleTools();
     cluster = await startCluster();
     client = cluster.client;
-    for (const n of nodes) {
-      await client.request('POST', collectionPath(resources.nodes), {
-        body: {
-          apiVersion: 'v1', kind: 'Node', metadata: { name: n.name },
-          spec: { taints: [{ key: 'retina-ts/pod-flows', value: 'true', effect: 'NoSchedule' }] },
-          status: { addresses: [{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }] },
-        },
-      });
-    }
+    for (const n of nodes) await createNode(client, n.name, n.ip);
     await createNamespace(client, nsA);
     await createNamespace(client, nsB);
     net = new PodNet('hc');
@@ -124,7 +116,7 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     if (client) {
       await deleteNamespace(client, nsA);
       await deleteNamespace(client, nsB);
-      for (const n of nodes) await client.request('DELETE', objectPath(resources.nodes, undefined, n.name)).catch(() => undefined);
+      for (const n of nodes) await deleteNode(client, n.name);
     }
     net?.destroy();
     rmSync(dir, { recursive: true, force: true });

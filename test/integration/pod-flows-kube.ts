@@ -10,13 +10,13 @@ import { deployments, eventually, listAll } from './harness.js';
 
 export const NODE_IP = '172.18.99.1';
 
-export async function createNode(client: RestClient, name: string): Promise<void> {
+export async function createNode(client: RestClient, name: string, ip = NODE_IP): Promise<void> {
   await client.request('POST', collectionPath(resources.nodes), {
     body: {
       apiVersion: 'v1', kind: 'Node',
       metadata: { name, labels: { 'kubernetes.io/hostname': name, 'topology.kubernetes.io/zone': 'zone-pf' } },
       spec: { taints: [{ key: 'retina-ts/pod-flows', value: 'true', effect: 'NoSchedule' }] },
-      status: { addresses: [{ type: 'InternalIP', address: NODE_IP }, { type: 'Hostname', address: name }] },
+      status: { addresses: [{ type: 'InternalIP', address: ip }, { type: 'Hostname', address: name }] },
     },
   });
 }
