@@ -16,8 +16,12 @@ ROOT=$(cd "$HERE/../.." && pwd)
 K8S_DIR="$ROOT/.cache/k8s"
 RUN="$K8S_DIR/run"
 KUBECONFIG_OUT="$K8S_DIR/kubeconfig"
-ETCD_PORT=${RETINA_K8S_ETCD_PORT:-32379}
-API_PORT=${RETINA_K8S_API_PORT:-36443}
+# Below Linux's ephemeral range (ip_local_port_range, 32768-60999 by default): a port in it can be
+# taken at any moment by some test's outgoing connection, and then a component cannot bind it (a CI
+# rehearsal lost kwok that way: 127.0.0.1:36444 "address already in use", and every test after it
+# that needed kwok's pods failed). etcd's peer port is ETCD_PORT+1, kwok's API_PORT+1.
+ETCD_PORT=${RETINA_K8S_ETCD_PORT:-23379}
+API_PORT=${RETINA_K8S_API_PORT:-26443}
 NODES=${RETINA_K8S_NODES:-10}
 # kwok's kubelet-like server (pods/exec, logs): a fixed port so nodes can advertise it.
 KWOK_PORT=${RETINA_K8S_KWOK_PORT:-$((API_PORT + 1))}

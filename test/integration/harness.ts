@@ -16,7 +16,7 @@ export const HARNESS = `${ROOT}hack/k8s/harness.sh`;
 export const KUBECONFIG = `${ROOT}.cache/k8s/kubeconfig`;
 /** Where kwok runs `pods/exec` commands (hack/k8s/harness.sh's ClusterExec: a local command, this working directory). */
 export const EXEC_ROOT = `${ROOT}.cache/k8s/run/exec-root`;
-export const ETCD = `http://127.0.0.1:${process.env['RETINA_K8S_ETCD_PORT'] ?? '32379'}`;
+export const ETCD = `http://127.0.0.1:${process.env['RETINA_K8S_ETCD_PORT'] ?? '23379'}`;
 
 export interface Cluster extends AsyncDisposable {
   readonly kubeconfig: string;
