@@ -32,6 +32,23 @@ after(async () => {
   }
 });
 
+/**
+ * The delta of a node-wide counter over one burst of N closed-port datagrams, up to three bursts
+ * until one gives exactly N. NO_SOCKET is also what the host's own loopback traffic produces now and
+ * then (a packet reaching a socket just closed), and dropreason counts the whole kernel: a CI run saw
+ * 41 for 40 once. One exact burst in three still fails a double count (2N every time) or a lost or
+ * renamed reason (0 every time). NETFILTER_DROP needs no retry: only this test's nft rule makes it.
+ */
+async function closedPortDelta(count: () => number): Promise<number[]> {
+  const seen: number[] = [];
+  for (let i = 0; i < 3 && seen.at(-1) !== N; i++) {
+    const before = await settled(count);
+    await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+    seen.push((await settled(count)) - before);
+  }
+  return seen;
+}
+
 const drops = (reason: string): number => metric((agent as NsAgent).metrics(), 'networkobservability_drop_count', { reason, direction: 'ingress' });
 
 test('an nftables DROP rule: drop_count{reason="NETFILTER_DROP"} rises by N', async () => {
@@ -44,10 +61,8 @@ test('an nftables DROP rule: drop_count{reason="NETFILTER_DROP"} rises by N', as
 });
 
 test('UDP to a closed port: drop_count{reason="NO_SOCKET"} rises by N', async () => {
-  const before = await settled(() => drops('NO_SOCKET'));
-  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
-  const now = await settled(() => drops('NO_SOCKET'));
-  assert.equal(now - before, N);
+  const seen = await closedPortDelta(() => drops('NO_SOCKET'));
+  assert.equal(seen.at(-1), N, `deltas per burst: ${seen.join(', ')}`);
 });
 
 test('normal traffic is not a drop: no NOT_DROPPED_YET or CONSUMED series', () => {
@@ -64,9 +79,8 @@ test('dropReasonNames: retina reports the nftables DROP as Retina does: reason="
   assert.equal((await settled(rule)) - before, N);
   assert.doesNotMatch(retina.metrics(), /reason="NETFILTER_DROP"/, 'the kernel name is not reported beside it');
   const closed = (): number => metric(retina.metrics(), 'networkobservability_drop_count', { reason: 'NO_SOCKET', direction: 'ingress' });
-  const closedBefore = await settled(closed);
-  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
-  assert.equal((await settled(closed)) - closedBefore, N, 'a reason Retina has no value for keeps the kernel name');
+  const seen = await closedPortDelta(closed);
+  assert.equal(seen.at(-1), N, `a reason Retina has no value for keeps the kernel name (deltas per burst: ${seen.join(', ')})`);
 });
 
 test('after SIGTERM no program or link of ours is left', async () => {
