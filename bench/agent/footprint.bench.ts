@@ -16,13 +16,16 @@
  * before/after come from one run on a shared, noisy machine. Figures are medians over the rounds.
  * Needs root, kernel BTF, iperf3; the pod-level case also the Kubernetes binaries (fails loudly
  * without them; BENCH_FOOTPRINT_PODLEVEL=0 leaves it out).
+ * With BENCH_FOOTPRINT_BUNDLE=1 the agent as the image runs it (hack/image: node, bin/retina-agent's node
+ * flags, build/bundle/<os>-<arch>/retina-agent.mjs; `make bundle` first) is a third subject, `bundle`.
  * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1),
- * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone).
+ * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone), BENCH_FOOTPRINT_BUNDLE (0).
  */
-import { cpus, loadavg, release } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+import { arch, cpus, loadavg, release } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { NsAgent, metricSum, sleep } from '../../test/ebpf/netns.js';
-import { AGENT_BIN, AgentProcess, agentEnv, get } from '../../test/e2e/agent-process.js';
+import { AGENT_BIN, AgentProcess, agentEnv, get, nodeBinary } from '../../test/e2e/agent-process.js';
 import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
 import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
 import { uniqueId } from '../../test/integration/operator-helpers.js';
@@ -37,7 +40,18 @@ const PPS = 50_000;
 const SETTLE_MS = 30_000;
 const ENDPOINTS = 20_000;
 const base = process.env['BENCH_FOOTPRINT_BASE'];
-const subjects: Record<string, string> = { current: AGENT_BIN, ...(base ? { base: `${base.replace(/\/$/, '')}/bin/retina-agent` } : {}) };
+/** The image's command line: node, the shim's node flags, the bundle (hack/image/linux.sh). */
+function bundleCommand(): string[] {
+  const flags = /^exec "\$n" (.*) "\$d\/dist\//m.exec(readFileSync(AGENT_BIN, 'utf8'))?.[1];
+  const entry = `${AGENT_BIN.replace(/bin\/retina-agent$/, '')}build/bundle/linux-${arch()}/retina-agent.mjs`;
+  if (flags === undefined || !existsSync(entry)) throw new Error(`BENCH_FOOTPRINT_BUNDLE=1 needs bin/retina-agent's exec line and ${entry} (make bundle)`);
+  return [nodeBinary(), ...flags.split(' '), entry];
+}
+const subjects: Record<string, string[]> = {
+  current: [AGENT_BIN],
+  ...(base ? { base: [`${base.replace(/\/$/, '')}/bin/retina-agent`] } : {}),
+  ...(process.env['BENCH_FOOTPRINT_BUNDLE'] === '1' ? { bundle: bundleCommand() } : {}),
+};
 
 type Drops = Window & { dropsPerSecond: number; lostKernel: number; parsed: number };
 type Window = { wakeupsPerSecond: number; cpuSecondsPerMinute: number; cpuPercentOfOneCore: number; rssMB: number; anonMB: number; fileMB: number };
@@ -82,7 +96,7 @@ if (process.env['BENCH_FOOTPRINT_IDLE'] !== '0') {
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of order(round)) {
       const r = results[name] as (typeof results)[string];
-      await using agent = new NsAgent(bed.client, '', [subjects[name] as string]);
+      await using agent = new NsAgent(bed.client, '', subjects[name] as string[]);
       await agent.started(['packetforward', 'dns']);
       await sleep(SETTLE_MS);
       r.idle.push(await window(agent.proc.pid, () => sleep(SECONDS * 1000)));
@@ -109,7 +123,7 @@ if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
     for (let round = 0; round < ROUNDS; round++) {
       for (const name of order(round)) {
         await using agent = new AgentProcess({
-          command: [subjects[name] as string], args: ['--kubeconfig', cluster.kubeconfig],
+          command: subjects[name] as string[], args: ['--kubeconfig', cluster.kubeconfig],
           env: agentEnv({ RETINA_ENABLEPODLEVEL: 'true', RETINA_REMOTECONTEXT: 'true', RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0' }),
         });
         const port = await agent.listening(60_000);

@@ -7,7 +7,7 @@ import { discardFlows } from '../flow/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
-import { createKubeAuthorizer, startHttpServer, type RequestAuthorizer } from '../server/index.js';
+import { startHttpServer, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
 
@@ -59,7 +59,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
       return 1;
     }
-    auth = createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
+    auth = (await import('../server/auth.js')).createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
   // Hubble (hubble.ts): a ring of enriched flows from every plugin, served over gRPC.
   const hubble = agent.hubble.enabled ? (await import('./hubble.js')).startHubble({ agent, metrics, log, k8s, version: version() }) : undefined;

@@ -9,7 +9,7 @@
  * samples the one sample after each scrape, the one that held a stall, was dropped.
  */
 import { createHistogram } from 'node:perf_hooks';
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from './prom.js';
 
 type Delays = ReturnType<typeof createHistogram>;
 

@@ -3,7 +3,7 @@
  * Families are created on first use from their catalog definition, so a family no plugin writes
  * does not appear, and a restarted plugin finds its family again.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom.js';
 import type { MetricDef } from './catalog.js';
 import { EVENT_LOOP_LAG_STATS, registerEventLoopLag } from './event-loop.js';
 import { formatExposition } from './exposition.js';

@@ -3,7 +3,8 @@ import { request } from 'node:http';
 import { test } from 'node:test';
 import type { RestClient } from '../k8s/index.js';
 import { silentLogger } from '../log/index.js';
-import { bearerToken, createKubeAuthorizer, startHttpServer } from './index.js';
+import { bearerToken, createKubeAuthorizer } from './auth.js';
+import { startHttpServer } from './index.js';
 
 /** An in-memory API server answering the two reviews (the integration test uses the real one). */
 function fakeApi(o: { users: Record<string, string>; allowed: string[]; down?: () => boolean }): RestClient & { calls: string[] } {

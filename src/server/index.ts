@@ -14,10 +14,12 @@ import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { RequestAuthorizer } from './auth.js';
-import { loadTlsPair, startTlsReloader, type TlsFiles } from './tls.js';
+import type { TlsFiles } from './tls.js';
 
-export { bearerToken, createKubeAuthorizer, type AuthDecision, type KubeAuthorizerOptions, type RequestAuthorizer } from './auth.js';
-export { TlsFilesError, loadTlsPair, type TlsFiles, type TlsPair } from './tls.js';
+// Types only: auth.ts and tls.ts load node:crypto and node:tls (several MB of RSS), so they are
+// imported when metricsAuth or metricsTLS is on (`import('./server/auth.js')`), never by default.
+export type { AuthDecision, KubeAuthorizerOptions, RequestAuthorizer } from './auth.js';
+export type { TlsFiles, TlsPair } from './tls.js';
 
 // node:http through getBuiltinModule, not an ES import: building the ES namespace of node:http reads
 // every export, and its WebSocket getters load Node's bundled undici (about 6 MB anonymous and 4 MB
@@ -102,6 +104,7 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
   let server: Server;
   let reloader: Disposable | undefined;
   if (opts.tls) {
+    const { loadTlsPair, startTlsReloader } = await import('./tls.js');
     const pair = await loadTlsPair(opts.tls);
     const { createServer: createHttpsServer } = process.getBuiltinModule('node:https');
     const https = createHttpsServer({ ...common, cert: pair.cert, key: pair.key, handshakeTimeout: limits.handshakeTimeoutMs, minVersion: 'TLSv1.2' }, listener);

@@ -1,10 +1,13 @@
 /**
- * The idle agent wakes on data and on the metrics interval only: with the default plugins, in a
+ * What an idle agent costs. It wakes on data and on the metrics interval only: with the default plugins, in a
  * namespace with no traffic, the whole process (every thread) wakes fewer than 5 times a second.
  * (Retina's own agent: 4-10; before, prom-client's 10 ms event-loop monitor, a 100 ms drain timer
  * per ring and the thread-pool trips of linuxutil's reads made it about 110.)
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { wakeups } from '../e2e/proc-stats.js';
 import { Netns, NsAgent, requireKernel, sleep, vethPair } from './netns.js';
@@ -31,5 +34,39 @@ test('an idle agent with the default plugins wakes fewer than 5 times a second',
   } finally {
     ns.destroy();
     peer.destroy();
+  }
+});
+
+/**
+ * Node's modules for TLS, crypto, HTTPS clients and compression are several MB of RSS each group
+ * (their code, and the pages of the node binary they touch: bench/agent/footprint.bench.ts). The
+ * default agent uses none of them: koffi is loaded without its download helpers, prom-client
+ * without its Pushgateway and cluster aggregator, and metricsTLS/metricsAuth load theirs only when
+ * on. Checked after start-up and a scrape, from the agent's own process.moduleLoadList.
+ */
+test('an idle agent with the default plugins loads no TLS, crypto, HTTPS client or zlib module', async () => {
+  requireKernel();
+  const dir = mkdtempSync(join(tmpdir(), 'rt-idle-mods-'));
+  const out = join(dir, 'modules.json');
+  const preload = join(dir, 'preload.mjs');
+  writeFileSync(preload, `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.moduleLoadList)));\n`);
+  const ns = new Netns('idlemods');
+  const peer = new Netns('idlemods-peer');
+  try {
+    vethPair(ns, 'rtbpf-im0', '10.235.8.1', peer, 'rtbpf-im1', '10.235.8.2');
+    ns.run('ip', ['route', 'add', 'default', 'via', '10.235.8.2']);
+    {
+      await using agent = new NsAgent(ns, '', undefined, { NODE_OPTIONS: `--import=${preload}` });
+      await agent.started(DEFAULT_PLUGINS);
+      assert.match(agent.metrics(), /networkobservability_/);
+    }
+    const loaded = JSON.parse(readFileSync(out, 'utf8')) as string[];
+    assert.ok(loaded.includes('NativeModule http'), 'the list is the agent\'s (it serves /metrics over node:http)');
+    const heavy = loaded.filter((m) => /^NativeModule (crypto|tls|https|zlib|http2|internal\/deps\/undici\/undici)$/.test(m));
+    assert.deepEqual(heavy, [], `the idle agent loaded ${heavy.join(', ')}`);
+  } finally {
+    ns.destroy();
+    peer.destroy();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

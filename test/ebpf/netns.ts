@@ -101,12 +101,12 @@ export class NsAgent implements AsyncDisposable {
   readonly proc: AgentProcess;
   readonly #dir: string;
   port = 0;
-  /** `command`: how to start the agent (the checkout's shim by default; a bundle's node and entry). */
-  constructor(readonly ns: Netns, config: string, command: readonly string[] = [AGENT_BIN]) {
+  /** `command`: how to start the agent (the checkout's shim by default; a bundle's node and entry); `env`: added to its environment. */
+  constructor(readonly ns: Netns, config: string, command: readonly string[] = [AGENT_BIN], env: Record<string, string> = {}) {
     this.#dir = mkdtempSync(join(tmpdir(), 'rtbpf-'));
     const file = join(this.#dir, 'config.yaml');
     writeFileSync(file, `apiServer:\n  host: 127.0.0.1\n  port: 0\n${config}`);
-    this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, ...command], args: ['--config', file], env: agentEnv() });
+    this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, ...command], args: ['--config', file], env: agentEnv(env) });
   }
   async started(plugins: readonly string[]): Promise<void> {
     this.port = await this.proc.listening(30_000);

@@ -1,0 +1,45 @@
+/**
+ * koffi's native module, loaded without koffi's package entry point. That entry (index.js) also
+ * defines koffi's download and unpack helpers, which require node:crypto, node:https and node:zlib
+ * as it loads: about 8 MB of RSS (their code, and the node binary's pages they touch) in an agent
+ * that uses none of them (bench/agent/footprint.bench.ts). What the entry adds to the native exports
+ * is deprecated aliases only (koffi.handle, koffi.callback, lib.cdecl, ...), which nothing here uses.
+ *
+ * Where the native module is: beside the bundle's chunks (hack/bundle.mjs copies it to
+ * build/koffi/<triplet>/koffi.node), else in the koffi package (a checkout's node_modules). When
+ * neither holds it (a triplet koffi ships elsewhere, e.g. musl), koffi's own entry finds it.
+ * Imported only by src/ffi/<os>/koffi.ts. The triplet is the host's, as koffi's entry computes it,
+ * not the folder's: the Windows bindings' struct layouts are also built and checked on Linux
+ * (test/windows/layout.test.ts).
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export class KoffiLoadError extends Error {
+  override readonly name = 'KoffiLoadError';
+}
+
+/** `arch`: for tests; koffi's triplet is `<process.platform>_<arch>`. */
+export function loadKoffiNative<K>(arch: string = process.arch): K {
+  // eslint-disable-next-line no-restricted-properties -- koffi's own triplet, the one host fact it needs (see above)
+  const triplet = `${process.platform}_${arch}`;
+  const load = createRequire(import.meta.url);
+  const candidates = [join(dirname(fileURLToPath(import.meta.url)), 'build', 'koffi', triplet, 'koffi.node')];
+  let pkgVersion: string | undefined;
+  try {
+    const pkgFile = load.resolve('koffi/package.json');
+    pkgVersion = (load(pkgFile) as { version?: string }).version;
+    candidates.push(join(dirname(pkgFile), 'build', 'koffi', triplet, 'koffi.node'));
+  } catch {
+    // the bundle: no node_modules, the native module sits beside the chunks
+  }
+  const file = candidates.find((f) => existsSync(f));
+  if (file === undefined) return load('koffi') as K;
+  const native = load(file) as { version?: unknown };
+  if (pkgVersion !== undefined && native.version !== pkgVersion) {
+    throw new KoffiLoadError(`koffi: native module ${file} is version ${String(native.version)}, the koffi package ${pkgVersion}`);
+  }
+  return native as K;
+}
