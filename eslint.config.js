@@ -1,9 +1,10 @@
 // Lint rules that keep the architecture honest (see README "Architecture"):
-// OS code only under linux/ and windows/ folders, koffi only in src/ffi/<os>, process.platform only
-// in src/platform/select.ts, no floating promises, explicit error causes. Which layer may import
-// which is .dependency-cruiser.cjs's job (STYLE.md's layer table); these blocks add what it cannot
-// say. Each file gets exactly one of the blocks below (a later block replaces a rule's options, it
-// does not merge them), so every file keeps all three restrictions.
+// OS code only under linux/ and windows/ folders, koffi only in src/ffi/<os> (and its loader
+// src/ffi/koffi.ts), process.platform only in src/platform/select.ts (and that loader), no floating
+// promises, explicit error causes. Which layer may import which is .dependency-cruiser.cjs's job
+// (STYLE.md's layer table); these blocks add what it cannot say. Each file gets exactly one of the
+// blocks below (a later block replaces a rule's options, it does not merge them), so every file
+// keeps all three restrictions.
 import tseslint from 'typescript-eslint';
 
 const other = { linux: 'windows', windows: 'linux' };
@@ -32,7 +33,7 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/**/linux/**', 'src/**/windows/**', 'src/platform/select.ts'],
+    ignores: ['src/**/linux/**', 'src/**/windows/**', 'src/platform/select.ts', 'src/ffi/koffi.ts'],
     rules: restrict({ patterns: ['**/linux/**', '**/windows/**'] }),
   },
   osBlock('linux'),
@@ -43,6 +44,12 @@ export default tseslint.config(
     // The one place that reads process.platform and loads OS code (with a dynamic import()).
     files: ['src/platform/select.ts'],
     rules: { 'no-restricted-imports': ['error', { paths: [koffiOnlyInFfi] }] },
+  },
+  {
+    // koffi's loader for both OS folders: it names koffi (types) and reads process.platform for
+    // koffi's triplet, the host's whichever folder's bindings load it (src/ffi/koffi.ts says why).
+    files: ['src/ffi/koffi.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['**/linux/**', '**/windows/**'] }] },
   },
   {
     // node:http's ES namespace loads Node's bundled undici (its WebSocket getters): about 10 MB of

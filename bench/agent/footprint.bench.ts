@@ -21,12 +21,13 @@
  * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1),
  * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone), BENCH_FOOTPRINT_BUNDLE (0).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { arch, cpus, loadavg, release } from 'node:os';
+import { cpus, loadavg, release } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NsAgent, metricSum, sleep } from '../../test/ebpf/netns.js';
 import { AGENT_BIN, AgentProcess, agentEnv, get, nodeBinary } from '../../test/e2e/agent-process.js';
 import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
+import { agentNodeFlags, linuxBundle } from '../../test/bundle/serving.js';
 import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
 import { uniqueId } from '../../test/integration/operator-helpers.js';
 import { Bed, median } from '../datapath/setup.js';
@@ -40,17 +41,11 @@ const PPS = 50_000;
 const SETTLE_MS = 30_000;
 const ENDPOINTS = 20_000;
 const base = process.env['BENCH_FOOTPRINT_BASE'];
-/** The image's command line: node, the shim's node flags, the bundle (hack/image/linux.sh). */
-function bundleCommand(): string[] {
-  const flags = /^exec "\$n" (.*) "\$d\/dist\//m.exec(readFileSync(AGENT_BIN, 'utf8'))?.[1];
-  const entry = `${AGENT_BIN.replace(/bin\/retina-agent$/, '')}build/bundle/linux-${arch()}/retina-agent.mjs`;
-  if (flags === undefined || !existsSync(entry)) throw new Error(`BENCH_FOOTPRINT_BUNDLE=1 needs bin/retina-agent's exec line and ${entry} (make bundle)`);
-  return [nodeBinary(), ...flags.split(' '), entry];
-}
 const subjects: Record<string, string[]> = {
   current: [AGENT_BIN],
   ...(base ? { base: [`${base.replace(/\/$/, '')}/bin/retina-agent`] } : {}),
-  ...(process.env['BENCH_FOOTPRINT_BUNDLE'] === '1' ? { bundle: bundleCommand() } : {}),
+  // The image's command line: node, the shim's node flags, the bundle (hack/image/linux.sh).
+  ...(process.env['BENCH_FOOTPRINT_BUNDLE'] === '1' ? { bundle: [nodeBinary(), ...agentNodeFlags(), join(linuxBundle(), 'retina-agent.mjs')] } : {}),
 };
 
 type Drops = Window & { dropsPerSecond: number; lostKernel: number; parsed: number };

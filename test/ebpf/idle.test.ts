@@ -10,18 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { wakeups } from '../e2e/proc-stats.js';
-import { Netns, NsAgent, requireKernel, sleep, vethPair } from './netns.js';
+import { routedNetns } from '../bundle/serving.js';
+import { NsAgent, requireKernel, sleep } from './netns.js';
 
 const DEFAULT_PLUGINS = ['linuxutil', 'packetforward', 'dropreason', 'dns'];
 const WINDOW_MS = 10_000;
 
 test('an idle agent with the default plugins wakes fewer than 5 times a second', async (t) => {
   requireKernel();
-  const ns = new Netns('idle');
-  const peer = new Netns('idle-peer');
+  const { ns, peer } = routedNetns('idle', 73);
   try {
-    vethPair(ns, 'rtbpf-id0', '10.235.7.1', peer, 'rtbpf-id1', '10.235.7.2');
-    ns.run('ip', ['route', 'add', 'default', 'via', '10.235.7.2']);
     await using agent = new NsAgent(ns, '');
     await agent.started(DEFAULT_PLUGINS);
     // Start-up's last compilations and collections: V8's memory reducer runs about 25 s after start.
@@ -50,11 +48,8 @@ test('an idle agent with the default plugins loads no TLS, crypto, HTTPS client 
   const out = join(dir, 'modules.json');
   const preload = join(dir, 'preload.mjs');
   writeFileSync(preload, `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.moduleLoadList)));\n`);
-  const ns = new Netns('idlemods');
-  const peer = new Netns('idlemods-peer');
+  const { ns, peer } = routedNetns('idlemods', 74);
   try {
-    vethPair(ns, 'rtbpf-im0', '10.235.8.1', peer, 'rtbpf-im1', '10.235.8.2');
-    ns.run('ip', ['route', 'add', 'default', 'via', '10.235.8.2']);
     {
       await using agent = new NsAgent(ns, '', undefined, { NODE_OPTIONS: `--import=${preload}` });
       await agent.started(DEFAULT_PLUGINS);

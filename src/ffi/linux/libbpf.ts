@@ -4,7 +4,7 @@
  * these raw functions; plugins use the typed wrappers (object.ts, maps.ts, ring-buffer.ts, tc.ts).
  */
 import { isMainThread } from 'node:worker_threads';
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { libcLibrary } from './libc.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */

@@ -2,7 +2,7 @@
  * The few libc calls the Linux plugins need (socket, ioctl, close) over koffi, plus native memory.
  * `loadLibc()` loads libc.so.6 when called (from a plugin's start), never at import time.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 
 export const AF_INET = 2;
 export const SOCK_DGRAM = 2;

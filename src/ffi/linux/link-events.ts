@@ -6,7 +6,7 @@
  * an overrun) messages were lost: the batch says so, and the caller re-reads the full state (a link
  * dump). Opened by `watchLinkEvents()`, never at import time.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { SOCK_CLOEXEC, errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
 import { AF_NETLINK, EINTR, MSG_DONTWAIT, NETLINK_ROUTE, RECV_BUFFER, SOCK_RAW, socketCalls } from './rtnetlink.js';
 

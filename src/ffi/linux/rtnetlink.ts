@@ -4,7 +4,7 @@
  * socket that sends a request and reads the answer in a few recv calls. Parsers stay pure (tested on
  * bytes); a socket is opened by `openRouteSocket()`, never at import time.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { SOCK_CLOEXEC, errnoName, libcLibrary, loadLibc, type NativeBuffer } from './libc.js';
 
 export const NLMSG_HDRLEN = 16;

@@ -3,7 +3,7 @@
  * for socket filters, interface names), declared on libc.ts's one handle. Loaded on first use, never
  * at import time.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { errnoName, libcLibrary } from './libc.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- koffi functions are untyped at this edge */

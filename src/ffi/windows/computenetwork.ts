@@ -2,7 +2,7 @@
  * computenetwork.dll (HCN v2): enumerate, open, query and close endpoints. Every PWSTR output is
  * freed with CoTaskMemFree; every HRESULT and error record becomes a WindowsCallError naming the call.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { checkHresult } from './errors.js';
 import { parseGuid, type GuidStruct } from './guid.js';
 import { loadDll } from './libraries.js';

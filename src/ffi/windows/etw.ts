@@ -10,7 +10,7 @@
  * full the event is dropped and counted. ETW itself never blocks a provider: events a slow consumer
  * cannot take are lost in the session's buffers and show up in `losses()`.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { WindowsCallError, checkWin32 } from './errors.js';
 import { type EtwEvent, type SessionLosses, enableParameters, logfile, readEventHeader, readLosses, traceProperties, writeGuid, ETW_LAYOUT } from './etw-layout.js';
 import { loadDll } from './libraries.js';

@@ -3,7 +3,7 @@
  * on Windows and 64-bit on Linux). Built lazily (koffi types are process-global) and checked
  * against a mingw `offsetof` dump (test/windows/layout).
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 
 const u32 = 'uint32_t';
 const u64 = 'uint64_t';

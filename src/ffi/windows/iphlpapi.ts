@@ -3,7 +3,7 @@
  * (GetTcpStatisticsEx2 where the OS has it, else GetTcpStatisticsEx) and TCP connection states
  * (GetTcpTable2/GetTcp6Table2). Every Win32 error becomes a WindowsCallError naming the call.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { checkWin32, win32 } from './errors.js';
 import { iphlpTypes, IF_COUNTERS, TABLE_ROWS } from './iphlpapi-types.js';
 import { loadDll } from './libraries.js';

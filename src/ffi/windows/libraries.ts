@@ -5,7 +5,7 @@
  * agent warns about ones it does not declare. Libraries are loaded when a binding is opened (in a
  * plugin's start), never at import time.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 
 export const DLLS = Object.freeze({
   computenetwork: 'computenetwork.dll',

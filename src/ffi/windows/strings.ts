@@ -2,7 +2,7 @@
  * UTF-16 strings that Windows APIs hand back in CoTaskMem (PWSTR* outputs): read and freed in one
  * step, so no caller can forget CoTaskMemFree.
  */
-import koffi from './koffi.js';
+import koffi from '../koffi.js';
 import { loadDll } from './libraries.js';
 
 type Free = (p: unknown) => void;

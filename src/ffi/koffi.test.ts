@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
-import { loadKoffiNative } from './koffi-native.js';
+import { loadKoffiNative } from './koffi.js';
 
 const koffiVersion = (createRequire(import.meta.url)('koffi/package.json') as { version: string }).version;
 
@@ -22,7 +22,7 @@ test("without a native module for the triplet, koffi's own entry point is used",
 });
 
 test("loading koffi this way loads none of the modules koffi's entry point requires (node:crypto, node:https, node:zlib)", () => {
-  const url = new URL('./koffi-native.js', import.meta.url).href;
+  const url = new URL('./koffi.js', import.meta.url).href;
   const script = `const { loadKoffiNative } = await import(${JSON.stringify(url)}); loadKoffiNative();
     console.log(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule (crypto|https|zlib)$/.test(m))));`;
   const loaded = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as string[];

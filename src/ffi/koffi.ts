@@ -1,5 +1,6 @@
 /**
- * koffi's native module, loaded without koffi's package entry point. That entry (index.js) also
+ * koffi for the bindings of src/ffi/linux and src/ffi/windows: its native module, loaded without
+ * koffi's package entry point. That entry (index.js) also
  * defines koffi's download and unpack helpers, which require node:crypto, node:https and node:zlib
  * as it loads: about 8 MB of RSS (their code, and the node binary's pages they touch) in an agent
  * that uses none of them (bench/agent/footprint.bench.ts). What the entry adds to the native exports
@@ -8,10 +9,11 @@
  * Where the native module is: beside the bundle's chunks (hack/bundle.mjs copies it to
  * build/koffi/<triplet>/koffi.node), else in the koffi package (a checkout's node_modules). When
  * neither holds it (a triplet koffi ships elsewhere, e.g. musl), koffi's own entry finds it.
- * Imported only by src/ffi/<os>/koffi.ts. The triplet is the host's, as koffi's entry computes it,
- * not the folder's: the Windows bindings' struct layouts are also built and checked on Linux
- * (test/windows/layout.test.ts).
+ * The triplet is the host's, as koffi's entry computes it from process.platform, not an OS folder's:
+ * the Windows bindings' struct layouts are also built and checked on Linux (test/windows/layout.test.ts).
+ * So this one file outside src/ffi/<os> names koffi and reads process.platform (eslint.config.js).
  */
+import type koffiModule from 'koffi';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -23,7 +25,6 @@ export class KoffiLoadError extends Error {
 
 /** `arch`: for tests; koffi's triplet is `<process.platform>_<arch>`. */
 export function loadKoffiNative<K>(arch: string = process.arch): K {
-  // eslint-disable-next-line no-restricted-properties -- koffi's own triplet, the one host fact it needs (see above)
   const triplet = `${process.platform}_${arch}`;
   const load = createRequire(import.meta.url);
   const candidates = [join(dirname(fileURLToPath(import.meta.url)), 'build', 'koffi', triplet, 'koffi.node')];
@@ -43,3 +44,12 @@ export function loadKoffiNative<K>(arch: string = process.arch): K {
   }
   return native as K;
 }
+
+const koffi: typeof koffiModule = loadKoffiNative<typeof koffiModule>();
+// The koffi.* types the bindings name, beside the value (types only, so no runtime namespace).
+// eslint-disable-next-line @typescript-eslint/no-namespace
+declare namespace koffi {
+  type IKoffiCType = koffiModule.IKoffiCType;
+  type IKoffiLib = koffiModule.IKoffiLib;
+}
+export default koffi;
