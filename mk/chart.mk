@@ -1,7 +1,7 @@
 # Helm chart tooling (issue 13): helm and kubeconform built from Go modules into
 # ~/.cache/retina-ts/chart/bin/<versions>/ (the tools cache outside the clone; built once, reused), plus kubeconform schemas generated
 # offline from the Kubernetes swagger.json in the Go module cache and from charts/retina/crds.
-.PHONY: chart-tools chart-lint
+.PHONY: chart-tools chart-lint chart-docs
 
 # (the stamp of mk/k8s.mk: curl, openssl, Go present; named here, as k8s.mk is read after this file)
 chart-tools: $(CACHE)/k8s/tools.stamp
@@ -10,6 +10,11 @@ chart-tools: $(CACHE)/k8s/tools.stamp
 # lint --strict every profile (the tests do this too, and much more: test/chart).
 chart-lint: chart-tools
 	@B=$$(hack/chart/build.sh); for p in charts/retina/profiles/*.yaml; do $$B/helm lint --strict charts/retina -f $$p || exit 1; done
+
+# The values table of charts/retina/README.md, from values.schema.json and values.yaml (a docs test
+# fails when the checked-in table is stale).
+chart-docs: $(NODE_STAMP) $(NPM_STAMP)
+	node hack/chart/values-table.mjs
 
 # `make test` builds the tools first, as it does the test control plane.
 test: chart-tools

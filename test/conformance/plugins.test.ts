@@ -19,7 +19,8 @@ import { PermanentError, everyIp, liveResourceStacks, type AnyPluginDefinition, 
 import { createInfinibandPlugin } from '../../src/plugins/linux/infiniband/index.js';
 
 const ROOT = new URL('../../../', import.meta.url);
-const readme = readFileSync(new URL('README.md', ROOT), 'utf8');
+/** Where users read the plugin table: docs/configuration.md (README.md links it). */
+const pluginDoc = readFileSync(new URL('docs/configuration.md', ROOT), 'utf8');
 const catalogNames = new Set(catalog.allMetrics.map((m) => m.name));
 
 /** Plugins that need hardware a supported node may lack: why, and the same plugin over a fixture. */
@@ -76,12 +77,12 @@ for (const os of ['linux', 'windows'] as OsName[]) {
   describe(`${os} plugin list`, async () => {
     const plugins = await loadPlugins(os);
 
-    it("is the README plugin table's list for this OS (so an empty or partial list fails)", () => {
+    it("is the plugin table's list for this OS in docs/configuration.md (so an empty or partial list fails)", () => {
       const label = os === 'linux' ? 'Linux' : 'Windows';
-      const rows = [...readme.matchAll(/^\| `([a-z0-9]+)` \| (Linux|Windows) \| (yes|no) \|/gm)].filter((m) => m[2] === label);
-      assert.ok(rows.length > 0, `README.md's plugin table has no ${label} row`);
-      assert.deepEqual(plugins.map((p) => p.name).sort(), rows.map((m) => m[1]).sort(), `the ${os} plugin list differs from README.md's ${label} rows`);
-      for (const m of rows) assert.equal(plugins.find((p) => p.name === m[1])?.defaultEnabled, m[3] === 'yes', `${m[1]}: README says default ${m[3]}`);
+      const rows = [...pluginDoc.matchAll(/^\| `([a-z0-9]+)` \| (Linux|Windows) \| (yes|no) \|/gm)].filter((m) => m[2] === label);
+      assert.ok(rows.length > 0, `docs/configuration.md's plugin table has no ${label} row`);
+      assert.deepEqual(plugins.map((p) => p.name).sort(), rows.map((m) => m[1]).sort(), `the ${os} plugin list differs from docs/configuration.md's ${label} rows`);
+      for (const m of rows) assert.equal(plugins.find((p) => p.name === m[1])?.defaultEnabled, m[3] === 'yes', `${m[1]}: docs/configuration.md says default ${m[3]}`);
     });
 
     it('has unique names, all of this OS', () => {
@@ -102,7 +103,7 @@ for (const os of ['linux', 'windows'] as OsName[]) {
           assert.doesNotThrow(() => pick(p.config, values));
         });
 
-        it('is documented: its README lists its metrics and keys, the top README names it', () => {
+        it('is documented: its README lists its metrics and keys, docs/configuration.md names it', () => {
           const file = new URL(`src/plugins/${os}/${p.name}/README.md`, ROOT);
           assert.ok(existsSync(file), `missing src/plugins/${os}/${p.name}/README.md`);
           const doc = readFileSync(file, 'utf8');
@@ -111,7 +112,7 @@ for (const os of ['linux', 'windows'] as OsName[]) {
             assert.ok(doc.includes(short), `${p.name} README does not mention ${short}`);
           }
           for (const k of Object.values(p.config as ConfigSpec<Record<string, unknown>>)) assert.ok(doc.includes(k.key), `${p.name} README does not document key ${k.key}`);
-          assert.ok(readme.includes(`\`${p.name}\``), `README.md does not list plugin ${p.name}`);
+          assert.ok(pluginDoc.includes(`\`${p.name}\``), `docs/configuration.md does not list plugin ${p.name}`);
         });
 
         if (os !== currentOs()) return;
