@@ -89,10 +89,31 @@ const cell = (s) => String(s).replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
 /** Prose outside code spans: `<release>` would otherwise render as an (invisible) HTML tag. */
 const prose = (s) => cell(s).split(/(`[^`]*`)/).map((part, i) => (i % 2 ? part : part.replace(/</g, '&lt;').replace(/>/g, '&gt;'))).join('');
 
+/** `node` with local `$ref`s (`#/definitions/x`, `#/$defs/x`) and `allOf` parts merged in. */
+function resolve(root, node, depth = 0) {
+  if (!node || typeof node !== 'object' || depth > 32) return node;
+  let out = node;
+  if (typeof node.$ref === 'string' && node.$ref.startsWith('#/')) {
+    const target = node.$ref.slice(2).split('/').reduce((n, k) => n?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], root);
+    if (!target) throw new Error(`values.schema.json: unresolved $ref ${node.$ref}`);
+    const { $ref: _ref, ...rest } = node;
+    out = { ...resolve(root, target, depth + 1), ...rest };
+  }
+  if (Array.isArray(out.allOf)) {
+    const { allOf, ...rest } = out;
+    out = allOf.map((part) => resolve(root, part, depth + 1)).reduce((acc, part) => ({ ...acc, ...part, properties: { ...acc.properties, ...part.properties } }), rest);
+    if (!Object.keys(out.properties ?? {}).length) delete out.properties;
+  }
+  for (const key of ['oneOf', 'anyOf']) if (Array.isArray(out[key])) out = { ...out, [key]: out[key].map((a) => resolve(root, a, depth + 1)) };
+  if (out.items && !Array.isArray(out.items)) out = { ...out, items: resolve(root, out.items, depth + 1) };
+  return out;
+}
+
 /** The rows: leaves of the schema, and objects that carry a description of their own. */
 export function rows(schema, values) {
   const out = [];
-  const walk = (node, path) => {
+  const walk = (raw, path) => {
+    const node = resolve(schema, raw);
     const props = node?.properties;
     const key = path.join('.');
     const v = values.get(key);

@@ -242,13 +242,22 @@ describe('charts/retina/README.md values table', () => {
   it('lists every value of the schema', () => {
     const schema = JSON.parse(read('charts/retina/values.schema.json')) as Schema;
     const table = read('charts/retina/README.md');
-    for (const key of leaves(schema, [])) assert.ok(table.includes(`| \`${key}\` |`), `charts/retina/README.md's values table has no row for ${key}`);
+    for (const key of leaves(schema, schema, [])) assert.ok(table.includes(`| \`${key}\` |`), `charts/retina/README.md's values table has no row for ${key}`);
   });
 });
 
-interface Schema { properties?: Record<string, Schema> }
-function leaves(s: Schema, path: string[]): string[] {
-  const props = s.properties;
-  if (!props || !Object.keys(props).length) return [path.join('.')];
-  return Object.entries(props).flatMap(([k, v]) => leaves(v, [...path, k]));
+interface Schema { properties?: Record<string, Schema>; $ref?: string; allOf?: Schema[] }
+/** A local `$ref` followed (the generated schema may share definitions). */
+function deref(root: Schema, s: Schema): Schema {
+  if (!s.$ref?.startsWith('#/')) return s;
+  const target = s.$ref.slice(2).split('/').reduce<unknown>((n, k) => (n as Record<string, unknown> | undefined)?.[k], root) as Schema | undefined;
+  assert.ok(target, `values.schema.json: unresolved $ref ${s.$ref}`);
+  return deref(root, target);
+}
+/** Every value's dotted path: the schema's leaves (properties of `allOf` parts included). */
+function leaves(root: Schema, s: Schema, path: string[]): string[] {
+  const node = deref(root, s);
+  const props = Object.assign({}, node.properties, ...(node.allOf ?? []).map((p) => deref(root, p).properties ?? {})) as Record<string, Schema>;
+  if (!Object.keys(props).length) return [path.join('.')];
+  return Object.entries(props).flatMap(([k, v]) => leaves(root, v, [...path, k]));
 }
