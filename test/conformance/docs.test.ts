@@ -9,9 +9,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 import { describe, it } from 'node:test';
 import { agentKeys, type ConfigSpec } from '../../src/config/index.js';
-import { catalog } from '../../src/metrics/index.js';
+import { catalog, validateMetricsSpec } from '../../src/metrics/index.js';
 import { operatorKeys } from '../../src/operator/index.js';
 import { loadPlugins } from '../../src/platform/index.js';
 
@@ -190,6 +191,13 @@ describe('the other pages', () => {
       const kind = /^\s+kind: (\w+)$/m.exec(read(`charts/retina/crds/${f}`))?.[1];
       assert.ok(kind && doc.includes(`\`${kind}\``), `docs/pod-level.md does not document the custom resource in ${f}`);
     }
+  });
+
+  it("docs/pod-level.md's MetricsConfiguration example is accepted by the operator's validator, with nothing ignored", () => {
+    const block = /```yaml\n(apiVersion: retina\.sh\/v1alpha1\nkind: MetricsConfiguration\n[\s\S]*?)```/.exec(page('pod-level'))?.[1];
+    assert.ok(block, 'docs/pod-level.md has no MetricsConfiguration example');
+    const check = validateMetricsSpec((parseYaml(block) as { spec: unknown }).spec);
+    assert.deepEqual({ errors: check.errors, warnings: check.warnings }, { errors: [], warnings: [] });
   });
 
   it('docs/hubble.md says how to reach the Hubble API', () => {
