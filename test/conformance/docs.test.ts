@@ -79,6 +79,9 @@ describe('README.md', () => {
     const bin = (JSON.parse(read('package.json')) as { bin: Record<string, string> }).bin;
     for (const name of Object.keys(bin)) assert.ok(readme.includes(`\`${name}`), `README.md does not list the command ${name}`);
     assert.ok(readme.includes('`retina-agent diagnose'), 'README.md does not list retina-agent diagnose');
+    const table = section(page('configuration'), 'Commands and exit status');
+    const tick = '`';
+    for (const name of [...Object.keys(bin), 'retina-agent diagnose']) assert.match(table, new RegExp(`^\\| ${tick}${name}[ ${tick}]`, 'm'), `docs/configuration.md's command table has no row for ${name}`);
   });
 
   it('links the user pages from "Where next", and no docs/ page is an orphan', () => {
