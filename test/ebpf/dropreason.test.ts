@@ -83,6 +83,32 @@ test('dropReasonNames: retina reports the nftables DROP as Retina does: reason="
   assert.equal(seen.at(-1), N, `a reason Retina has no value for keeps the kernel name (deltas per burst: ${seen.join(', ')})`);
 });
 
+test('dropReasonFallback: always (the choice a kernel without the reason argument gets): the no-reason program; the nftables DROP still reads NETFILTER_DROP, exactly N; a closed port reads NOT_SPECIFIED', async () => {
+  await using fb = new NsAgent(a as Netns, 'enabledPlugin: [dropreason]\nmetricsIntervalDuration: 200ms\ndropReasonFallback: always\n');
+  await fb.started(['dropreason']);
+  const attached = await fb.proc.waitForLog((l) => l.msg === 'eBPF hook attached' && l['hook'] === 'tp_btf/kfree_skb', 'dropreason attached');
+  assert.equal(attached['program'], 'dropreason_kfree_skb_noreason');
+  assert.equal(attached['reasons'], 'fallback');
+  await fb.proc.waitForLog((l) => /drops freed by netfilter count as NETFILTER_DROP/.test(String(l.msg)), 'netfilter functions found in /proc/kallsyms');
+  const fbDrops = (reason: string): number => metric(fb.metrics(), 'networkobservability_drop_count', { reason, direction: 'ingress' });
+  const rule = await settled(() => fbDrops('NETFILTER_DROP'));
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9999', '64']);
+  const afterRule = await settled(() => fbDrops('NETFILTER_DROP'));
+  assert.equal(afterRule - rule, N, "only this test's nft rule makes netfilter drops");
+  // NOT_SPECIFIED is every other drop of the whole host (other tests' loopback resets, closed
+  // ports, ...), never quiet on a shared machine: at least the N datagrams, and none of them
+  // counted as a netfilter drop.
+  const unspecified = fbDrops('NOT_SPECIFIED');
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+  const delta = await fb.until(() => {
+    const d = fbDrops('NOT_SPECIFIED') - unspecified;
+    return d >= N ? d : undefined;
+  }, `NOT_SPECIFIED rises by ${N} or more`);
+  assert.ok(delta >= N);
+  assert.equal(await settled(() => fbDrops('NETFILTER_DROP')), afterRule, 'closed-port drops are not netfilter drops');
+  assert.doesNotMatch(fb.metrics(), /reason="(NO_SOCKET|REASON_\d+)"/, 'no reason the fallback cannot read');
+});
+
 test('after SIGTERM no program or link of ours is left', async () => {
   const ag = agent as NsAgent;
   const { code, owned } = await ag.terminate();
