@@ -28,6 +28,12 @@ const volatile __u64 nf_fn0_end = 0;
 const volatile __u64 nf_fn1_start = 0;
 const volatile __u64 nf_fn1_end = 0;
 
+/* The values of the kernel's SKB_NOT_DROPPED_YET and SKB_CONSUMED (not drops), set by the agent from
+ * the kernel's enum: 0 and 1 on recent kernels; the first kernels with reasons lack them (5.17's enum
+ * starts at NOT_SPECIFIED = 0), and there 0 and 1 are drops. */
+const volatile __u32 not_a_drop_0 = 0;
+const volatile __u32 not_a_drop_1 = 1;
+
 /* The no-reason variant's own reason values; the agent names them (dropreason/decode.ts
  * FALLBACK_REASONS), whatever the kernel's enum says. */
 #define RETINA_FALLBACK_NOT_SPECIFIED 2
@@ -107,8 +113,7 @@ static __always_inline int count_drop(struct sk_buff *skb, __u32 reason)
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(dropreason_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	/* 0 SKB_NOT_DROPPED_YET, 1 SKB_CONSUMED: not drops. */
-	if ((__u32)reason <= 1)
+	if ((__u32)reason == not_a_drop_0 || (__u32)reason == not_a_drop_1)
 		return 0;
 	return count_drop(skb, (__u32)reason);
 }

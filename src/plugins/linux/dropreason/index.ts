@@ -44,7 +44,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     const podLevel = flowsWanted(ctx.agent);
     const reasons = source === 'reason' ? onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map<number, string>()) : FALLBACK_REASONS;
     const reasonName = reasonNames(reasons, ctx.config.dropReasonNames);
-    const rodata = source === 'noreason' ? fallbackRodata(ctx) : {};
+    const rodata = source === 'noreason' ? fallbackRodata(ctx) : notDropRodata(reasons);
     const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP, ctx.config.dropReasonRingBufferSize, rodata);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));
     const totals = perCpuReader(obj.map(METRICS_MAP));
@@ -102,4 +102,17 @@ function fallbackRodata(ctx: PluginContext<DropreasonConfig>): Record<string, bi
     out[`nf_fn${i}_end`] = r.end;
   });
   return out;
+}
+
+/**
+ * The reason program skips SKB_NOT_DROPPED_YET and SKB_CONSUMED (not drops) by the kernel's values
+ * for them: 0 and 1 on recent kernels (6.x); the first kernels with reasons lack one or both, and their
+ * 0 and 1 are drops (NOT_SPECIFIED, NO_SOCKET on 5.17). A name the kernel lacks gets a value no reason has.
+ */
+export function notDropRodata(reasons: ReadonlyMap<number, string>): Record<string, number> {
+  const valueOf = (name: string): number => {
+    for (const [v, n] of reasons) if (n === name) return v >>> 0;
+    return 0xffffffff;
+  };
+  return { not_a_drop_0: valueOf('SKB_NOT_DROPPED_YET'), not_a_drop_1: valueOf('SKB_CONSUMED') };
 }
