@@ -105,7 +105,7 @@ describe(`interface_stats on a node with ${PODS} pod veths`, { timeout: 300_000 
   });
 
   it('prints the series count of the basic profile (the chart\'s default plugins) on this node: default against per-interface with veths', async () => {
-    const counts: Record<string, { total: number; interfaceStats: number }> = {};
+    const counts: Record<string, { total: number; interfaceStats: number; families: string }> = {};
     for (const mode of ['all_interfaces', 'per_interface_with_veths']) {
       await using agent = new NsAgent(node as Netns, `enabledPlugin: [packetforward, dropreason, linuxutil, dns]\nmetricsIntervalDuration: 200ms\ninterfaceStatsMode: ${mode}\n`);
       await agent.started(['linuxutil']);
@@ -114,12 +114,21 @@ describe(`interface_stats on a node with ${PODS} pod veths`, { timeout: 300_000 
         return /^networkobservability_interface_stats\{/m.test(t) ? t : undefined;
       }, 'interface_stats published');
       const series = text.split('\n').filter((l) => l.startsWith('networkobservability_'));
-      counts[mode] = { total: series.length, interfaceStats: series.filter((l) => l.startsWith('networkobservability_interface_stats{')).length };
+      const byFamily = new Map<string, number>();
+      for (const l of series) {
+        const f = (/^networkobservability_(\w+)/.exec(l) as RegExpExecArray)[1] as string;
+        byFamily.set(f, (byFamily.get(f) ?? 0) + 1);
+      }
+      counts[mode] = {
+        total: series.length,
+        interfaceStats: byFamily.get('interface_stats') ?? 0,
+        families: [...byFamily].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([f, n]) => `${f} ${n}`).join(', '),
+      };
     }
-    const def = counts['all_interfaces'] as { total: number; interfaceStats: number };
-    const veth = counts['per_interface_with_veths'] as { total: number; interfaceStats: number };
+    const def = counts['all_interfaces'] as { total: number; interfaceStats: number; families: string };
+    const veth = counts['per_interface_with_veths'] as { total: number; interfaceStats: number; families: string };
     process.stdout.write(`basic profile, ${PODS} pod veths: networkobservability_* series ${def.total} (interface_stats ${def.interfaceStats}, Retina's shape) ` +
-      `vs ${veth.total} per interface with veths (interface_stats ${veth.interfaceStats})\n`);
+      `vs ${veth.total} per interface with veths (interface_stats ${veth.interfaceStats})\n  default by family: ${def.families}\n`);
     assert.equal(def.interfaceStats, 1, "Retina's shape: one series, the non-zero xdp drop sum");
     assert.ok(veth.interfaceStats >= (PODS + 1) * 24, `per interface: at least 24 per interface (${veth.interfaceStats})`);
   });
