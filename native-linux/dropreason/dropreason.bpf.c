@@ -6,6 +6,14 @@
  * consume_skb) or carry SKB_CONSUMED, so they are not counted. This replaces Retina's kprobes on
  * nf_hook_slow & co. (unavailable here), and names every drop, not only netfilter's.
  *
+ * Kernels before 5.17 (AKS Ubuntu 22.04 and Azure Linux 2: 5.15) have kfree_skb(skb, location)
+ * without a reason. There the agent loads dropreason_kfree_skb_noreason instead (chosen from the
+ * BTF of the tracepoint's prototype, src/ffi/linux/hooks.ts): every kfree_skb counts, as
+ * NETFILTER_DROP when `location` (the caller's return address) lies in a function whose frees are
+ * netfilter DROP verdicts: nf_hook_slow (every kernel; the only one before 6.x) or nft_do_chain
+ * (newer kernels free nftables drops there, NF_DROP_REASON), and as NOT_SPECIFIED otherwise. The
+ * agent reads their bounds from /proc/kallsyms into nf_fn{0,1}_{start,end} (0: unknown).
+ *
  * Aggregated in the kernel per CPU by (reason, direction). Direction: an skb that entered through
  * an interface has skb_iif set (ingress); one built locally has not (egress). With emit_events
  * (pod-level metrics), each drop is also sent as a record to the ring buffer. */
@@ -14,6 +22,22 @@
 
 const volatile __u8 emit_events = 0;
 const volatile __u32 wakeup_bytes = 0;
+/* The no-reason variant: two netfilter functions' address ranges (start, end], from /proc/kallsyms. */
+const volatile __u64 nf_fn0_start = 0;
+const volatile __u64 nf_fn0_end = 0;
+const volatile __u64 nf_fn1_start = 0;
+const volatile __u64 nf_fn1_end = 0;
+
+/* The values of the kernel's SKB_NOT_DROPPED_YET and SKB_CONSUMED (not drops), set by the agent from
+ * the kernel's enum: 0 and 1 on recent kernels; the first kernels with reasons lack them (5.17's enum
+ * starts at NOT_SPECIFIED = 0), and there 0 and 1 are drops. */
+const volatile __u32 not_a_drop_0 = 0;
+const volatile __u32 not_a_drop_1 = 1;
+
+/* The no-reason variant's own reason values; the agent names them (dropreason/decode.ts
+ * FALLBACK_REASONS), whatever the kernel's enum says. */
+#define RETINA_FALLBACK_NOT_SPECIFIED 2
+#define RETINA_FALLBACK_NETFILTER_DROP 3
 
 struct drop_key {
 	__u32 reason;
@@ -49,15 +73,10 @@ struct {
 
 RETINA_LOST_MAP(retina_dropreason_lost);
 
-/* Only the first three arguments: kernels from 5.17 have them, 6.11+ add rx_sk. */
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(dropreason_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+static __always_inline int count_drop(struct sk_buff *skb, __u32 reason)
 {
-	/* 0 SKB_NOT_DROPPED_YET, 1 SKB_CONSUMED: not drops. */
-	if ((__u32)reason <= 1)
-		return 0;
 	struct drop_key key = {
-		.reason = (__u32)reason,
+		.reason = reason,
 		.direction = skb->skb_iif ? RETINA_DIR_INGRESS : RETINA_DIR_EGRESS,
 	};
 	__u32 len = skb->len;
@@ -88,6 +107,26 @@ int BPF_PROG(dropreason_kfree_skb, struct sk_buff *skb, void *location, enum skb
 	retina_skb_tuple(skb, &e->t);
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_dropreason_events, wakeup_bytes));
 	return 0;
+}
+
+/* Only the first three arguments: kernels from 5.17 have them, 6.11+ add rx_sk. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(dropreason_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	if ((__u32)reason == not_a_drop_0 || (__u32)reason == not_a_drop_1)
+		return 0;
+	return count_drop(skb, (__u32)reason);
+}
+
+/* Only the first two arguments, which every kernel with BTF has (before 5.17: all there is). */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(dropreason_kfree_skb_noreason, struct sk_buff *skb, void *location)
+{
+	__u64 at = (__u64)location;
+	/* (start, end]: a call that is a function's last instruction returns to its end */
+	int netfilter = (nf_fn0_start && at > nf_fn0_start && at <= nf_fn0_end) ||
+		(nf_fn1_start && at > nf_fn1_start && at <= nf_fn1_end);
+	return count_drop(skb, netfilter ? RETINA_FALLBACK_NETFILTER_DROP : RETINA_FALLBACK_NOT_SPECIFIED);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -40,7 +40,9 @@ export function assertServing(readyz: { status: number; body: string }, metrics:
   assert.equal(readyz.status, 200, `/readyz: ${readyz.body}`);
   assert.deepEqual(r.plugins.map((p) => p.name).sort(), [...DEFAULT_PLUGINS].sort(), readyz.body);
   for (const p of r.plugins) assert.match(p.state, /^(running|degraded)$/, `${p.name}: ${JSON.stringify(p)}`);
-  for (const name of ['networkobservability_forward_count', 'networkobservability_interface_stats', 'networkobservability_tcp_state']) {
+  // linuxutil by tcp_state: interface_stats has, by default (Retina's shape), only non-zero err/drop
+  // sums, none in a quiet test namespace.
+  for (const name of ['networkobservability_forward_count', 'networkobservability_tcp_state']) {
     assert.match(metrics, new RegExp(`^${name}\\{`, 'm'), `/metrics has no ${name}`);
   }
 }

@@ -1,11 +1,15 @@
 /**
  * dropreason on a real kernel: an nftables drop rule and UDP to a closed port, in namespaces the
- * test creates; drop_count rises by exactly N with the kernel's reason names; after SIGTERM
- * nothing of ours is left.
+ * test creates; drop_count rises by exactly N with the kernel's reason names; the same with the
+ * no-reason fallback (dropReasonFallback: always, what 5.15 gets): NETFILTER_DROP and NOT_SPECIFIED,
+ * exact by the counter and by the pod-level records; after SIGTERM nothing of ours is left.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, vethPair } from './netns.js';
+import type { Flow } from '../../src/flow/index.js';
+import { dropreason } from '../../src/plugins/linux/dropreason/index.js';
+import { fakeContext } from './fake-context.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, vethPair } from './netns.js';
 import { UDP_SEND } from './traffic.js';
 
 const N = 40;
@@ -81,6 +85,49 @@ test('dropReasonNames: retina reports the nftables DROP as Retina does: reason="
   const closed = (): number => metric(retina.metrics(), 'networkobservability_drop_count', { reason: 'NO_SOCKET', direction: 'ingress' });
   const seen = await closedPortDelta(closed);
   assert.equal(seen.at(-1), N, `a reason Retina has no value for keeps the kernel name (deltas per burst: ${seen.join(', ')})`);
+});
+
+test('dropReasonFallback: always (the choice a kernel without the reason argument gets): the no-reason program; the nftables DROP still reads NETFILTER_DROP, exactly N; a closed port reads NOT_SPECIFIED', async () => {
+  await using fb = new NsAgent(a as Netns, 'enabledPlugin: [dropreason]\nmetricsIntervalDuration: 200ms\ndropReasonFallback: always\n');
+  await fb.started(['dropreason']);
+  const attached = await fb.proc.waitForLog((l) => l.msg === 'eBPF hook attached' && l['hook'] === 'tp_btf/kfree_skb', 'dropreason attached');
+  assert.equal(attached['program'], 'dropreason_kfree_skb_noreason');
+  assert.equal(attached['reasons'], 'fallback');
+  await fb.proc.waitForLog((l) => /drops freed by netfilter count as NETFILTER_DROP/.test(String(l.msg)), 'netfilter functions found in /proc/kallsyms');
+  const fbDrops = (reason: string): number => metric(fb.metrics(), 'networkobservability_drop_count', { reason, direction: 'ingress' });
+  const rule = await settled(() => fbDrops('NETFILTER_DROP'));
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9999', '64']);
+  const afterRule = await settled(() => fbDrops('NETFILTER_DROP'));
+  assert.equal(afterRule - rule, N, "only this test's nft rule makes netfilter drops");
+  // NOT_SPECIFIED is every other drop of the whole host (other tests' loopback resets, closed
+  // ports, ...), never quiet on a shared machine: at least the N datagrams, and none of them
+  // counted as a netfilter drop.
+  const unspecified = fbDrops('NOT_SPECIFIED');
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+  const delta = await fb.until(() => {
+    const d = fbDrops('NOT_SPECIFIED') - unspecified;
+    return d >= N ? d : undefined;
+  }, `NOT_SPECIFIED rises by ${N} or more`);
+  assert.ok(delta >= N);
+  assert.equal(await settled(() => fbDrops('NETFILTER_DROP')), afterRule, 'closed-port drops are not netfilter drops');
+  assert.doesNotMatch(fb.metrics(), /reason="(NO_SOCKET|REASON_\d+)"/, 'no reason the fallback cannot read');
+});
+
+test('dropReasonFallback: always, pod-level records: each of this test\'s drops exactly once, closed port NOT_SPECIFIED, nftables NETFILTER_DROP', async () => {
+  // The node-wide NOT_SPECIFIED counter also holds the host's other drops; the records carry the
+  // packet's addresses, so this test's own drops can be counted exactly.
+  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'always' as const }, { enablePodLevel: true });
+  await using _drop = await dropreason.start(r.ctx);
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9998', '16']);
+  await (b as Netns).node(UDP_SEND, [String(N), '10.231.1.1', '9999', '64']);
+  const mine = (port: number): Flow[] => r.got.batches.flatMap((x) => x.flows).filter((f) => f.dstIp === '10.231.1.1' && f.srcIp === '10.231.1.2' && f.dstPort === port);
+  const deadline = Date.now() + 10_000;
+  while ((mine(9998).length < N || mine(9999).length < N) && Date.now() < deadline) await sleep(50);
+  await sleep(300);
+  assert.equal(mine(9998).length, N, 'closed-port drops');
+  assert.equal(mine(9999).length, N, 'nftables drops');
+  assert.deepEqual([...new Set(mine(9998).map((f) => `${f.verdict} ${f.dropReason} ${f.direction}`))], ['DROPPED NOT_SPECIFIED INGRESS']);
+  assert.deepEqual([...new Set(mine(9999).map((f) => `${f.verdict} ${f.dropReason} ${f.direction}`))], ['DROPPED NETFILTER_DROP INGRESS']);
 });
 
 test('after SIGTERM no program or link of ours is left', async () => {

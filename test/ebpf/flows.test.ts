@@ -45,7 +45,7 @@ async function until(pred: () => boolean, ms = 5000): Promise<void> {
 test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flow', async () => {
   requireKernel();
   const d = fakeContext({ dnsRingBufferSize: 1 << 16 }, { enablePodLevel: true });
-  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 16 }, { enablePodLevel: true });
+  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'auto' as const }, { enablePodLevel: true });
   await using _dns = await dns.start(d.ctx);
   await using _drop = await dropreason.start(r.ctx);
   const name = `rtbpf-${process.pid}.flows.test`;
@@ -66,14 +66,14 @@ test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flo
 test('dropreason sizes its pod-level ring by dropReasonRingBufferSize, not packetparser\'s packetParserRingBufferSize', async () => {
   requireKernel();
   const before = ringSizes();
-  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15 }, { enablePodLevel: true, packetParserRingBufferSize: 1 << 20 });
+  const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15, dropReasonFallback: 'auto' as const }, { enablePodLevel: true, packetParserRingBufferSize: 1 << 20 });
   {
     await using _drop = await dropreason.start(r.ctx);
     const added = ringSizes();
     for (const s of before) added.splice(added.indexOf(s), 1);
     assert.deepEqual(added, [1 << 15]);
   }
-  const off = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15 }, { enablePodLevel: false });
+  const off = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 15, dropReasonFallback: 'auto' as const }, { enablePodLevel: false });
   await using _off = await dropreason.start(off.ctx);
   const added = ringSizes();
   for (const s of before) added.splice(added.indexOf(s), 1);

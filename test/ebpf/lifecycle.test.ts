@@ -17,7 +17,7 @@ import { bpfIdsOf, leftoversAfterStop, requireKernel } from './netns.js';
 const cases: [AnyPluginDefinition, object, string][] = [
   [packetforward, { interfaces: ['lo'], tcMode: 'tcx' }, ' (tcx)'],
   [packetforward, { interfaces: ['lo'], tcMode: 'clsact' }, ' (clsact)'],
-  [dropreason, { dropReasonNames: 'kernel', dropReasonRingBufferSize: 1 << 16 }, ''],
+  [dropreason, { dropReasonNames: 'kernel', dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'auto' }, ''],
   [tcpretrans, {}, ''],
   [dns, { dnsRingBufferSize: 1 << 16 }, ''],
 ];
@@ -48,7 +48,7 @@ test('a tracepoint the kernel lacks fails that plugin alone, naming the hook', a
   requireKernel();
   const live = liveResourceStacks();
   const missing = { program: 'dropreason_kfree_skb', kind: 'tp_btf' as const, target: 'rtbpf_no_such_event', label: 'tp_btf/rtbpf_no_such_event' };
-  const { ctx, got } = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 4096 });
+  const { ctx, got } = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 4096, dropReasonFallback: 'auto' as const });
   await assert.rejects(runDropreason(ctx, () => [missing]), (e: unknown) => e instanceof PermanentError && /tp_btf\/rtbpf_no_such_event/.test(e.message));
   const line = got.logs.find((l) => l.level === 'error' && l.msg === 'eBPF hook unavailable');
   assert.equal(line?.fields['hook'], 'tp_btf/rtbpf_no_such_event');

@@ -73,10 +73,12 @@ export function kernelEnum(name: string): Map<number, string> | undefined {
 }
 
 /**
- * How many arguments the raw tracepoint `event` passes (without the leading context pointer), read
- * from the kernel's `btf_trace_<event>` typedef; undefined when the kernel has no such tracepoint.
+ * The C types of the arguments the raw tracepoint `event` passes (without the leading context
+ * pointer), read from the kernel's `btf_trace_<event>` typedef: `struct sk_buff *`, `void *`,
+ * `enum skb_drop_reason`, ... (BTF keeps no argument names there, so types are what tells variants
+ * apart); undefined when the kernel has no such tracepoint.
  */
-export function tracepointArgCount(event: string): number | undefined {
+export function tracepointArgTypes(event: string): string[] | undefined {
   return withVmlinuxBtf((l, btf) => {
     const id = l.btfFind(btf, `btf_trace_${event}`, KIND_TYPEDEF) as number;
     if (id <= 0) return undefined;
@@ -85,8 +87,32 @@ export function tracepointArgCount(event: string): number | undefined {
       if (t.kind !== KIND_TYPEDEF && t.kind !== KIND_PTR) return undefined;
       t = typeById(l, btf, t.sizeOrType);
     }
-    return t?.kind === KIND_FUNC_PROTO ? t.vlen - 1 : undefined;
+    if (t?.kind !== KIND_FUNC_PROTO) return undefined;
+    return t.members(2).slice(1).map(([, type]) => typeName(l, btf, type as number));
   });
+}
+
+/** How many arguments the raw tracepoint `event` passes (tracepointArgTypes' length). */
+export function tracepointArgCount(event: string): number | undefined {
+  return tracepointArgTypes(event)?.length;
+}
+
+const TAGGED: Readonly<Record<number, string>> = { 4: 'struct ', 5: 'union ', [KIND_ENUM]: 'enum ', [KIND_ENUM64]: 'enum ' };
+/** volatile, const, restrict, type_tag: looked through. */
+const QUALIFIERS = new Set([9, 10, 11, 18]);
+const KIND_FWD = 7;
+
+/** A BTF type as C writes it, qualifiers dropped: `struct sk_buff *`, `enum skb_drop_reason`, `void *`. */
+function typeName(l: Libbpf, btf: unknown, id: number, depth = 0): string {
+  if (id === 0) return 'void';
+  const t = typeById(l, btf, id);
+  if (!t || depth > 8) return '?';
+  if (t.kind === KIND_PTR) return `${typeName(l, btf, t.sizeOrType, depth + 1)} *`;
+  if (QUALIFIERS.has(t.kind)) return typeName(l, btf, t.sizeOrType, depth + 1);
+  const name = (l.btfName(btf, t.nameOff) as string) || '(anon)';
+  // FWD: bit 31 of info (kind_flag) says union; vlen is 0 either way, so struct is the usual case
+  if (t.kind === KIND_FWD) return `struct ${name}`;
+  return `${TAGGED[t.kind] ?? ''}${name}`;
 }
 
 /** Offsets and sizes of the variables in a BPF object's `.rodata` section, by name. */

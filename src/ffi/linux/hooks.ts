@@ -3,7 +3,7 @@
  * and no fentry, so everything is a BTF raw tracepoint (tp_btf), tc or a socket filter; a kernel
  * that offers other hooks gets other choices here, and the plugins follow.
  */
-import { tracepointArgCount } from './btf.js';
+import { tracepointArgCount, tracepointArgTypes } from './btf.js';
 
 export type HookKind = 'tp_btf' | 'tc' | 'socket_filter';
 
@@ -24,12 +24,29 @@ export const packetforwardHooks = (): readonly HookChoice[] => [
   hook('packetforward_egress', 'tc', 'egress'),
 ];
 
-/** kfree_skb carries `enum skb_drop_reason` since Linux 5.17 (three arguments or more). */
-export function dropreasonHooks(): readonly HookChoice[] {
-  const args = tracepointArgCount('kfree_skb');
+/** What the dropreason program reads: the kernel's reason (5.17+) or the coarse no-reason fallback. */
+export type DropReasonSource = 'reason' | 'noreason';
+
+/**
+ * kfree_skb carries `enum skb_drop_reason` as its third argument since Linux 5.17, read from the
+ * BTF of the tracepoint's prototype (not the version string: distributions backport). Without it
+ * (5.15: AKS Ubuntu 22.04, Azure Linux 2), or with `forceNoReason` (dropReasonFallback: always, the
+ * same choice pretending it is absent), the variant that reads only skb and location.
+ */
+export function dropreasonHooks(opts: { readonly forceNoReason?: boolean } = {}): readonly DropreasonHookChoice[] {
+  const args = tracepointArgTypes('kfree_skb');
   if (args === undefined) throw new Error('the kernel has no kfree_skb tracepoint in its BTF (tp_btf/kfree_skb)');
-  if (args < 3) throw new Error(`tp_btf/kfree_skb has ${args} arguments here: no skb_drop_reason before Linux 5.17`);
-  return [hook('dropreason_kfree_skb', 'tp_btf', 'kfree_skb')];
+  return [dropreasonHookFor(args, opts.forceNoReason ?? false)];
+}
+
+export type DropreasonHookChoice = HookChoice & { readonly source: DropReasonSource };
+
+/** The choice from kfree_skb's argument types (tracepointArgTypes), pure. */
+export function dropreasonHookFor(args: readonly string[], forceNoReason: boolean): DropreasonHookChoice {
+  if (args[0] !== 'struct sk_buff *' || args[1] !== 'void *') throw new Error(`tp_btf/kfree_skb passes (${args.join(', ')}) here, expected (struct sk_buff *, void *, ...)`);
+  return args[2] === 'enum skb_drop_reason' && !forceNoReason
+    ? { ...hook('dropreason_kfree_skb', 'tp_btf', 'kfree_skb'), source: 'reason' }
+    : { ...hook('dropreason_kfree_skb_noreason', 'tp_btf', 'kfree_skb'), source: 'noreason' };
 }
 
 /** 6.12+ passes `err` and fires for failed attempts too: use the variant that skips those. */

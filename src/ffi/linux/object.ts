@@ -10,8 +10,8 @@ import { errnoError, errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, ver
 import { loadLibc } from './libc.js';
 
 export interface BpfLoadOptions {
-  /** Values of `const volatile` variables (.rodata), set before load. */
-  readonly rodata?: Readonly<Record<string, number | boolean>>;
+  /** Values of `const volatile` variables (.rodata), set before load (bigint: u64s beyond 2^53, kernel addresses). */
+  readonly rodata?: Readonly<Record<string, number | boolean | bigint>>;
   /** max_entries per map (ring-buffer sizes, hash sizes). */
   readonly maxEntries?: Readonly<Record<string, number>>;
   /** Load only these programs (the others are not loaded); all when omitted. */
@@ -114,6 +114,11 @@ function configure(l: Libbpf, obj: unknown, name: string, opts: BpfLoadOptions):
   for (const [v, value] of vars) {
     const at = layout.get(v);
     if (!at) throw new Error(`BPF object ${name} has no read-only variable ${v}`);
+    if (typeof value === 'bigint') {
+      if (at.size !== 8) throw new Error(`read-only variable ${v} has size ${at.size}, a bigint needs 8`);
+      bytes.writeBigUInt64LE(value, at.offset);
+      continue;
+    }
     const n = typeof value === 'boolean' ? Number(value) : value;
     if (at.size === 1) bytes.writeUInt8(n, at.offset);
     else if (at.size === 2) bytes.writeUInt16LE(n, at.offset);

@@ -7,7 +7,12 @@ export interface DropreasonConfig {
   readonly dropReasonNames: DropReasonNaming;
   /** Bytes of the pod-level record ring (one page without enablePodLevel). */
   readonly dropReasonRingBufferSize: number;
+  /** auto: the kernel's reasons where kfree_skb has them (BTF), the no-reason fallback elsewhere; always: the fallback everywhere. */
+  readonly dropReasonFallback: DropReasonFallback;
 }
+
+export const DROP_REASON_FALLBACKS = ['auto', 'always'] as const;
+export type DropReasonFallback = (typeof DROP_REASON_FALLBACKS)[number];
 
 export const dropreasonConfig: ConfigSpec<DropreasonConfig> = {
   dropReasonNames: enumKey(
@@ -21,4 +26,10 @@ export const dropreasonConfig: ConfigSpec<DropreasonConfig> = {
   dropReasonRingBufferSize: intKey('dropReasonRingBufferSize', 1 << 20, "Ours: size in bytes of dropreason's kernel ring buffer for pod-level drop records (with enablePodLevel or hubble.enabled).", {
     min: 4096, max: 1 << 30, powerOfTwo: true,
   }),
+  dropReasonFallback: enumKey(
+    'dropReasonFallback',
+    'auto',
+    DROP_REASON_FALLBACKS,
+    "Ours: `auto` reads the kernel's drop reason where kfree_skb passes one (Linux 5.17+, seen in the kernel's BTF) and falls back elsewhere (5.15: every drop counted, reason NETFILTER_DROP when freed by nf_hook_slow, NOT_SPECIFIED otherwise); `always` takes the fallback on any kernel (what 5.15 nodes report, seen on a newer one).",
+  ),
 };

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { kernelClock } from '../ebpf-shared/clock.js';
 import { DROP_EVENT_SIZE, createDropDecoder, decodeDropKey, reasonNames } from './decode.js';
 import { dropreasonConfig } from './config.js';
+import { notDropRodata } from './index.js';
 
 const kernel = new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [3, 'SKB_DROP_REASON_NO_SOCKET'], [12, 'SKB_DROP_REASON_NETFILTER_DROP'], [1, 'SKB_CONSUMED']]);
 
@@ -75,4 +76,12 @@ test('dropReasonNames is validated: kernel or retina', () => {
   assert.equal(spec.parse('retina'), 'retina');
   assert.throws(() => spec.parse('Retina-ish'));
   assert.match(spec.allowed, /kernel.*retina/);
+});
+
+test("not drops are skipped by the kernel's values for SKB_NOT_DROPPED_YET and SKB_CONSUMED, where it has them", () => {
+  const v6 = new Map([[0, 'SKB_NOT_DROPPED_YET'], [1, 'SKB_CONSUMED'], [2, 'SKB_DROP_REASON_NOT_SPECIFIED']]);
+  assert.deepEqual(notDropRodata(v6), { not_a_drop_0: 0, not_a_drop_1: 1 });
+  // 5.17: the enum starts at NOT_SPECIFIED = 0, NO_SOCKET = 1; both are drops.
+  const v5_17 = new Map([[0, 'SKB_DROP_REASON_NOT_SPECIFIED'], [1, 'SKB_DROP_REASON_NO_SOCKET']]);
+  assert.deepEqual(notDropRodata(v5_17), { not_a_drop_0: 0xffffffff, not_a_drop_1: 0xffffffff });
 });

@@ -31,6 +31,12 @@ export function reasonNames(kernelEnum: ReadonlyMap<number, string>, naming: Dro
   return (value) => names.get(value) ?? `REASON_${value}`;
 }
 
+/**
+ * The no-reason variant's own values (dropreason.bpf.c RETINA_FALLBACK_*), named as the kernel's
+ * enum would name them; used instead of the kernel's enum when that variant runs (5.15 has no enum).
+ */
+export const FALLBACK_REASONS: ReadonlyMap<number, string> = new Map([[2, 'SKB_DROP_REASON_NOT_SPECIFIED'], [3, 'SKB_DROP_REASON_NETFILTER_DROP']]);
+
 /** struct drop_event (dropreason.bpf.c): 24 bytes, then struct retina_tuple (40 bytes). */
 export const DROP_EVENT_SIZE = 64;
 

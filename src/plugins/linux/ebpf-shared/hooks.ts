@@ -47,8 +47,12 @@ export function wakeupBytes(ringSize: number): number {
  * Loads a tracepoint plugin's object with the program `hook` picked, its event ring `podLevelRingSize`
  * bytes when pod-level records are on (one page otherwise), and attaches the program; both are
  * released with `s`. A ring costs twice its size in RSS (its data pages are mapped twice).
+ * `rodata`: the plugin's own read-only variables, beside emit_events and wakeup_bytes.
  */
-export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string, podLevelRingSize: number): BpfObject {
+export function loadTracepointObject(
+  s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string, podLevelRingSize: number,
+  rodata: Readonly<Record<string, number | boolean | bigint>> = {},
+): BpfObject {
   const podLevel = flowsWanted(ctx.agent);
   const ringSize = eventRingSize(podLevel, podLevelRingSize);
   const obj = s.use(
@@ -56,7 +60,7 @@ export function loadTracepointObject(s: ResourceStack, ctx: PluginContext<unknow
       openBpfObject(name, {
         programs: [hook.program],
         attachTargets: { [hook.program]: hook.target },
-        rodata: { emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
+        rodata: { ...rodata, emit_events: podLevel, wakeup_bytes: wakeupBytes(ringSize) },
         maxEntries: { [eventsMap]: ringSize },
       }),
     ),

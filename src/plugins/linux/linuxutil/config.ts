@@ -1,8 +1,11 @@
-/** The one key linuxutil reads. */
-import { InvalidValue, listKey, type ConfigSpec, type KeySpec } from '../../../config/index.js';
+/** The keys linuxutil reads. */
+import { InvalidValue, enumKey, listKey, type ConfigSpec, type KeySpec } from '../../../config/index.js';
+import { INTERFACE_STATS_MODES, type InterfaceStatsMode } from './interfaces.js';
 
 export interface LinuxutilConfig {
   readonly interfaceStatsExclude: readonly string[];
+  /** all_interfaces (Retina's sum), per_interface (no veths), per_interface_with_veths. */
+  readonly interfaceStatsMode: InterfaceStatsMode;
 }
 
 const PATTERN = /^[A-Za-z0-9_.:@*-]{1,15}$/;
@@ -27,4 +30,10 @@ function patternList(): KeySpec<readonly string[]> {
 
 export const linuxutilConfig: ConfigSpec<LinuxutilConfig> = {
   interfaceStatsExclude: patternList(),
+  interfaceStatsMode: enumKey(
+    'interfaceStatsMode',
+    'all_interfaces',
+    INTERFACE_STATS_MODES,
+    "Ours: the shape of interface_stats. all_interfaces (Retina's): the drivers' err/drop ethtool stats summed over interfaces whose name contains none of lo, cbr0, lxc, azv, one series per statistic (interface_name=\"all_interfaces\"), however many pods; per_interface: every interface's kernel counters and err/drop stats, veths (pod interfaces) left out; per_interface_with_veths: the same with veths (about 25 series per pod).",
+  ),
 };

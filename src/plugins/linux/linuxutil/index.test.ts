@@ -54,6 +54,12 @@ describe('linuxutil definition', () => {
     ]);
   });
 
+  it('validates interfaceStatsMode (default all_interfaces), naming the key', () => {
+    assert.equal(load('').config.interfaceStatsMode, 'all_interfaces');
+    assert.equal(load('interfaceStatsMode: per_interface').config.interfaceStatsMode, 'per_interface');
+    assert.throws(() => load('interfaceStatsMode: per_pod'), (e: unknown) => e instanceof ConfigErrors && /interfaceStatsMode/.test(e.message) && /per_interface_with_veths/.test(e.message));
+  });
+
   it('validates interfaceStatsExclude', () => {
     assert.deepEqual(load('').config.interfaceStatsExclude, []);
     assert.deepEqual(load('interfaceStatsExclude: [lxc*, cali*]').config.interfaceStatsExclude, ['lxc*', 'cali*']);
@@ -65,7 +71,7 @@ describe('linuxutil on this host', () => {
   it('publishes all six families at start and on each tick, and stops without leaks', async () => {
     const firstIf = readdirSync('/sys/class/net').sort().find((n) => n !== 'lo' && n !== 'bonding_masters');
     assert.ok(firstIf, 'this host needs an interface besides lo');
-    const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\ninterfaceStatsExclude: [ifb*]\n');
+    const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\ninterfaceStatsExclude: [ifb*]\ninterfaceStatsMode: per_interface_with_veths\n');
     const before = liveResourceStacks();
     const handle = await linuxutil.start(ctx);
     assert.equal(liveResourceStacks(), before + 1);
@@ -123,7 +129,7 @@ describe('linuxutil status and stale series', () => {
     for (const f of ['tcp', 'tcp6', 'udp', 'udp6', 'netstat', 'snmp6']) copyFileSync(join(FIXTURES, `${f}.txt`), join(net, f));
     let links: LinkInfo[] = [{ name: 'rtlu-fake0', ifindex: 7, kind: 'veth', stats: LINK_STAT_NAMES.map((n) => (n === 'rx_packets' ? 41 : 0)) }];
     const plugin = createLinuxutilPlugin({ procRoot: join(root, 'proc'), links: () => links });
-    const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\n');
+    const { ctx, registry, statuses } = context('metricsIntervalDuration: 100ms\ninterfaceStatsMode: per_interface_with_veths\n');
     const before = liveResourceStacks();
     const handle = await plugin.start(ctx);
     try {

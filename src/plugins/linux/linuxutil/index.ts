@@ -54,7 +54,7 @@ export function createLinuxutilPlugin(sources: LinuxutilSources = {}): PluginDef
             };
           }
         }
-        const interfaces = new InterfaceReader(links, ctx.config.interfaceStatsExclude, ethtool);
+        const interfaces = new InterfaceReader(links, ctx.config.interfaceStatsExclude, ethtool, ctx.config.interfaceStatsMode);
         let lastReason: string | undefined;
         // Released in reverse: the poll (waiting for a tick in flight) first, then the ethtool socket.
         await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {
