@@ -1,0 +1,222 @@
+/**
+ * One Flow per packet out of PktMon's appearances. PktMon logs a packet once per component it
+ * crosses (NIC, filters, vSwitch ports, VFP, TCPIP, …): on the builds that number appearances
+ * (AppearanceCount 1..N, e.g. Windows 10 19042), every appearance of one packet has the same
+ * (PktGroupId, PktNumber); on builds that log AppearanceCount 0 (seen on 26100+), every appearance
+ * has a PktGroupId of its own, and appearances are matched on the packet's bytes instead (the IP
+ * header's addresses, protocol, length and ID, and the first 16 bytes of the transport header).
+ *
+ * A packet is held until it is complete: a drop ends it at once; otherwise no appearance of it came
+ * for SETTLE_TICKS of event time (other events did), or it was held over HOLD_DRAINS drains (no
+ * newer events at all). Held packets are bounded (capacity): past it the oldest is closed early.
+ * An appearance of a packet already closed (`late`) is discarded and counted, so no packet gives two flows.
+ *
+ * The packet's flow (see README.md, "One flow per packet"):
+ * - sent by a local endpoint (its first appearance is Out, Tx, or a vSwitch port's Ingress: the
+ *   packet entered the switch from a pod's port): the first appearance that shows its IP header,
+ *   i.e. the sender's own port/stack, direction EGRESS, observation point FROM_ENDPOINT;
+ * - otherwise (received: first seen In/Rx at a NIC, or Egress from the switch): the last appearance
+ *   that shows its IP header, i.e. the receiving pod's port or TCPIP, INGRESS, TO_ENDPOINT;
+ * - dropped at any appearance: DROPPED once with that appearance's reason (never also FORWARDED),
+ *   its fields from the drop appearance when it shows the IP header, else from the one above.
+ * `bytes` is the chosen appearance's OriginalPayloadSize; `packets` 1.
+ */
+import type { Flow } from '../../../flow/index.js';
+import { decodeFrameEvent, decodeHeader, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
+import { dropReasonName } from './drop-reasons.js';
+
+/** What the merger reads of one event (the ETW layer's record). */
+export interface PktmonRecord {
+  readonly id: number;
+  readonly timestamp: bigint;
+  readonly data: Uint8Array;
+}
+
+/** 10 ms of event time (100 ns ticks): real appearances of one packet span microseconds (≤ 0.22 ms in the real captures). */
+export const SETTLE_TICKS = 100_000n;
+export const HOLD_DRAINS = 2;
+export const HELD_CAPACITY = 16_384;
+/** How many closed packets are remembered to discard their late appearances. */
+export const RECENT_CAPACITY = 65_536;
+
+/** DirTag values of a packet's first appearance that mean "sent by a local endpoint": 2 Out, 4 Tx, 5 Ingress (into the vSwitch from a port). */
+const SENT = new Set([2, 4, 5]);
+
+export interface MergeOptions {
+  readonly settleTicks?: bigint;
+  readonly holdDrains?: number;
+  readonly capacity?: number;
+  readonly recent?: number;
+}
+
+export interface MergeStats {
+  /** Packet events (160/170) taken. */
+  appearances: number;
+  /** Packets closed, by what closed them. */
+  settled: number;
+  aged: number;
+  evicted: number;
+  dropped: number;
+  /** Appearances of packets already closed, discarded. */
+  late: number;
+  /** Closed packets with no appearance that showed an IPv4/IPv6 header (ARP, WiFi-only, …): no flow. */
+  nonIp: number;
+  /** Records shorter than the header. */
+  bad: number;
+}
+
+interface Held {
+  readonly key: string;
+  readonly byGroup: boolean;
+  firstDir: number;
+  first: Flow | undefined;
+  last: Flow | undefined;
+  drop: Flow | undefined;
+  dropReason: number;
+  dropped: boolean;
+  lastTs: bigint;
+  touched: number;
+}
+
+export class PacketMerger {
+  readonly stats: MergeStats = { appearances: 0, settled: 0, aged: 0, evicted: 0, dropped: 0, late: 0, nonIp: 0, bad: 0 };
+  readonly #held = new Map<string, Held>();
+  readonly #recent = new Map<string, bigint>();
+  #drain = 0;
+  #newest = 0n;
+
+  readonly #opts: MergeOptions;
+
+  constructor(opts: MergeOptions = {}) {
+    this.#opts = opts;
+  }
+
+  get held(): number {
+    return this.#held.size;
+  }
+
+  /** Takes a batch of events; closed packets' flows are appended to `out`. Events other than 160/170 are skipped. */
+  push(events: readonly PktmonRecord[], out: Flow[]): void {
+    const settle = this.#opts.settleTicks ?? SETTLE_TICKS;
+    const capacity = this.#opts.capacity ?? HELD_CAPACITY;
+    for (const e of events) {
+      if (e.id !== EVENT_FRAME && e.id !== EVENT_FRAME_DROP) continue;
+      this.stats.appearances++;
+      const v = new DataView(e.data.buffer, e.data.byteOffset, e.data.byteLength);
+      if (v.byteLength < HEADER_SIZE) {
+        this.stats.bad++;
+        continue;
+      }
+      const h = decodeHeader(v);
+      const appearance = v.getUint16(10, true);
+      let key: string | undefined;
+      if (appearance > 0) key = `g${v.getUint32(4, true)}:${v.getUint32(0, true)}:${v.getUint16(8, true)}`;
+      else key = contentKey(v, h.packetType, Math.min(v.byteLength, HEADER_SIZE + h.loggedSize));
+      if (key === undefined) continue; // AppearanceCount 0 and no IP header: cannot be matched, and gives no flow anyway
+      const byGroup = appearance > 0;
+      const closed = this.#recent.get(key);
+      if (closed !== undefined && (byGroup || e.timestamp - closed <= settle)) {
+        this.stats.late++;
+        continue;
+      }
+      if (e.timestamp > this.#newest) this.#newest = e.timestamp;
+      let p = this.#held.get(key);
+      if (p && !byGroup && e.timestamp - p.lastTs > settle) {
+        this.#close(p, out, p.dropped ? 'dropped' : 'settled'); // the same bytes again, later: another packet
+        p = undefined;
+      }
+      if (!p) {
+        if (this.#held.size >= capacity) {
+          const oldest = this.#held.values().next().value;
+          if (oldest) this.#close(oldest, out, 'evicted');
+        }
+        p = { key, byGroup, firstDir: h.dirTag, first: undefined, last: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: e.timestamp, touched: this.#drain };
+        this.#held.set(key, p);
+      }
+      p.lastTs = e.timestamp;
+      p.touched = this.#drain;
+      const f = decodeFrameEvent(e.id, e.timestamp, e.data);
+      const isDrop = e.id === EVENT_FRAME_DROP || h.dropReason !== 0;
+      if (f) {
+        if (!p.first) p.first = f;
+        p.last = f;
+      }
+      if (isDrop && !p.dropped) {
+        p.dropped = true;
+        p.dropReason = h.dropReason;
+        p.drop = f;
+      }
+    }
+    // Close what is done: dropped packets, and those with no appearance for `settle` of event time.
+    for (const p of this.#held.values()) {
+      if (p.dropped) this.#close(p, out, 'dropped');
+      else if (this.#newest - p.lastTs > settle) this.#close(p, out, 'settled');
+    }
+  }
+
+  /** Once per drain, after push: closes packets held over `holdDrains` drains (no newer events came to settle them). */
+  tick(out: Flow[]): void {
+    this.#drain++;
+    const hold = this.#opts.holdDrains ?? HOLD_DRAINS;
+    for (const p of this.#held.values()) {
+      if (this.#drain - p.touched >= hold) this.#close(p, out, p.dropped ? 'dropped' : 'aged');
+    }
+  }
+
+  /** Closes every held packet (the plugin stops). */
+  flush(out: Flow[]): void {
+    for (const p of this.#held.values()) this.#close(p, out, p.dropped ? 'dropped' : 'aged');
+  }
+
+  #close(p: Held, out: Flow[], why: 'settled' | 'aged' | 'evicted' | 'dropped'): void {
+    this.stats[why]++;
+    this.#held.delete(p.key);
+    this.#recent.set(p.key, p.lastTs);
+    if (this.#recent.size > (this.#opts.recent ?? RECENT_CAPACITY)) {
+      const oldest = this.#recent.keys().next().value;
+      if (oldest !== undefined) this.#recent.delete(oldest);
+    }
+    const sent = SENT.has(p.firstDir);
+    const f = (p.dropped ? p.drop : undefined) ?? (sent ? p.first : p.last);
+    if (!f) {
+      this.stats.nonIp++;
+      return;
+    }
+    f.direction = sent ? 'EGRESS' : 'INGRESS';
+    f.observationPoint = sent ? 'FROM_ENDPOINT' : 'TO_ENDPOINT';
+    if (p.dropped) {
+      f.verdict = 'DROPPED';
+      f.dropReason = dropReasonName(p.dropReason);
+    } else {
+      f.verdict = 'FORWARDED';
+      f.dropReason = '';
+    }
+    out.push(f);
+  }
+}
+
+/**
+ * The bytes that name one packet across its appearances when PktMon does not number them: IP
+ * version, addresses, protocol and total length (+ ID for IPv4), and the first 16 bytes of the
+ * transport header (ports, TCP sequence and acknowledgement numbers). TTL and checksums are left
+ * out (routing changes them). Undefined when the frame shows no IP header.
+ */
+function contentKey(v: DataView, packetType: number, end: number): string | undefined {
+  const o = ipStart(v, packetType, end);
+  if (o < 0) return undefined;
+  const version = v.getUint8(o) >> 4;
+  let parts: number[];
+  let l4: number;
+  if (version === 4 && o + 20 <= end) {
+    parts = [4, v.getUint32(o, false) & 0xffff, v.getUint16(o + 4, false), v.getUint8(o + 9), v.getUint32(o + 12, false), v.getUint32(o + 16, false)];
+    l4 = o + (v.getUint8(o) & 0x0f) * 4;
+  } else if (version === 6 && o + 40 <= end) {
+    parts = [6, v.getUint16(o + 4, false), v.getUint8(o + 6)];
+    for (let i = 8; i < 40; i += 4) parts.push(v.getUint32(o + i, false));
+    l4 = o + 40;
+  } else {
+    return undefined;
+  }
+  for (let i = 0; i < 16 && l4 + i + 4 <= end; i += 4) parts.push(v.getUint32(l4 + i, false));
+  return `c${parts.join(':')}`;
+}
