@@ -39,6 +39,9 @@ describe('pktmon merger (synthetic appearances: no real sample of these cases)',
     m.tick(out); m.tick(out); m.flush(out);
     assert.equal(out.length, 1, 'an appearance after the drop is late, not a second flow');
     assert.deepEqual([m.stats.dropped, m.stats.late], [1, 1]);
+    m.push([appearance(1, 1, { ts: 133_000_000_000_000_000n + 100_002_000n })], out);
+    m.flush(out);
+    assert.equal(out.length, 2, 'the same PktGroupId 10 s later is a new packet (PktMon restarted)');
   });
 
   it('sent packets (first seen Tx/Out/vSwitch Ingress) read at their first appearance as EGRESS, received ones at their last as INGRESS', () => {

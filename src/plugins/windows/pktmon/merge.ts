@@ -38,6 +38,12 @@ export const HOLD_DRAINS = 2;
 export const HELD_CAPACITY = 16_384;
 /** How many closed packets are remembered to discard their late appearances. */
 export const RECENT_CAPACITY = 65_536;
+/**
+ * How long (event time) after its last appearance an appearance of a closed packet counts as late
+ * (ETW delivers each CPU's buffer on its own, up to its flush timer apart): 10 s. Past it the same
+ * (PktGroupId, PktNumber) is a new packet (PktMon restarted and numbers from 1 again).
+ */
+export const LATE_TICKS = 100_000_000n;
 
 /** DirTag values of a packet's first appearance that mean "sent by a local endpoint": 2 Out, 4 Tx, 5 Ingress (into the vSwitch from a port). */
 const SENT = new Set([2, 4, 5]);
@@ -47,6 +53,7 @@ export interface MergeOptions {
   readonly holdDrains?: number;
   readonly capacity?: number;
   readonly recent?: number;
+  readonly lateTicks?: bigint;
 }
 
 export interface MergeStats {
@@ -115,7 +122,7 @@ export class PacketMerger {
       if (key === undefined) continue; // AppearanceCount 0 and no IP header: cannot be matched, and gives no flow anyway
       const byGroup = appearance > 0;
       const closed = this.#recent.get(key);
-      if (closed !== undefined && (byGroup || e.timestamp - closed <= settle)) {
+      if (closed !== undefined && e.timestamp - closed <= (byGroup ? (this.#opts.lateTicks ?? LATE_TICKS) : settle)) {
         this.stats.late++;
         continue;
       }
