@@ -22,7 +22,7 @@
  * `bytes` is the chosen appearance's OriginalPayloadSize; `packets` 1.
  */
 import type { Flow } from '../../../flow/index.js';
-import { decodeFrameEvent, decodeHeader, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
+import { decodeFrameEvent, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
 import { dropReasonName } from './drop-reasons.js';
 
 /** What the merger reads of one event (the ETW layer's record). */
@@ -33,7 +33,7 @@ export interface PktmonRecord {
 }
 
 /** 10 ms of event time (100 ns ticks): real appearances of one packet span microseconds (≤ 0.22 ms in the real captures). */
-export const SETTLE_TICKS = 100_000n;
+export const SETTLE_TICKS = 100_000;
 export const HOLD_DRAINS = 2;
 export const HELD_CAPACITY = 16_384;
 /** How many closed packets are remembered to discard their late appearances. */
@@ -43,17 +43,17 @@ export const RECENT_CAPACITY = 65_536;
  * (ETW delivers each CPU's buffer on its own, up to its flush timer apart): 10 s. Past it the same
  * (PktGroupId, PktNumber) is a new packet (PktMon restarted and numbers from 1 again).
  */
-export const LATE_TICKS = 100_000_000n;
+export const LATE_TICKS = 100_000_000;
 
 /** DirTag values of a packet's first appearance that mean "sent by a local endpoint": 2 Out, 4 Tx, 5 Ingress (into the vSwitch from a port). */
 const SENT = new Set([2, 4, 5]);
 
 export interface MergeOptions {
-  readonly settleTicks?: bigint;
+  readonly settleTicks?: number;
   readonly holdDrains?: number;
   readonly capacity?: number;
   readonly recent?: number;
-  readonly lateTicks?: bigint;
+  readonly lateTicks?: number;
 }
 
 export interface MergeStats {
@@ -72,25 +72,44 @@ export interface MergeStats {
   bad: number;
 }
 
+/**
+ * An appearance kept to be decoded when its packet closes. Within a push it points into the
+ * batch's record; a packet still held when the push ends keeps a copy of its header and the start of
+ * its frame (`owned`), so nothing of a drained batch is held past its drain.
+ */
+interface Kept {
+  readonly id: number;
+  readonly ts: bigint;
+  readonly data: Uint8Array;
+  readonly owned: boolean;
+}
+
 interface Held {
   readonly key: string;
   readonly byGroup: boolean;
-  firstDir: number;
-  first: Flow | undefined;
-  last: Flow | undefined;
-  drop: Flow | undefined;
+  /** Sent by a local endpoint (its first appearance's DirTag): the flow reads its first IP appearance, else its last. */
+  readonly sent: boolean;
+  chosen: Kept | undefined;
+  drop: Kept | undefined;
   dropReason: number;
   dropped: boolean;
-  lastTs: bigint;
+  /** Event time in 100 ns ticks, as a double (a few µs of precision lost at FILETIME's magnitude; no BigInt per event). */
+  lastTs: number;
   touched: number;
 }
+
+/** What a flow is decoded from: the 34-byte header, up to 18 bytes of link header, 60 of IP header and 14 of TCP header. */
+const KEEP_BYTES = HEADER_SIZE + 18 + 60 + 14;
+
+const keep = (e: PktmonRecord): Kept => ({ id: e.id, ts: e.timestamp, data: e.data, owned: false });
+const own = (k: Kept | undefined): Kept | undefined => (k && !k.owned ? { id: k.id, ts: k.ts, data: k.data.slice(0, KEEP_BYTES), owned: true } : k);
 
 export class PacketMerger {
   readonly stats: MergeStats = { appearances: 0, settled: 0, aged: 0, evicted: 0, dropped: 0, late: 0, nonIp: 0, bad: 0 };
   readonly #held = new Map<string, Held>();
-  readonly #recent = new Map<string, bigint>();
+  readonly #recent = new Map<string, number>();
   #drain = 0;
-  #newest = 0n;
+  #newest = 0;
 
   readonly #opts: MergeOptions;
 
@@ -114,21 +133,25 @@ export class PacketMerger {
         this.stats.bad++;
         continue;
       }
-      const h = decodeHeader(v);
+      const dirTag = v.getUint16(12, true);
+      const packetType = v.getUint16(14, true);
+      const dropReason = v.getUint32(22, true);
+      const end = Math.min(v.byteLength, HEADER_SIZE + v.getUint16(32, true));
       const appearance = v.getUint16(10, true);
+      const ts = Number(e.timestamp);
       let key: string | undefined;
       if (appearance > 0) key = `g${v.getUint32(4, true)}:${v.getUint32(0, true)}:${v.getUint16(8, true)}`;
-      else key = contentKey(v, h.packetType, Math.min(v.byteLength, HEADER_SIZE + h.loggedSize));
+      else key = contentKey(v, packetType, end);
       if (key === undefined) continue; // AppearanceCount 0 and no IP header: cannot be matched, and gives no flow anyway
       const byGroup = appearance > 0;
       const closed = this.#recent.get(key);
-      if (closed !== undefined && e.timestamp - closed <= (byGroup ? (this.#opts.lateTicks ?? LATE_TICKS) : settle)) {
+      if (closed !== undefined && ts - closed <= (byGroup ? (this.#opts.lateTicks ?? LATE_TICKS) : settle)) {
         this.stats.late++;
         continue;
       }
-      if (e.timestamp > this.#newest) this.#newest = e.timestamp;
+      if (ts > this.#newest) this.#newest = ts;
       let p = this.#held.get(key);
-      if (p && !byGroup && e.timestamp - p.lastTs > settle) {
+      if (p && !byGroup && ts - p.lastTs > settle) {
         this.#close(p, out, p.dropped ? 'dropped' : 'settled'); // the same bytes again, later: another packet
         p = undefined;
       }
@@ -137,27 +160,25 @@ export class PacketMerger {
           const oldest = this.#held.values().next().value;
           if (oldest) this.#close(oldest, out, 'evicted');
         }
-        p = { key, byGroup, firstDir: h.dirTag, first: undefined, last: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: e.timestamp, touched: this.#drain };
+        p = { key, byGroup, sent: SENT.has(dirTag), chosen: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
         this.#held.set(key, p);
       }
-      p.lastTs = e.timestamp;
+      p.lastTs = ts;
       p.touched = this.#drain;
-      const f = decodeFrameEvent(e.id, e.timestamp, e.data);
-      const isDrop = e.id === EVENT_FRAME_DROP || h.dropReason !== 0;
-      if (f) {
-        if (!p.first) p.first = f;
-        p.last = f;
-      }
-      if (isDrop && !p.dropped) {
+      const ip = showsIp(v, packetType, end);
+      let kept: Kept | undefined;
+      if (ip && (!p.sent || !p.chosen)) p.chosen = kept = keep(e);
+      if ((e.id === EVENT_FRAME_DROP || dropReason !== 0) && !p.dropped) {
         p.dropped = true;
-        p.dropReason = h.dropReason;
-        p.drop = f;
+        p.dropReason = dropReason;
+        if (ip) p.drop = kept ?? keep(e);
       }
     }
     // Close what is done: dropped packets, and those with no appearance for `settle` of event time.
     for (const p of this.#held.values()) {
       if (p.dropped) this.#close(p, out, 'dropped');
       else if (this.#newest - p.lastTs > settle) this.#close(p, out, 'settled');
+      else p.chosen = own(p.chosen);
     }
   }
 
@@ -183,8 +204,9 @@ export class PacketMerger {
       const oldest = this.#recent.keys().next().value;
       if (oldest !== undefined) this.#recent.delete(oldest);
     }
-    const sent = SENT.has(p.firstDir);
-    const f = (p.dropped ? p.drop : undefined) ?? (sent ? p.first : p.last);
+    const sent = p.sent;
+    const k = (p.dropped ? p.drop : undefined) ?? p.chosen;
+    const f = k && decodeFrameEvent(k.id, k.ts, k.data);
     if (!f) {
       this.stats.nonIp++;
       return;
@@ -200,6 +222,14 @@ export class PacketMerger {
     }
     out.push(f);
   }
+}
+
+/** Whether the logged frame holds a whole IPv4/IPv6 header (what decodeFrameEvent needs for a flow). */
+function showsIp(v: DataView, packetType: number, end: number): boolean {
+  const o = ipStart(v, packetType, end);
+  if (o < 0) return false;
+  const version = v.getUint8(o) >> 4;
+  return (version === 4 && o + 20 <= end) || (version === 6 && o + 40 <= end);
 }
 
 /**
