@@ -48,6 +48,7 @@ const sig = (f: Flow): string => `${f.srcIp}:${f.srcPort}>${f.dstIp}:${f.dstPort
 
 for (const [file, name, packets, ipPackets] of [
   ['pktmon-19042-wifi.etl', 'Windows 10 19042', 345, 337],
+  ['pktmon-19042-wifi-2.etl', 'Windows 10 19042 (second capture)', 108, 89],
   ['pktmon-20348-server2022.etl', 'Windows Server 2022 (20348)', 38, 38],
 ] as const) {
   describe(`one flow per packet on a real capture: ${name}`, () => {
@@ -89,6 +90,13 @@ for (const [file, name, packets, ipPackets] of [
     });
   });
 }
+
+it('the two 19042 captures issue 25 counted: 4 757 events of 426 IP packets gave 2 001 flows one per appearance, and give 426 now', () => {
+  const events = [...packetEvents('pktmon-19042-wifi.etl'), ...packetEvents('pktmon-19042-wifi-2.etl')];
+  assert.equal(events.length, 4757);
+  assert.equal(events.filter((e) => decodeFrameEvent(e.id, e.timestamp, e.data)).length, 2001);
+  assert.equal(merge(events).flows.length, 426);
+});
 
 describe('one flow per packet on a real capture: Windows 11 26200 (AppearanceCount 0), drops of bare IP packets', () => {
   const events = packetEvents('pktmon-26200-drops.etl');
