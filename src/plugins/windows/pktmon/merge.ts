@@ -1,17 +1,18 @@
 /**
  * One Flow per packet out of PktMon's appearances. PktMon logs a packet once per component it
- * crosses (NIC, filters, vSwitch ports, VFP, TCPIP, …): on the builds that number appearances
- * (AppearanceCount 1..N, e.g. Windows 10 19042), every appearance of one packet has the same
- * (PktGroupId, PktNumber); on builds that log AppearanceCount 0 (seen on 26100+), every appearance
- * has a PktGroupId of its own, and appearances are matched on the packet's bytes instead (the IP
- * header's addresses, protocol, length and ID, and the first 16 bytes of the transport header).
+ * crosses (NIC, filters, vSwitch ports, VFP, TCPIP, …). On the builds that number appearances
+ * (AppearanceCount 1..N: Windows 10 19042, Windows Server 2022 20348) every appearance of one packet
+ * has the same (PktGroupId, PktNumber). On builds that log AppearanceCount 0 (seen on 26100 and
+ * 26200) every appearance has a PktGroupId of its own, and appearances are matched on the packet's
+ * bytes instead (the IP header's addresses, protocol, length and ID, and the first 16 bytes of the
+ * transport header).
  *
  * A packet is held until it is complete: a drop ends it at once; otherwise no appearance of it came
  * for SETTLE_TICKS of event time (other events did), or it was held over HOLD_DRAINS drains (no
  * newer events at all). Held packets are bounded (capacity): past it the oldest is closed early.
  * An appearance of a packet already closed (`late`) is discarded and counted, so no packet gives two flows.
  *
- * The packet's flow (see README.md, "One flow per packet"):
+ * The packet's flow (docs/windows-pktmon.md, "One flow per packet"):
  * - sent by a local endpoint (its first appearance is Out, Tx, or a vSwitch port's Ingress: the
  *   packet entered the switch from a pod's port): the first appearance that shows its IP header,
  *   i.e. the sender's own port/stack, direction EGRESS, observation point FROM_ENDPOINT;
