@@ -91,6 +91,25 @@ for (const [file, name, packets, ipPackets] of [
   });
 }
 
+it('19042: every flow is read at the endpoint\'s own stack, TCPIP (components 79 and 78): the first appearance of a sent packet, the last of a received one', () => {
+  // The capture's own component list (pktmon etl2txt of it, not kept): "Component 79, Type Protocol , Name tcpip.sys, TCPIP",
+  // "Component 78, Type Protocol , Name tcpip.sys, TCPIP6"; 11 the WiFi miniport, 31-34 NDIS filters, 72/75/77 other
+  // protocols (ndisuio, lltdio, vmnetbridge), which multicast packets also reach.
+  const events = packetEvents('pktmon-19042-wifi.etl');
+  const atTcpip = new Map<number, string>();
+  for (const e of events) {
+    const d = Buffer.from(e.data);
+    if (d.readUInt16LE(16) !== 79 && d.readUInt16LE(16) !== 78) continue;
+    const f = decodeFrameEvent(e.id, e.timestamp, e.data);
+    if (f) atTcpip.set(f.timeMs, d.readUInt16LE(12) === 4 ? 'EGRESS' : 'INGRESS');
+  }
+  const { flows } = merge(events);
+  const read = flows.filter((f) => atTcpip.has(f.timeMs));
+  assert.equal(read.length, flows.length, `${read.length} of ${flows.length} flows read at TCPIP`);
+  for (const f of read) assert.equal(f.direction, atTcpip.get(f.timeMs), 'Tx at TCPIP is EGRESS, Rx INGRESS');
+  assert.ok(read.some((f) => f.direction === 'EGRESS') && read.some((f) => f.direction === 'INGRESS'));
+});
+
 it('the two 19042 captures issue 25 counted: 4 757 events of 426 IP packets gave 2 001 flows one per appearance, and give 426 now', () => {
   const events = [...packetEvents('pktmon-19042-wifi.etl'), ...packetEvents('pktmon-19042-wifi-2.etl')];
   assert.equal(events.length, 4757);
