@@ -125,6 +125,30 @@ dashboard('windows.json', 'retina-ts-windows', 'retina-ts / Windows nodes', 'Win
   ['Windows TCP Flags', 'pps', '', [`sum by (instance, flag, direction) (${r(`${N}tcp_flag_gauges`)})`, '{{instance}} {{flag}} {{direction}}']],
 ]);
 
+// Windows, pod level (retina#1465): Retina's Windows eBPF dashboards (deploy/grafana-dashboards/standard-windows-ebpf,
+// local context: podname, namespace) over pktmon's flows, one per packet, plus pktmon's own health.
+const WIN_POD = [...VARS, variable('namespace', 'Namespace', 'label_values(networkobservability_adv_forward_count{cluster=~"$cluster"}, namespace)')];
+const w = (metric, extra = '') => r(`${N}${metric}`, ['namespace=~"$namespace"', extra].filter(Boolean).join(', '));
+dashboard('windows-pods.json', 'retina-ts-windows-pods', 'retina-ts / Windows pods (advanced)', 'Windows pod-level traffic and drops from pktmon (one flow per packet; MetricsConfiguration with local context: podname, namespace), as Retina\'s Windows eBPF dashboards.', [
+  ['Total Forward Rate (pps)', 'pps', 'Packets of the selected namespaces, one per packet however many components PktMon saw it at.', [`sum(${w('adv_forward_count')})`, 'forwarded']],
+  ['Total Forward Bytes (Bps)', 'Bps', 'Each packet\'s original size.', [`sum(${w('adv_forward_bytes')})`, 'forwarded']],
+  ['Drop Rate (pps)', 'pps', 'Packets PktMon saw dropped, each counted once.', [`sum(${w('adv_drop_count')})`, 'dropped']],
+  ['Drop Percentage', 'percent', 'Dropped / (forwarded + dropped).', [`100 * sum(${w('adv_drop_count')}) / (sum(${w('adv_forward_count')}) + sum(${w('adv_drop_count')}))`, 'drop %']],
+  ['Drop Rate by Reason (Top 10)', 'pps', 'PktMon\'s drop-reason names.', [`topk(10, sum by (reason) (${w('adv_drop_count')}))`, '{{reason}}']],
+  ['Drops by Direction (Egress vs Ingress)', 'pps', '', [`sum by (direction) (${w('adv_drop_count')})`, '{{direction}}']],
+  ['Drop Bytes vs Count Correlation', 'pps', 'Dropped packets and their bytes (adv_drop_bytes: Retina has none on Windows).', [`sum(${w('adv_drop_count')})`, 'packets'], [`sum(${w('adv_drop_bytes')})`, 'bytes']],
+  ['Top 10 Pods by Drop Rate', 'pps', '', [`topk(10, sum by (podname, namespace) (${w('adv_drop_count', 'podname!=""')}))`, '{{namespace}}/{{podname}}']],
+  ['Top 10 Pods - Outgoing Traffic', 'pps', '', [`topk(10, sum by (podname, namespace) (${w('adv_forward_count', 'podname!="", direction="egress"')}))`, '{{namespace}}/{{podname}}']],
+  ['Top 10 Pods - Incoming Traffic', 'pps', '', [`topk(10, sum by (podname, namespace) (${w('adv_forward_count', 'podname!="", direction="ingress"')}))`, '{{namespace}}/{{podname}}']],
+  ['Forward Bytes by Pod', 'Bps', '', [`sum by (podname) (${w('adv_forward_bytes', 'podname!=""')})`, '{{podname}}']],
+  ['Drop Reasons by Pod', 'pps', '', [`sum by (podname, reason) (${w('adv_drop_count', 'podname!=""')})`, '{{podname}} {{reason}}']],
+  ['TCP Flags by Pod', 'pps', '', [`sum by (podname, flag) (${w('adv_tcpflags_count', 'podname!=""')})`, '{{podname}} {{flag}}']],
+  ['Namespace Traffic Breakdown (Top 10)', 'pps', '', [`topk(10, sum by (namespace) (${w('adv_forward_count', 'namespace!=""')}))`, '{{namespace}}']],
+  ['Dropped Bytes by PktMon Reason (node)', 'Bps', 'drop_bytes from pktmon, per node and reason.', [`sum by (instance, reason) (${r(`${N}drop_bytes`, 'reason=~"Drop_.*|UnknownDropReason.*"')}) > 0`, '{{instance}} {{reason}}']],
+  ['PktMon Packets by Outcome', 'ops', 'How pktmon closed each packet (settled, aged, evicted, dropped, non_ip) and late appearances it discarded.', [`sum by (instance, outcome) (${r(`${C}pktmon_packets_total`)})`, '{{instance}} {{outcome}}']],
+  ['PktMon Lost Events', 'ops', 'Events lost before decoding: the consumer queue full or ETW losses (kernel), short records (parser).', [`sum by (instance, type) (${r(`${C}lost_events_counter`, 'reason="pktmon"')}) > 0`, '{{instance}} {{type}}']],
+], WIN_POD);
+
 dashboard('agent-health.json', 'retina-ts-agent-health', 'retina-ts / Agent health', 'The agent\'s own health: plugins, losses, series budget, Kubernetes and attach failures.', [
   ['Plugins up', 'short', '1 while a plugin runs, 0 when it failed or is starting.', [`min by (instance, plugin) (${C}plugin_up{${SEL}})`, '{{instance}} {{plugin}}']],
   ['Plugins not running', 'short', 'Plugins whose plugin_up is 0, per node.', [`count by (instance) (${C}plugin_up{${SEL}} == 0)`, '{{instance}}']],

@@ -113,6 +113,7 @@ export const k8sObjectsRejected = def(`${SELF}k8s_objects_rejected_total`, 'coun
 export const pluginUp = def(`${SELF}plugin_up`, 'gauge', 'Ours: 1 when the plugin runs, 0 when it failed or is starting', ['plugin']);
 export const hubbleFlowsSeen = def(`${SELF}hubble_flows_seen_total`, 'counter', 'Ours: enriched flows written into the Hubble flow ring', []);
 export const hubbleFlowsLost = def(`${SELF}hubble_flows_lost_total`, 'counter', 'Ours: flows a slow Hubble GetFlows follower lost (the ring overwrote them first; the client got a LostEvent)', []);
+export const pktmonPackets = def(`${SELF}pktmon_packets_total`, 'counter', 'Ours: Windows PktMon packets made into one flow each, by what closed them (settled, aged, evicted, dropped), and appearances of closed packets discarded (late)', ['outcome']);
 export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify, Watch)', ['rpc']);
 
 /** All families, for docs and tests. */
@@ -125,5 +126,5 @@ export const allMetrics: readonly MetricDef[] = [
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
-  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients,
+  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets,
 ];

@@ -60,8 +60,8 @@ const RETINA_LEFT_OUT: Readonly<Record<string, string>> = {
   'Tx Send Full Errors': 'not an err/drop ethtool counter: exported by neither agent',
 };
 
-test('six dashboards, each with a unique uid, a title, a schemaVersion and the datasource variable', () => {
-  assert.deepEqual(dashboards.map((d) => d.file), ['agent-health.json', 'apiserver.json', 'clusters.json', 'dns.json', 'pod-traffic.json', 'windows.json']);
+test('seven dashboards, each with a unique uid, a title, a schemaVersion and the datasource variable', () => {
+  assert.deepEqual(dashboards.map((d) => d.file), ['agent-health.json', 'apiserver.json', 'clusters.json', 'dns.json', 'pod-traffic.json', 'windows-pods.json', 'windows.json']);
   assert.equal(new Set(dashboards.map((d) => d.uid)).size, dashboards.length);
   for (const d of dashboards) {
     assert.match(d.uid, /^retina-ts-[a-z-]+$/, d.file);

@@ -25,6 +25,7 @@ const NODE_NAME = 'rt-node-a';
 /** Panels (or whole dashboards, by uid) whose data needs another OS or mode, or a failure this test does not cause. */
 const NO_DATA_HERE: Readonly<Record<string, string>> = {
   'retina-ts-windows': 'Windows nodes (hnsstats, VFP)',
+  'retina-ts-windows-pods': 'Windows pods (pktmon, pod level)',
   'retina-ts-pod-traffic': 'pod level: enablePodLevel with Kubernetes and an Accepted MetricsConfiguration',
   'retina-ts-apiserver': 'pod level: the API-server histograms need Kubernetes',
   'retina-ts-dns/DNS Requests': 'pod level (adv_dns_request_count)',

@@ -33,7 +33,9 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   // The parent's test-runner context would make the Windows node skip running the files.
   const { NODE_TEST_CONTEXT: _ctx, ...parentEnv } = process.env;
   // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
-  const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js'];
+  const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js',
+    // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures.
+    'dist/src/server/hubble/server.test.js', 'dist/src/plugins/windows/pktmon/merge.test.js', 'dist/test/windows/etl/pktmon-real.test.js'];
   const r = spawnSync('wine', [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=tap', ...tests], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],

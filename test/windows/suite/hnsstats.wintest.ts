@@ -77,7 +77,7 @@ async function fullReading(port: number, n: number, log: () => string, timeoutMs
   }
 }
 
-describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub', () => {
+describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub (our own HCN/HNS/vfpctrl fixtures: no real sample yet)', () => {
   it('one reading: the failing endpoint is named, the vanished one skipped, the rest counted with VFP counters', async () => {
     const r = await readHns({ hcn: openHcn(), hns: openHns(), vfpctrl: (p) => runVfpctrl(p) });
     assert.deepEqual(r.endpoints.map((e) => e.ip), ['10.240.0.1', '10.240.0.4']);

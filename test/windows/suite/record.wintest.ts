@@ -13,7 +13,7 @@ import { parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap, pars
 import { record } from '../record/record.js';
 import './wine.js';
 
-describe('record-fixtures under Wine (fake HCN/HNS, vfpctrl stub)', () => {
+describe('record-fixtures under Wine (fake HCN/HNS, vfpctrl stub; our own fixtures: no real sample yet)', () => {
   it('writes parseable documents, reports the failing endpoints, scrubs the addresses', { timeout: 120_000 }, async () => {
     const out = mkdtempSync(join(tmpdir(), 'retina-record-'));
     const r = await record(out, 5, false);

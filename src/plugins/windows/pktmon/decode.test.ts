@@ -19,7 +19,7 @@ const decode = (i: number) => {
   return decodeFrameEvent(e.id, e.ts, e.data);
 };
 
-describe('pktmon decode', () => {
+describe('pktmon decode (synthetic frames; real captures: test/windows/etl/pktmon-real.test.ts)', () => {
   it('reads the 34-byte header', () => {
     const h = decodeHeader(new DataView(events[1]!.data.buffer, events[1]!.data.byteOffset, events[1]!.data.byteLength));
     assert.deepEqual(h, { dirTag: 1, packetType: 1, componentId: 7, dropReason: 912, dropLocation: 3, originalSize: 46, loggedSize: 46 });

@@ -1,16 +1,18 @@
 /**
  * pktmon: pod-level flows from the Microsoft-Windows-PktMon ETW provider, consumed in-process
- * (Retina runs a helper, controller-pktmon.exe, instead). Packet and drop events (160/170) become
- * Flows with PktMon's drop-reason names; events lost before they were decoded go to
+ * (Retina runs a helper, controller-pktmon.exe, instead). Packet and drop events (160/170) are
+ * merged into one Flow per packet (merge.ts) with PktMon's drop-reason names; the bytes of dropped
+ * packets also go to the node's drop_bytes. Events lost before they were decoded go to
  * lost_events_counter. Pod level only. See README.md.
  */
 import type { Flow } from '../../../flow/index.js';
 import { catalog } from '../../../metrics/index.js';
+import { ResourceStack, definePlugin, errMessage, every, type PluginContext, type PluginDefinition } from '../../../plugin/index.js';
+import { OwnedSeries } from '../owned-series.js';
+import { PacketMerger, type MergeStats } from './merge.js';
+import { openEtwSource, type PktmonSource } from './source.js';
 
 const { lostEventTypes } = catalog;
-import { ResourceStack, definePlugin, errMessage, every, type PluginContext, type PluginDefinition } from '../../../plugin/index.js';
-import { decodeFrameEvent, EVENT_FRAME, EVENT_FRAME_DROP } from './decode.js';
-import { openEtwSource, type PktmonSource } from './source.js';
 
 /** Events the consumer queue holds between drains; beyond it events are dropped and counted. */
 export const QUEUE_CAPACITY = 65_536;
@@ -18,44 +20,63 @@ export const QUEUE_CAPACITY = 65_536;
 export const DRAIN_INTERVAL_MS = 50;
 export const DRAIN_BATCH = 16_384;
 
-const EMITS = [catalog.lostEventsCounter, catalog.parsedPacketsCounter] as const;
+const EMITS = [catalog.lostEventsCounter, catalog.parsedPacketsCounter, catalog.pktmonPackets, catalog.dropBytes] as const;
+const OUTCOMES = ['settled', 'aged', 'evicted', 'dropped', 'late', 'nonIp'] as const;
 
-/** Decodes one batch; returns the flows and how many records could not be decoded. */
-export function decodeBatch(events: ReturnType<PktmonSource['drain']>): { flows: Flow[]; bad: number; parsed: number } {
-  const flows: Flow[] = [];
-  let bad = 0;
-  let parsed = 0;
-  for (const e of events) {
-    if (e.id !== EVENT_FRAME && e.id !== EVENT_FRAME_DROP) continue;
-    try {
-      parsed++;
-      const f = decodeFrameEvent(e.id, e.timestamp, e.data);
-      if (f) flows.push(f);
-    } catch {
-      bad++;
+/** Dropped bytes by (reason, direction) since start: the node's drop_bytes from PktMon. */
+export class DropTotals {
+  readonly #bytes = new Map<string, [Record<string, string>, number]>();
+
+  add(flows: readonly Flow[]): void {
+    for (const f of flows) {
+      if (f.verdict !== 'DROPPED') continue;
+      const direction = f.direction.toLowerCase();
+      const key = `${f.dropReason}\u0000${direction}`;
+      const row = this.#bytes.get(key);
+      if (row) row[1] += f.bytes;
+      else this.#bytes.set(key, [{ reason: f.dropReason, direction }, f.bytes]);
     }
   }
-  return { flows, bad, parsed };
+
+  rows(): Array<readonly [Readonly<Record<string, string>>, number]> {
+    return [...this.#bytes.values()];
+  }
 }
 
 function run(ctx: PluginContext<object>, open: () => PktmonSource): Promise<ResourceStack> {
   return ResourceStack.build((s) => {
     const src = open();
     s.defer(() => src.close());
+    s.defer(() => ctx.metrics.reset([catalog.dropBytes]));
+    const merger = new PacketMerger();
+    const drops = new DropTotals();
+    const dropBytes = new OwnedSeries(ctx.metrics.gauge(catalog.dropBytes));
+    const packets = ctx.metrics.counter(catalog.pktmonPackets);
     let lostSeen = 0;
+    const seen: MergeStats = { ...merger.stats };
+    const report = (flows: Flow[]): void => {
+      const st = merger.stats;
+      if (st.appearances > seen.appearances) ctx.self.parsedPackets(st.appearances - seen.appearances);
+      if (st.bad > seen.bad) ctx.self.lostEvents(lostEventTypes.parser, st.bad - seen.bad);
+      for (const o of OUTCOMES) if (st[o] > seen[o]) packets.inc({ outcome: o === 'nonIp' ? 'non_ip' : o }, st[o] - seen[o]);
+      Object.assign(seen, st);
+      if (flows.length) {
+        drops.add(flows);
+        ctx.flows.consume({ source: 'pktmon', flows });
+      }
+      dropBytes.replace(drops.rows());
+    };
     const drain = (): void => {
       try {
+        const flows: Flow[] = [];
         for (let i = 0; i < 8; i++) {
           const events = src.drain(DRAIN_BATCH);
           if (!events.length) break;
-          const { flows, bad, parsed } = decodeBatch(events);
-          if (parsed) ctx.self.parsedPackets(parsed);
-          if (bad) {
-            ctx.self.lostEvents(lostEventTypes.parser, bad);
-          }
-          if (flows.length) ctx.flows.consume({ source: 'pktmon', flows });
+          merger.push(events, flows);
           if (events.length < DRAIN_BATCH) break;
         }
+        merger.tick(flows);
+        report(flows);
         const lost = src.lost();
         if (lost > lostSeen) ctx.self.lostEvents(lostEventTypes.kernel, lost - lostSeen);
         lostSeen = Math.max(lostSeen, lost);
@@ -65,7 +86,12 @@ function run(ctx: PluginContext<object>, open: () => PktmonSource): Promise<Reso
       }
     };
     every(s, DRAIN_INTERVAL_MS, drain);
-    s.defer(() => drain());
+    s.defer(() => {
+      drain();
+      const flows: Flow[] = [];
+      merger.flush(flows);
+      report(flows);
+    });
     void src.ended.then(
       () => { if (!ctx.signal.aborted) ctx.status.failed(new Error('the PktMon ETW session ended (stopped from outside?)')); },
       (e: unknown) => { if (!ctx.signal.aborted) ctx.status.failed(e); },
@@ -79,7 +105,7 @@ export function createPktmonPlugin(open: () => PktmonSource = () => openEtwSourc
   return definePlugin<object>({
     name: 'pktmon',
     os: 'windows',
-    description: 'Pod-level flows and drops (PktMon drop reasons) from the Microsoft-Windows-PktMon ETW provider, consumed in-process',
+    description: 'Pod-level flows (one per packet) and drops (PktMon drop reasons, drop_bytes) from the Microsoft-Windows-PktMon ETW provider, consumed in-process',
     defaultEnabled: false,
     podLevelOnly: true,
     config: {},
