@@ -16,8 +16,12 @@ export const SESSION_NAME = PKTMON_SESSION_NAME;
 /** Keywords: Config 0x1, Rundown 0x2, NblParsed 0x4, NblInfo 0x8, Payload 0x10 (events 160/170). */
 export const PAYLOAD_KEYWORD = 0x10n;
 const LEVEL_VERBOSE = 5;
-/** The native consumer's ring (events wait there between drains) and the most one drain returns. */
-export const NATIVE_RING_BYTES = 16 << 20;
+/**
+ * The native consumer's ring (events wait there between drains: 32 MiB hold about 190 000 events of
+ * a 128-byte capture, a second at 190 000 events/s, so a JS thread stalled that long loses nothing)
+ * and the most one drain returns.
+ */
+export const NATIVE_RING_BYTES = 32 << 20;
 export const NATIVE_DRAIN_BYTES = 4 << 20;
 
 export interface PktmonSource {
