@@ -79,8 +79,13 @@ if (!out) throw new Error('usage: etw-wine.js <result.json>');
 const events = Number(process.env['BENCH_ETW_EVENTS'] ?? 600_000);
 const callbackEvents = Number(process.env['BENCH_ETW_CALLBACK_EVENTS'] ?? 60_000);
 const rates = (process.env['BENCH_ETW_RATES'] ?? '100000,150000,200000,250000,400000').split(',').map(Number);
+const rounds = Number(process.env['BENCH_ETW_ROUNDS'] ?? 2);
+// warm-up, not reported: JIT, the ring's pages, the modules (stat calls are slow under Wine)
+await run('native', 200_000, 400_000);
+await run('callback', 2_000, 0);
 const runs: EtwRun[] = [];
-runs.push(await run('callback', callbackEvents, 0));
-for (const rate of rates) runs.push(await run('native', events, rate));
-runs.push(await run('callback', callbackEvents, 0));
+for (let round = 0; round < rounds; round++) {
+  runs.push(await run('callback', callbackEvents, 0));
+  for (const rate of round % 2 ? [...rates].reverse() : rates) runs.push(await run('native', events, rate));
+}
 writeFileSync(out, JSON.stringify(runs));

@@ -11,12 +11,15 @@
  * thread would decode (on a shared machine the decoded rate is bounded by the share of a core the
  * Wine process gets, which the CPU figures are not).
  * BENCH_ETW_EVENTS (600 000 per native run), BENCH_ETW_RATES (100000,150000,200000,250000,400000),
- * BENCH_ETW_CALLBACK_EVENTS (60 000 per callback run; two runs, first and last).
+ * BENCH_ETW_CALLBACK_EVENTS (60 000 per callback run), BENCH_ETW_ROUNDS (2: each round one callback
+ * run and the native rates, in alternating order), after a warm-up run of each that is not reported.
+ * Node runs with the agent's flags (bin/retina-agent's: a 2 MB young generation).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { agentNodeFlags } from '../../test/bundle/serving.js';
 import type { EtwRun } from './etw-wine.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -24,6 +27,7 @@ const CACHE = `${ROOT}.cache/windows`;
 const NODE_VERSION = /^NODE_VERSION := (\S+)$/m.exec(readFileSync(`${ROOT}Makefile`, 'utf8'))?.[1];
 const win = (p: string): string => `Z:${p.replaceAll('/', '\\')}`;
 const nodeExe = `${CACHE}/node-${NODE_VERSION}/node.exe`;
+const rounds = Number(process.env['BENCH_ETW_ROUNDS'] ?? 2);
 
 for (const [what, path] of [
   ['the Windows node', nodeExe], ['the Wine prefix', `${CACHE}/prefix/.win10`], ['the fake ETW DLL', `${CACHE}/fakes/fakeetw.dll`],
@@ -34,7 +38,8 @@ for (const [what, path] of [
 const result = `${CACHE}/etw-bench.json`;
 const log = `${CACHE}/etw-bench.out`;
 const { NODE_TEST_CONTEXT: _ctx, ...parentEnv } = process.env;
-const r = spawnSync('sh', ['-c', `exec wine "$0" "$1" "$2" >"$3" 2>&1`, nodeExe, 'dist/bench/windows/etw-wine.js', win(result), log], {
+// node.exe with the agent's flags (the Windows image's entrypoint has them too)
+const r = spawnSync('sh', ['-c', 'out=$1; shift; exec wine "$@" >"$out" 2>&1', 'sh', log, nodeExe, ...agentNodeFlags(), 'dist/bench/windows/etw-wine.js', win(result)], {
   cwd: ROOT,
   stdio: 'inherit',
   timeout: 900_000,
@@ -59,6 +64,7 @@ const native = runs.filter((x) => x.consumer === 'native');
 const bestLossless = native.filter((x) => x.lost === 0).reduce((m, x) => (x.decodedPerSecond > m ? x.decodedPerSecond : m), 0);
 const summary = {
   bench: 'windows-etw',
+  rounds,
   callbackDecodedPerSecond: cbRate,
   callbackCpuUsPerEvent: cbCpu,
   nativeBestLosslessDecodedPerSecond: bestLossless,
