@@ -5,7 +5,8 @@
  * callback. The ring drains exactly the events produced, byte for byte; a ring too small for them
  * counts exactly what did not fit; the session's EventsLost and lost real-time buffers surface as
  * events lost through the plugin; stopping the plugin (what the agent's SIGTERM runs) calls
- * CloseTrace and joins the ProcessTrace thread before it returns. A missing library makes the
+ * CloseTrace and joins the ProcessTrace thread before it returns; a session stopped from outside
+ * ends ProcessTrace and fails the plugin. A missing library makes the
  * plugin fall back to the callback path and say so.
  */
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import koffi from 'koffi';
 import { consumeEtwNative, queryEtwSession, startEtwSession, NATIVE_ETW_ENV, type EtwEvent } from '../../../src/ffi/windows/index.js';
+import { traceProperties } from '../../../src/ffi/windows/etw-layout.js';
 import type { FlowBatch } from '../../../src/flow/index.js';
 import { createPktmonPlugin } from '../../../src/plugins/windows/pktmon/index.js';
 import { PKTMON_PROVIDER, SESSION_NAME, openEtwSource, type EtwSourceOptions, type PktmonSource } from '../../../src/plugins/windows/pktmon/source.js';
@@ -143,6 +145,28 @@ describe('the native ETW consumer under Wine (fake ETW DLL)', () => {
     assert.equal(inProcessTrace(), 0);
     assert.equal(closeCalls(), before + 1, 'CloseTrace once');
     assert.deepEqual(queryEtwSession(SESSION_NAME), { running: false });
+  });
+
+  it('a session stopped from outside ends ProcessTrace: the plugin fails (the manager restarts it) and still stops cleanly', async () => {
+    knobs({ FAKE_ETW_EVENTS: 700 });
+    const def = createPktmonPlugin(() => openEtwSource({ capacity: 1000, consumer: 'native' }));
+    const { ctx, statuses, abort } = pluginContext(def);
+    let parsed = 0;
+    const handle = await def.start({ ...ctx, self: { lostEvents: () => undefined, parsedPackets: (n: number) => { parsed += n; } } });
+    try {
+      await until('700 parsed', () => (parsed >= 700 ? true : undefined));
+      assert.equal(inProcessTrace(), 1);
+      // logman stop retina-ts-pktmon -ets: ControlTraceW(STOP) by name, from outside the plugin
+      const stop = fake.func('uint32_t __stdcall ControlTraceW(uint64_t h, const char16_t *name, void *props, uint32_t code)') as (...a: unknown[]) => number;
+      assert.equal(stop(0n, SESSION_NAME, traceProperties(SESSION_NAME), 1), 0);
+      const failed = await until('the plugin failed', () => statuses.find((x) => x.startsWith('failed')));
+      assert.match(failed, /the PktMon ETW session ended/);
+      assert.equal(inProcessTrace(), 0);
+    } finally {
+      abort.abort();
+      await handle[Symbol.asyncDispose]();
+    }
+    assert.equal(inProcessTrace(), 0);
   });
 
   it('without the library the plugin falls back to the callback path and warns, naming the file', async () => {
