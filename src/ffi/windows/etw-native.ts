@@ -23,6 +23,8 @@ export const NATIVE_ETW_FILE = join('native-windows', 'retina-etw.dll');
 /** Overrides the library's path (tests: a missing file, to see the fallback). */
 export const NATIVE_ETW_ENV = 'RETINATS_NATIVE_ETW';
 const RECORD_HEAD = 16;
+/** RETINA_ETW_VERSION of retina_etw.c: the record and stats layouts below. */
+const NATIVE_ETW_VERSION = 1;
 /** RetinaEtwStats: eight u64 counters, then done and processRc (u32). */
 const STATS_BYTES = 8 * 8 + 8;
 const WAIT_TIMEOUT = 258;
@@ -92,6 +94,11 @@ function bind(): Lib {
     l = koffi.load(path);
   } catch (e) {
     throw new Error(`cannot load the native ETW consumer ${path}`, { cause: e });
+  }
+  const version = (l.func('uint32_t RetinaEtwVersion(void)') as () => number)();
+  const statsSize = (l.func('uint32_t RetinaEtwStatsSize(void)') as () => number)();
+  if (version !== NATIVE_ETW_VERSION || statsSize !== STATS_BYTES) {
+    throw new Error(`${path} is version ${version} with ${statsSize}-byte stats; this agent reads version ${NATIVE_ETW_VERSION} with ${STATS_BYTES} (rebuild it: make native-windows)`);
   }
   lib = {
     path,
