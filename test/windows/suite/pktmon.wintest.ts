@@ -86,11 +86,13 @@ describe('pktmon under Wine (fake ETW DLL)', () => {
     console.log(`pktmon under Wine: ${events} events in ${r.seconds.toFixed(2)} s (${rate}/s), ${r.lostKernel} lost`);
   });
 
-  it('the plugin on the native consumer (the default) decodes every replayed event, at 100 000 events/s none lost', async () => {
+  it('the plugin on the native consumer (the default) decodes every replayed event, none lost; the rate is measured', async () => {
     const events = 200_000;
     const r = await replay(events, 0, 65_536, 0, 'native');
     assert.equal(r.parsed + r.lostKernel, events);
-    assert.equal(r.lostKernel, 0, 'nothing lost with the 32 MiB ring at 100 000 events/s (bench/windows measures more)');
+    // 200 000 fixture records take 20 MB of ring (80-128 bytes each): the 32 MiB ring holds them all
+    // however slow this machine's JS thread is, so none may be lost (the rate itself is bench/windows')
+    assert.equal(r.lostKernel, 0, 'nothing lost: the 32 MiB ring holds every event of the run');
     assert.equal(r.flows, Math.floor(events / CYCLE) * FLOWS_PER_CYCLE + Math.min(events % CYCLE, FLOWS_PER_CYCLE));
     const figures = existsSync(env('RETINATS_WINE_FIGURES')) ? (JSON.parse(readFileSync(env('RETINATS_WINE_FIGURES'), 'utf8')) as object) : {};
     const rate = Math.round(events / r.seconds);
