@@ -98,7 +98,7 @@ function bind(): Lib {
   const version = (l.func('uint32_t RetinaEtwVersion(void)') as () => number)();
   const statsSize = (l.func('uint32_t RetinaEtwStatsSize(void)') as () => number)();
   if (version !== NATIVE_ETW_VERSION || statsSize !== STATS_BYTES) {
-    throw new Error(`${path} is version ${version} with ${statsSize}-byte stats; this agent reads version ${NATIVE_ETW_VERSION} with ${STATS_BYTES} (rebuild it: make native-windows)`);
+    throw new Error(`the native ETW consumer ${path} is version ${version} with ${statsSize}-byte stats; this agent reads version ${NATIVE_ETW_VERSION} with ${STATS_BYTES} (rebuild it: make native-windows)`);
   }
   lib = {
     path,

@@ -72,7 +72,7 @@ export function eventsPerBuffer(s: Pick<NativeEtwStats, 'buffers' | 'bufferEvent
   return s.buffers ? s.bufferEvents / s.buffers : 0;
 }
 
-/** The missing-library error, the one case `auto` falls back on. */
+/** The library is missing, does not load or is of another version: the cases `auto` falls back on. */
 function missingLibrary(e: unknown): boolean {
   return e instanceof Error && /native ETW consumer/.test(e.message);
 }
