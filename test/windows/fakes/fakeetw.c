@@ -16,6 +16,8 @@
  *                             opcode 33) is delivered, as ETW does
  *   FAKE_ETW_RATE             events per second, paced on the performance counter (default 0: as fast
  *                             as the callback returns)
+ *   FAKE_ETW_STAMP_INDEX=1    each event's TimeStamp is its index in the replay (0, 1, ...) instead of
+ *                             the fixture's FILETIME, so a consumer can tell which events it missed
  * Checks what the real API would refuse: EnableTraceEx2 only for the PktMon provider GUID, OpenTraceW
  * only in real-time EVENT_RECORD mode for the started session's name. Exports for the tests:
  * FakeEtwReplayed() (events replayed so far), FakeEtwProducing() (1 while the replay loop runs),
@@ -159,6 +161,7 @@ __declspec(dllexport) ULONG WINAPI ProcessTrace(PTRACEHANDLE hs, ULONG count, LP
   long per_buffer = env_long("FAKE_ETW_BUFFER_EVENTS", 0);
   long rt_lost = env_long("FAKE_ETW_RT_BUFFERS_LOST", 0);
   long rate = env_long("FAKE_ETW_RATE", 0);
+  long stamp_index = env_long("FAKE_ETW_STAMP_INDEX", 0);
   LARGE_INTEGER freq, t0, now;
   QueryPerformanceFrequency(&freq);
   QueryPerformanceCounter(&t0);
@@ -191,7 +194,7 @@ __declspec(dllexport) ULONG WINAPI ProcessTrace(PTRACEHANDLE hs, ULONG count, LP
     memset(&rec, 0, sizeof rec);
     rec.EventHeader.Size = sizeof(EVENT_HEADER);
     rec.EventHeader.Flags = EVENT_HEADER_FLAG_64_BIT_HEADER;
-    rec.EventHeader.TimeStamp.QuadPart = e->ts;
+    rec.EventHeader.TimeStamp.QuadPart = stamp_index ? i : e->ts;
     rec.EventHeader.ProviderId = PKTMON;
     rec.EventHeader.EventDescriptor.Id = e->id;
     rec.BufferContext.ProcessorNumber = (UCHAR)(buffers & 3);
