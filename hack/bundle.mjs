@@ -4,6 +4,7 @@
 //                                           Kubernetes client, client-node), loaded only when used
 //   .../build/koffi/<triplet>/koffi.node     koffi's native module, this target's only
 //   .../native-linux/<name>/<name>.bpf.o     the eBPF objects (linux), found like in the checkout
+//   .../native-windows/retina-etw.dll        the native ETW consumer (win32), found like in the checkout
 //   .../charts/retina/crds/                  the CRDs the operator installs
 //   .../proto/hubble/                        the Hubble .proto files the agent's gRPC service loads
 //   .../package.json                         name and version (--version, and the package root)
@@ -70,6 +71,12 @@ if (opts.os === 'linux') {
     if (name === 'ringbench' || !existsSync(obj)) continue; // ringbench is a benchmark's, not the agent's
     cpSync(obj, join(out, 'native-linux', name, `${name}.bpf.o`));
   }
+}
+if (opts.os === 'win32') {
+  // the native ETW consumer the pktmon plugin drains (mk/windows.mk builds it with mingw-w64)
+  const dll = join(root, 'native-windows', 'retina-etw.dll');
+  if (!existsSync(dll)) throw new Error(`the Windows bundle needs ${dll}: make native-windows (mingw-w64)`);
+  cpSync(dll, join(out, 'native-windows', 'retina-etw.dll'));
 }
 cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'crds'), { recursive: true });
 cpSync(join(root, 'proto', 'hubble'), join(out, 'proto', 'hubble'), { recursive: true });

@@ -1,7 +1,8 @@
 /**
  * The Windows image layer (make image), checked offline (a Windows image cannot run here): an OCI
  * image with os windows whose one layer holds Files/retina-ts/ with node.exe of the Makefile's
- * NODE_VERSION, the bundled commands and koffi's win32 module (no Linux module, no eBPF objects),
+ * NODE_VERSION, the bundled commands, koffi's win32 module and the native ETW consumer
+ * (native-windows/retina-etw.dll, a PE DLL exporting RetinaEtwDrain) (no Linux module, no eBPF objects),
  * and an entrypoint with bin/retina-agent's node flags; its commands answer --version (run by
  * Linux's node: a Windows image cannot run here).
  */
@@ -38,7 +39,7 @@ describe('the Windows image layer', () => {
     // GNU tar fails on a truncated archive (no end-of-archive blocks), which strict readers refuse.
     const entries = execFileSync('tar', ['-tzf', blob], { encoding: 'utf8', maxBuffer: 1 << 24 }).split('\n').filter(Boolean);
     assert.deepEqual(entries.filter((e) => !e.startsWith('Files/')), [], 'a Windows layer names its files under Files/');
-    for (const e of ['Files/retina-ts/node.exe', 'Files/retina-ts/retina-agent.mjs', 'Files/retina-ts/retina-operator.mjs', 'Files/retina-ts/package.json', 'Files/retina-ts/build/koffi/win32_x64/koffi.node']) {
+    for (const e of ['Files/retina-ts/node.exe', 'Files/retina-ts/retina-agent.mjs', 'Files/retina-ts/retina-operator.mjs', 'Files/retina-ts/package.json', 'Files/retina-ts/build/koffi/win32_x64/koffi.node', 'Files/retina-ts/native-windows/retina-etw.dll']) {
       assert.ok(entries.includes(e), `${e} in the layer`);
     }
     assert.deepEqual(entries.filter((e) => /linux_|\.bpf\.o$/.test(e)), [], 'nothing Linux-only');
@@ -51,6 +52,10 @@ describe('the Windows image layer', () => {
       const exe = readFileSync(join(dir, 'Files', 'retina-ts', 'node.exe'));
       assert.equal(exe.subarray(0, 2).toString('latin1'), 'MZ', 'node.exe is a Windows executable');
       assert.ok(exe.includes(`v${nodeVersion}`), `node.exe is Node ${nodeVersion}`);
+      execFileSync('tar', ['-xzf', blob, '-C', dir, 'Files/retina-ts/native-windows/retina-etw.dll']);
+      const dll = readFileSync(join(dir, 'Files', 'retina-ts', 'native-windows', 'retina-etw.dll'));
+      assert.equal(dll.subarray(0, 2).toString('latin1'), 'MZ', 'retina-etw.dll is a Windows DLL');
+      assert.ok(dll.includes('RetinaEtwDrain'), 'retina-etw.dll exports RetinaEtwDrain');
       // The bundled commands load here too as far as they need no Windows API: --version.
       execFileSync('tar', ['-xzf', blob, '-C', dir]);
       for (const command of ['retina-agent', 'retina-operator']) {

@@ -22,7 +22,7 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   for (const [what, path] of [
     ['the Windows node (make windows-prep)', nodeExe], ['the Wine prefix (make windows-prep)', `${CACHE}/prefix/.win10`],
     ['the fake computenetwork.dll (make windows-prep)', `${CACHE}/fakes/computenetwork.dll`], ['the fake vmcompute.dll (make windows-prep)', `${CACHE}/fakes/vmcompute.dll`],
-    ['the fake ETW DLL (make windows-prep)', `${CACHE}/fakes/fakeetw.dll`],
+    ['the fake ETW DLL (make windows-prep)', `${CACHE}/fakes/fakeetw.dll`], ['the native ETW consumer (make native-windows)', `${ROOT}native-windows/retina-etw.dll`],
   ] as const) assert.ok(existsSync(path), `missing ${what}: ${path}`);
   const suiteDir = `${ROOT}dist/test/windows/suite`;
   const files = readdirSync(suiteDir).filter((f) => f.endsWith('.wintest.js')).sort();

@@ -11,3 +11,4 @@ export { parseVfpCounters, type VfpCounters, type VfpDirection, type VfpField } 
 export { runVfpctrl, splitVfpOutput, vfpCommand, VFP_BATCH } from './vfpctrl.js';
 export { startEtwSession, consumeEtwSession, queryEtwSession, ERROR_ALREADY_EXISTS, ERROR_WMI_INSTANCE_NOT_FOUND, PKTMON_SESSION_NAME, type EtwConsumer, type EtwSession, type EtwSessionOptions } from './etw.js';
 export { ETW_LAYOUT, type EtwEvent, type SessionLosses } from './etw-layout.js';
+export { consumeEtwNative, nativeEtwPath, parseRecords, NATIVE_ETW_ENV, NATIVE_ETW_FILE, type NativeEtwConsumer, type NativeEtwOptions, type NativeEtwStats } from './etw-native.js';

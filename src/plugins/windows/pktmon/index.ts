@@ -96,7 +96,8 @@ function run(ctx: PluginContext<object>, open: () => PktmonSource): Promise<Reso
       () => { if (!ctx.signal.aborted) ctx.status.failed(new Error('the PktMon ETW session ended (stopped from outside?)')); },
       (e: unknown) => { if (!ctx.signal.aborted) ctx.status.failed(e); },
     );
-    ctx.log.info('PktMon ETW session consumed', { queueCapacity: QUEUE_CAPACITY });
+    if (src.fallback) ctx.log.warn(src.fallback);
+    ctx.log.info('PktMon ETW session consumed', { consumer: src.consumer ?? 'other', queueCapacity: QUEUE_CAPACITY });
   });
 }
 
