@@ -33,7 +33,8 @@ export interface ManagerOptions {
   readonly info: PlatformInfo;
   readonly log: Logger;
   readonly metrics: MetricsRegistry;
-  readonly flows: FlowConsumer;
+  /** The flow pipeline's sink for every plugin's context; undefined: no flows are wanted. */
+  readonly flows: FlowConsumer | undefined;
   /** IPs of interest for kernel-side filters (default: every IP). */
   readonly interest?: IpInterest;
   readonly backoff?: BackoffOptions;

@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { PodEndpoint } from '../../src/cache/index.js';
-import { startPodForgetter } from '../../src/cli/pod-level-forget.js';
+import { startPodForgetter } from '../../src/pipeline/pod-level-forget.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
 import { createFlow, type Flow } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';

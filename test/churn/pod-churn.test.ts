@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { PodEndpoint } from '../../src/cache/index.js';
-import { startPodForgetter } from '../../src/cli/pod-level-forget.js';
+import { startPodForgetter } from '../../src/pipeline/pod-level-forget.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
 import { createFlow, type Flow } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';

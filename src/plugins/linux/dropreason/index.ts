@@ -3,7 +3,6 @@
  * tp_btf/kfree_skb, aggregated in the kernel per CPU. See README.md.
  */
 import { dropreasonHooks, type HookChoice, kernelEnum, perCpuReader } from '../../../ffi/linux/index.js';
-import { flowsWanted } from '../../../config/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -37,7 +36,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
   return ResourceStack.build((s) => {
     const [hook] = onHook(ctx.log, 'tp_btf/kfree_skb', chooseHooks);
     if (!hook) throw new Error('no dropreason hook chosen');
-    const podLevel = flowsWanted(ctx.agent);
+    const podLevel = ctx.flows !== undefined;
     const reasonName = reasonNames(onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map()), ctx.config.dropReasonNames);
     const obj = loadTracepointObject(s, ctx, 'dropreason', hook, EVENTS_MAP, ctx.config.dropReasonRingBufferSize);
     s.defer(() => ctx.metrics.reset([catalog.dropCount, catalog.dropBytes]));

@@ -53,7 +53,7 @@ function run(ctx: PluginContext<object>, open: () => PktmonSource): Promise<Reso
           if (bad) {
             ctx.self.lostEvents(lostEventTypes.parser, bad);
           }
-          if (flows.length) ctx.flows.consume({ source: 'pktmon', flows });
+          if (flows.length) ctx.flows?.consume({ source: 'pktmon', flows });
           if (events.length < DRAIN_BATCH) break;
         }
         const lost = src.lost();
