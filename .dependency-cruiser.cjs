@@ -71,6 +71,13 @@ module.exports = {
       to: { path: '^src/metrics/module/' },
     },
     {
+      name: 'through-index',
+      severity: 'error',
+      comment: 'another area is imported through its index.ts (its public surface, STYLE.md section 10), or a sub-folder\'s index.ts (src/ffi/linux, src/capture/linux)',
+      from: { path: '^src/([^/]+)/' },
+      to: { path: '^src/', pathNot: ['^src/$1/', '/index\\.ts$'] },
+    },
+    {
       name: 'layer-in-the-table',
       severity: 'error',
       comment: `every src/ folder has a row in the layer table (.dependency-cruiser.cjs mayImport): ${known}`,

@@ -7,7 +7,7 @@ import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { startNodePipeline } from '../pipeline/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
-import { startHttpServer, type RequestAuthorizer } from '../server/index.js';
+import { loadKubeAuthorizer, startHttpServer, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
 
@@ -59,7 +59,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
       return 1;
     }
-    auth = (await import('../server/auth.js')).createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
+    auth = await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
   // The flow pipeline (src/pipeline): plugins -> enricher -> Metrics Module (enablePodLevel) and the
   // Hubble ring (hubble.enabled), with the node's one informer factory.
