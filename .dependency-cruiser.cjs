@@ -1,4 +1,4 @@
-// The layer table of /work/shared/STYLE.md (sections 1 and 13; README "Architecture") as an
+// The layer table of the style guide (STYLE.md sections 1 and 13; docs/architecture.md) as an
 // allow-list: each folder of src/ names the folders it may import, and any other import is an error,
 // so every arrow points down. `log` (winston child loggers) sits below everything and is open to all.
 // `metrics` here is the catalog and the registry; the Metrics Module (src/metrics/module) has its own
