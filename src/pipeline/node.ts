@@ -12,6 +12,10 @@
  *
  * The Kubernetes side (watches.ts: one informer factory, one watch per kind, all counted) and the
  * pod-level side (pod-level.ts) load only when there is an API server, or pod level, to use them.
+ *
+ * The Metrics Module is built here rather than handed in like the other consumers (STYLE.md's sketch
+ * has src/cli hand it in): the pod-level side drives it from the same watches (its spec, deleted
+ * pods' series, the API server's addresses), so building it in src/cli would split one wiring in two.
  */
 import { flowsWanted, type AgentConfig } from '../config/index.js';
 import type { IpCache, NodeEndpoint } from '../cache/index.js';
