@@ -1,17 +1,21 @@
-// The layer table of /work/shared/STYLE.md (sections 1 and 13; README "Architecture") as an
+// The layer table of the style guide (STYLE.md sections 1 and 13; docs/architecture.md) as an
 // allow-list: each folder of src/ names the folders it may import, and any other import is an error,
 // so every arrow points down. `log` (winston child loggers) sits below everything and is open to all.
 // `metrics` here is the catalog and the registry; the Metrics Module (src/metrics/module) has its own
-// rule below. eslint.config.js keeps the rest: OS folders, koffi, process.platform.
+// rule below. A row may name a sub-folder (`server/hubble`): it then takes that folder out of its
+// parent's row. eslint.config.js keeps the rest: OS folders, koffi, process.platform.
 const mayImport = {
   cli: null, // the composition root: anything
   platform: ['plugins', 'plugin', 'capture', 'metrics', 'config', 'flow'], // capture: the OS's capture provider (./<os>/capture.ts)
   plugins: ['ffi', 'plugin', 'metrics', 'config', 'flow'], // never enricher, cache, k8s, the Metrics Module
   ffi: ['plugin'], // plugin lifecycle only: nothing above it
   operator: ['k8s', 'capture', 'plugin', 'metrics', 'config', 'flow'],
+  // The node's flow pipeline (STYLE.md section 13): the one informer factory, the enricher and the
+  // Metrics Module it drives; plugin: the IpInterest it hands the plugin manager. Never plugins, ffi, server.
+  pipeline: ['k8s', 'enricher', 'cache', 'metrics', 'plugin', 'config', 'flow'],
   capture: ['k8s', 'plugin', 'config'],
-  server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // flow: the Hubble service (src/server/hubble) serves flows
-  hubble: ['k8s', 'metrics', 'config', 'flow'],
+  server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // /metrics, /healthz, /readyz
+  'server/hubble': ['k8s', 'metrics', 'config', 'flow'], // the Hubble service: flows in, gRPC out; k8s: peer discovery
   plugin: ['metrics', 'config', 'flow'],
   k8s: ['cache', 'config'],
   metrics: ['config', 'flow'],
@@ -22,6 +26,8 @@ const mayImport = {
   log: [],
 };
 const known = Object.keys(mayImport).join('|');
+/** The rows nested in `from` (`server/hubble` in `server`): checked by their own row, not this one. */
+const nested = (from) => Object.keys(mayImport).filter((k) => k.startsWith(`${from}/`));
 // Known departures, each with its reason; keep this list short.
 const exceptions = {
   // The adapter from the agent's IP cache to the enricher's EndpointLookup (Cilium's parser cell);
@@ -40,7 +46,7 @@ module.exports = {
         name: `${from}-imports-only-down`,
         severity: 'error',
         comment: `src/${from} may import only ${[...allowed, 'log'].join(', ')} (STYLE.md layer table)`,
-        from: { path: `^src/${from}/`, pathNot: exceptions[from]?.[0] ?? '^$' },
+        from: { path: `^src/${from}/`, pathNot: [exceptions[from]?.[0] ?? '^$', ...nested(from).map((n) => `^src/${n}/`)] },
         to: { path: '^src/', pathNot: `^src/(${[from, ...allowed, 'log'].join('|')})/` },
       })),
     {
@@ -58,11 +64,18 @@ module.exports = {
       to: { path: '^src/', pathNot: `^src/(platform|${mayImport.platform.join('|')}|log|${exceptions.platform[1]})/` },
     },
     {
-      name: 'metrics-module-only-from-cli',
+      name: 'metrics-module-only-from-pipeline',
       severity: 'error',
-      comment: 'the Metrics Module is a FlowConsumer the composition root wires after the enricher; no layer imports it',
-      from: { path: '^src/', pathNot: '^src/(cli|metrics/module)/' },
+      comment: 'the Metrics Module is a FlowConsumer the flow pipeline (src/pipeline) builds after the enricher and drives from the API server; no other layer imports it',
+      from: { path: '^src/', pathNot: '^src/(cli|pipeline|metrics/module)/' },
       to: { path: '^src/metrics/module/' },
+    },
+    {
+      name: 'through-index',
+      severity: 'error',
+      comment: 'another area is imported through its index.ts (its public surface, STYLE.md section 10), or a sub-folder\'s index.ts (src/ffi/linux, src/capture/linux)',
+      from: { path: '^src/([^/]+)/' },
+      to: { path: '^src/', pathNot: ['^src/$1/', '/index\\.ts$'] },
     },
     {
       name: 'layer-in-the-table',

@@ -1,7 +1,7 @@
 # eBPF objects (native-linux/<name>/<name>.bpf.c -> native-linux/<name>/<name>.bpf.o), CO-RE with BTF.
 # vmlinux.h is generated from this machine's kernel BTF into .cache/ (git-ignored); the objects
 # relocate on any BTF kernel at load time, so nodes need no compiler. The agent finds the objects
-# relative to the package root (src/ffi/linux/objects.ts).
+# relative to the package root (bpfObjectPath in src/ffi/linux/object.ts).
 BPF_CLANG ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 BPFTOOL ?= $(firstword $(shell command -v bpftool /usr/sbin/bpftool 2>/dev/null))
 BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))

@@ -157,7 +157,7 @@ async function follow(ms: number, rate: number): Promise<{ rate: number; flowsPe
   return { rate, flowsPerSec: Math.round((got.flows / elapsed) * 1000), lost: got.lost, written };
 }
 
-/** The agent's ring stage: the ring and the seen counter (src/cli/hubble.ts). */
+/** The agent's ring stage: the ring and the seen counter (src/server/hubble/service.ts). */
 function ringStage(): FlowConsumer {
   const ring = createFlowRing(4096);
   const seen = createMetricsRegistry({ processMetrics: false }).counter(catalog.hubbleFlowsSeen);

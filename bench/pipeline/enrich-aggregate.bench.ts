@@ -11,7 +11,7 @@
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
 import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
-import { annotationSpec, createMetricsModule, parseMetricsSpec, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
+import { annotationSpec, createMetricsModule, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
 import { createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
 import { createDropDecoder, reasonNames, DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
 import { createRetransDecoder, RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
@@ -19,6 +19,7 @@ import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
 import { dnsFlow } from '../../src/plugins/linux/dns/decode.js';
 import { PACKET_EVENT_SIZE } from '../../src/plugins/linux/packetparser/decode.js';
 import { buildFixture, THIS_NODE, type Fixture, type Rec } from './fixture.js';
+import { specOf } from '../../test/fakes/metrics-spec.js';
 
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const ROUNDS = envNum('BENCH_ROUNDS', 5);
@@ -52,7 +53,7 @@ function decodeBatch(fx: Fixture, recs: readonly Rec[]): Flow[] {
 
 const batchesOf = (fx: Fixture): Rec[][] => Array.from({ length: Math.ceil(fx.schedule.length / BATCH) }, (_, i) => fx.schedule.slice(i * BATCH, (i + 1) * BATCH));
 const annotation = annotationSpec(Array.from({ length: 20 }, (_, i) => `ns-${i}`));
-const forwardOnly = parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }], namespaces: { exclude: [] } });
+const forwardOnly = specOf({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname', 'namespace'], destinationLabels: ['podname', 'namespace'] }], namespaces: { exclude: [] } });
 
 interface Combo {
   readonly name: string;

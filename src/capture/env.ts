@@ -5,7 +5,7 @@
  * `encodeWorkloadEnv` is its inverse, for the Job translator. Secrets are never in this contract:
  * they are files (see `secretFiles`).
  */
-import { parseDurationMs } from '../config/duration.js';
+import { parseDurationMs } from '../config/index.js';
 import { captureBaseName } from './naming.js';
 import { goDuration } from './spec.js';
 

@@ -4,7 +4,7 @@
  * and the CLI can print it. Filters compile as Retina's do: `(inc1 or inc2) and not (exc1 or exc2)`.
  */
 import { isIP } from 'node:net';
-import { formatDurationMs, parseDurationMs } from '../config/duration.js';
+import { formatDurationMs, parseDurationMs } from '../config/index.js';
 import type { CaptureSpec, LabelSelector } from '../k8s/index.js';
 
 export const DEFAULT_DURATION_MS = 60_000;

@@ -3,13 +3,13 @@
  * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
  */
 import { configWarnings } from '../config/index.js';
-import { discardFlows } from '../flow/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
+import { startNodePipeline } from '../pipeline/index.js';
 import { createPluginManager, selectPlatform } from '../platform/index.js';
-import { startHttpServer, type RequestAuthorizer } from '../server/index.js';
+import { loadKubeAuthorizer, startHttpServer, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
-import { catchSignals, configErrorExit, exitOnFatal, readCommandLine, version, within } from './command.js';
+import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
        retina-agent diagnose --help
@@ -46,10 +46,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   for (const w of configWarnings({ agent, keys, values, podLevelOnlyPlugins })) log.warn('contradictory configuration', { keys: w.keys, problem: w.problem });
   // The event-loop delay monitor samples once per metrics interval: the agent wakes for nothing else when idle.
   const metrics = createMetricsRegistry({ eventLoopSampleMs: agent.metricsIntervalMs });
-  // The Kubernetes side (and its modules) loads only when there is an API to talk to.
+  // The API server's client (agent-k8s.ts), loaded only when there is an API to talk to.
   const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
   const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']
-    ? await (await import('./agent-k8s.js')).startAgentKubernetes({ kubeconfig, env, agent, log, metrics })
+    ? await (await import('./agent-k8s.js')).connectKubernetes({ kubeconfig, env, agent, log })
     : undefined;
   if (!k8s) log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
   // metricsAuth fails closed: without an API server to review tokens, /metrics is not served at all.
@@ -59,17 +59,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
       return 1;
     }
-    auth = (await import('../server/auth.js')).createKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
+    auth = await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
-  // Hubble (hubble.ts): a ring of enriched flows from every plugin, served over gRPC.
-  const hubble = agent.hubble.enabled ? (await import('./hubble.js')).startHubble({ agent, metrics, log, k8s, version: version() }) : undefined;
-  // Pod level: enricher -> Metrics Module (and the Hubble ring), and the IPs of interest (pod-level.ts).
-  const podLevel = agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent, metrics, log, k8s, also: hubble?.ring }) : undefined;
-  const flows = podLevel?.flows ?? hubble?.flowsWithoutPodLevel() ?? discardFlows;
+  // The flow pipeline (src/pipeline): plugins -> enricher -> Metrics Module (enablePodLevel) and the
+  // Hubble ring (hubble.enabled), with the node's one informer factory.
+  const hubble = agent.hubble.enabled
+    ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoDir: packageFile('proto/hubble') })
+    : undefined;
+  const pipeline = await startNodePipeline({ agent, metrics, log, k8s, consumers: hubble ? [{ name: 'hubble', consumer: hubble.ring }] : [] });
 
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({
-    plugins: enabled, values, agent, info: platform.info, log, metrics, flows, ...(podLevel ? { interest: podLevel.interest } : {}),
+    plugins: enabled, values, agent, info: platform.info, log, metrics, flows: pipeline.flows, interest: pipeline.interest,
   });
 
   // Liveness: the process answers, and is not on its way out (see README, /healthz).
@@ -87,13 +88,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const http = server;
   if (hubble) {
     try {
-      await hubble.listen();
+      await hubble.listen(pipeline.nodes());
     } catch (e) {
       log.error('cannot start the Hubble server', { error: errorFields(e as Error), listenAddress: `${agent.hubble.listen.host}:${agent.hubble.listen.port}`, socketPath: agent.hubble.socketPath });
       await http[Symbol.asyncDispose]();
-      await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
-    await Promise.resolve(podLevel?.[Symbol.asyncDispose]()).catch(() => undefined);
-      await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch(() => undefined);
+      await Promise.resolve(hubble[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
+      await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch(() => undefined);
+      k8s?.[Symbol.dispose]();
       return 1;
     }
   }
@@ -110,8 +111,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       code = 1;
     }
     await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
-    await Promise.resolve(podLevel?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the pod-level pipeline stopped with errors', { error: errorFields(e as Error) }));
-    await Promise.resolve(k8s?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('Kubernetes watchers stopped with errors', { error: errorFields(e as Error) }));
+    await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the flow pipeline and its Kubernetes watches stopped with errors', { error: errorFields(e as Error) }));
+    k8s?.[Symbol.dispose]();
     await http[Symbol.asyncDispose]();
     return code;
   };

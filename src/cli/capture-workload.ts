@@ -7,9 +7,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseDurationMs } from '../config/duration.js';
-import { CaptureEnvError, decodeWorkloadEnv, type WorkloadEnv } from '../capture/env.js';
-import { CaptureError, runWorkload } from '../capture/workload.js';
+import { CaptureEnvError, CaptureError, decodeWorkloadEnv, runWorkload, type WorkloadEnv } from '../capture/index.js';
+import { parseDurationMs } from '../config/index.js';
 import { createRestClient, kubernetesAvailable, loadRestConfig } from '../k8s/index.js';
 import { createLogger, LOG_LEVELS, type LogLevel, type Logger } from '../log/index.js';
 import { currentOs, loadCaptureProvider } from '../platform/index.js';

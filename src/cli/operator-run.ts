@@ -16,7 +16,7 @@ import {
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
 import { ResourceStack } from '../plugin/index.js';
-import { startHttpServer, type HttpServer } from '../server/index.js';
+import { loadKubeAuthorizer, startHttpServer, type HttpServer } from '../server/index.js';
 
 export interface RunningOperator extends AsyncDisposable {
   readonly identity: string;
@@ -120,7 +120,7 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     const m = parseAddr(cfg.metricsAddr);
     const p = parseAddr(cfg.probeAddr);
     const sec = cfg.metricsSecurity;
-    const auth = sec.auth.enabled ? (await import('../server/auth.js')).createKubeAuthorizer({ client, log: log.child({ component: 'metrics-auth' }), ...sec.auth }) : undefined;
+    const auth = sec.auth.enabled ? await loadKubeAuthorizer({ client, log: log.child({ component: 'metrics-auth' }), ...sec.auth }) : undefined;
     const health = o.health ? { health: o.health } : {};
     metricsServer = s.use(await startHttpServer({
       ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness, ...health, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),

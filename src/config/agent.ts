@@ -109,7 +109,11 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
   });
 }
 
-/** Whether plugins produce per-packet flows: for the pod-level pipeline, or for the Hubble ring. */
+/**
+ * Whether plugins produce per-packet flows: for the pod-level pipeline, or for the Hubble ring (add
+ * the next flow consumer here). Decided once, by the flow pipeline (src/pipeline/node.ts), which gives
+ * plugins a flow sink (PluginContext.flows) only then; the config checks read it for their warnings.
+ */
 export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'> }): boolean {
   return a.enablePodLevel || a.hubble?.enabled === true;
 }

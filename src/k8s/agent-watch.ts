@@ -28,6 +28,12 @@ export interface AgentWatchOptions {
   readonly initialState?: 'list' | 'stream';
   readonly onEvent?: (event: ReflectorEvent, resource: string) => void;
   readonly onRejected?: (reason: RejectReason, resource: string) => void;
+  /**
+   * The informer factory to watch through (the agent's one factory, src/pipeline, shared with the
+   * other watches of the node so no kind is watched twice); the caller owns it. Without it the watch
+   * makes and owns its own (the timing and counting options above apply only then).
+   */
+  readonly factory?: InformerFactory;
 }
 
 export interface AgentWatch extends AsyncDisposable {
@@ -44,7 +50,7 @@ export interface AgentWatch extends AsyncDisposable {
 
 
 export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
-  const factory: InformerFactory = createInformerFactory({ client: o.client, log: o.log, clock: o.clock, inactivityTimeoutMs: o.inactivityTimeoutMs, onEvent: o.onEvent, onRejected: o.onRejected, initialState: o.initialState ?? 'stream' });
+  const factory: InformerFactory = o.factory ?? createInformerFactory({ client: o.client, log: o.log, clock: o.clock, inactivityTimeoutMs: o.inactivityTimeoutMs, onEvent: o.onEvent, onRejected: o.onRejected, initialState: o.initialState ?? 'stream' });
   const subs: Disposable[] = [];
   const informers: Informer<unknown>[] = [];
   const { cache } = o;
@@ -83,7 +89,7 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
     }));
   }
   factory.start();
-  o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', resources: factory.stats().map((s) => s.resource), server: o.client.config.server });
+  o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', resources: informers.map((i) => i.stats().resource), server: o.client.config.server });
   return {
     pods,
     waitForSync: async (signal) => {
@@ -93,7 +99,7 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
     stats: () => factory.stats(),
     async [Symbol.asyncDispose]() {
       for (const s of subs) s[Symbol.dispose]();
-      await factory[Symbol.asyncDispose]();
+      if (!o.factory) await factory[Symbol.asyncDispose]();
     },
   };
 }

@@ -182,9 +182,12 @@ export function serviceTransform(s: ServiceWire): ServiceEndpoint | undefined {
 /** Nodes: InternalIP and ExternalIP addresses (v4 and v6), and the zone label. */
 export function nodeTransform(n: NodeWire): NodeEndpoint | undefined {
   const ips: string[] = [];
-  (n.status?.addresses ?? []).forEach((a, i) => {
-    if (a?.type === 'InternalIP' || a?.type === 'ExternalIP') addAddress(ips, a.address, `status.addresses[${i}].address`);
-  });
+  // InternalIPs first: the first address is the one peers dial (Hubble's Peer service).
+  for (const type of ['InternalIP', 'ExternalIP']) {
+    (n.status?.addresses ?? []).forEach((a, i) => {
+      if (a?.type === type) addAddress(ips, a.address, `status.addresses[${i}].address`);
+    });
+  }
   const zone = n.metadata.labels?.['topology.kubernetes.io/zone'] ?? n.metadata.labels?.['failure-domain.beta.kubernetes.io/zone'];
   return Object.freeze({ kind: 'node', name: n.metadata.name, ips: frozenIps(ips), zone });
 }

@@ -3,5 +3,5 @@ export type { MetricDef, MetricType } from './catalog.js';
 export { createMetricsRegistry, replaceSeries, type MetricWriters, type MetricsRegistry, type Labels } from './registry.js';
 export { SeriesFamily, SEP, cleanLabelValue, drain } from './series.js';
 export type { CustomFamily } from './registry.js';
-export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from './spec.js';
+export { validateMetricsSpec, describeIssues, annotationSpec, sameSpec, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from './spec.js';
 export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from './spec.js';

@@ -44,13 +44,6 @@ export interface SpecCheck {
   readonly warnings: readonly SpecIssue[];
 }
 
-export class SpecError extends Error {
-  override readonly name = 'SpecError';
-  constructor(readonly field: string, readonly problem: string) {
-    super(`${field}: ${problem}`);
-  }
-}
-
 /** `field: problem; field: problem`, for a status reason or a log line. */
 export function describeIssues(issues: readonly SpecIssue[]): string {
   return issues.map((i) => `${i.field}: ${i.problem}`).join('; ');
@@ -77,14 +70,6 @@ export function annotationSpec(namespaces: readonly string[]): MetricsSpec {
 
 export function sameSpec(a: MetricsSpec | undefined, b: MetricsSpec | undefined): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/** The spec the agent applies; the first error as a SpecError. Warnings: use validateMetricsSpec. */
-export function parseMetricsSpec(raw: unknown): MetricsSpec {
-  const r = validateMetricsSpec(raw);
-  const first = r.errors[0];
-  if (first || !r.spec) throw new SpecError(first?.field ?? 'spec', first?.problem ?? 'is not valid');
-  return r.spec;
 }
 
 const NAMES: readonly string[] = advancedMetricNames;

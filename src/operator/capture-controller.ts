@@ -8,15 +8,16 @@
  */
 import {
   apiVersionOf, collectionPath, isApiError, objectPath, resources, splitKey,
-  type Capture, type CaptureCondition, type CaptureNodeState, type CaptureSpec, type CaptureStatus, type EventRecorder, type Informer, type InformerFactory,
+  type Capture, type CaptureStatus, type EventRecorder, type Informer, type InformerFactory,
   type KubeList, type KubeObject, type RestClient,
 } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricWriters } from '../metrics/index.js';
 import {
-  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, CAPTURE_SERVICE_ACCOUNT, FILENAME_ANNOTATION, JobNumLimitError, TargetError, captureJobs, captureSelector,
+  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, CAPTURE_SERVICE_ACCOUNT, JobNumLimitError, TargetError, captureJobs, captureSelector,
   referencedSecrets, resolveTargets, validateCaptureSpec,
 } from '../capture/index.js';
+import { CONDITION_COMPLETE, CONDITION_ERROR, captureStatus, condition, slimCapture, slimJob, slimPod, type CaptureReason, type JobWire, type PodWire, type SlimCapture, type SlimJob, type SlimPod } from './capture-status.js';
 import { createController, type Controller, type ReconcileResult } from './controller.js';
 import { apiWrites } from './metrics.js';
 import { canonical } from './retina-endpoint-controller.js';
@@ -26,51 +27,6 @@ const SERVICE_ACCOUNTS = { group: '', version: 'v1', plural: 'serviceaccounts', 
 const WAIT_RETRY_MIN_MS = 1000;
 const WAIT_RETRY_MAX_MS = 30_000;
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', kind: 'RoleBinding', namespaced: true } as const;
-
-/** Retina's condition types and reasons (crd/api/v1alpha1/capture_types.go). */
-export const CONDITION_COMPLETE = 'complete';
-export const CONDITION_ERROR = 'error';
-export type CaptureReason = 'JobsInProgress' | 'JobsCompleted' | 'ExceedJobNumLimit' | 'FindSecretFailed' | 'CreateJobFailed' | 'CreateSecretFailed' | 'RunJobFailed' | 'OtherError';
-
-interface SlimCapture {
-  readonly namespace: string;
-  readonly name: string;
-  readonly uid: string;
-  readonly generation: number;
-  /** A status write carries it: one made from a stale cached copy gets 409, not the last word. */
-  readonly resourceVersion: string;
-  readonly deleting: boolean;
-  readonly finalizers: readonly string[];
-  readonly spec: CaptureSpec;
-  readonly status: CaptureStatus;
-}
-
-interface JobWire extends KubeObject {
-  spec?: { template?: { spec?: { nodeName?: string; volumes?: { secret?: { secretName?: string } }[] } } };
-  status?: { active?: number; succeeded?: number; failed?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
-}
-
-interface SlimJob {
-  readonly namespace: string;
-  readonly name: string;
-  readonly capture: string;
-  readonly node: string;
-  readonly done: 'Completed' | 'Failed' | undefined;
-  readonly message: string | undefined;
-  readonly secrets: readonly string[];
-}
-
-interface PodWire extends KubeObject {
-  status?: { phase?: string; containerStatuses?: { state?: { terminated?: { message?: string } } }[] };
-}
-
-interface SlimPod {
-  readonly namespace: string;
-  readonly job: string;
-  readonly phase: string;
-  readonly file: string | undefined;
-  readonly message: string | undefined;
-}
 
 export interface CaptureControllerOptions {
   readonly client: RestClient;
@@ -93,49 +49,22 @@ export interface CaptureController extends Controller {
   enqueueAll(): void;
 }
 
-function jobDone(j: JobWire): { done: SlimJob['done']; message: string | undefined } {
-  const cond = (t: string): { message?: string; reason?: string } | undefined => j.status?.conditions?.find((c) => c.type === t && c.status === 'True');
-  const failed = cond('Failed') ?? cond('FailureTarget');
-  if (failed) return { done: 'Failed', message: [failed.reason, failed.message].filter(Boolean).join(': ') || 'the Job failed' };
-  if (cond('Complete') ?? cond('SuccessCriteriaMet')) return { done: 'Completed', message: undefined };
-  if ((j.status?.succeeded ?? 0) > 0) return { done: 'Completed', message: undefined };
-  if ((j.status?.failed ?? 0) > 0) return { done: 'Failed', message: 'the capture pod failed' };
-  return { done: undefined, message: undefined };
-}
-
-/** Keeps lastTransitionTime of a condition whose status did not change. */
-function condition(prev: readonly CaptureCondition[] | undefined, type: string, status: CaptureCondition['status'], reason: CaptureReason, message: string, generation: number, now: string): CaptureCondition {
-  const old = prev?.find((c) => c.type === type);
-  const lastTransitionTime = old && old.status === status ? old.lastTransitionTime : now;
-  return { type, status, reason, message: message.slice(0, 32768), observedGeneration: generation, lastTransitionTime };
-}
-
 export function createCaptureController(o: CaptureControllerOptions): CaptureController {
   const log = o.log.child({ controller: 'capture' });
   const writes = o.metrics.counter(apiWrites);
   const captures = o.informers.informer<Capture, SlimCapture>({
     resource: resources.captures,
-    transform: (c) => ({
-      namespace: c.metadata.namespace ?? 'default', name: c.metadata.name, uid: c.metadata.uid ?? '', generation: c.metadata.generation ?? 0, resourceVersion: c.metadata.resourceVersion ?? '',
-      deleting: Boolean(c.metadata.deletionTimestamp), finalizers: c.metadata.finalizers ?? [], spec: c.spec, status: c.status ?? {},
-    }),
+    transform: slimCapture,
   });
   const jobs: Informer<SlimJob> = o.informers.informer<JobWire, SlimJob>({
     resource: resources.jobs,
     labelSelector: captureSelector(),
-    transform: (j) => ({
-      namespace: j.metadata.namespace ?? '', name: j.metadata.name, capture: j.metadata.labels?.[CAPTURE_NAME_LABEL] ?? '',
-      node: j.spec?.template?.spec?.nodeName ?? '', ...jobDone(j), secrets: referencedSecrets(j),
-    }),
+    transform: slimJob,
   });
   const pods: Informer<SlimPod> = o.informers.informer<PodWire, SlimPod>({
     resource: resources.pods,
     labelSelector: captureSelector(),
-    transform: (p) => ({
-      namespace: p.metadata.namespace ?? '', job: p.metadata.labels?.['job-name'] ?? p.metadata.ownerReferences?.find((r) => r.kind === 'Job')?.name ?? '',
-      phase: p.status?.phase ?? 'Pending', file: p.metadata.annotations?.[FILENAME_ANNOTATION],
-      message: p.status?.containerStatuses?.map((c) => c.state?.terminated?.message).find((m) => m)?.trim(),
-    }),
+    transform: slimPod,
   });
 
   const capturePath = (c: SlimCapture, sub?: 'status'): string => objectPath(resources.captures, c.namespace, c.name, sub);
@@ -320,35 +249,7 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   }
 
   /** The status that the Jobs and Pods in the stores say. */
-  function aggregate(c: SlimCapture, own: readonly SlimJob[]): CaptureStatus {
-    const podsOf = new Map<string, SlimPod>();
-    for (const p of pods.list()) if (p.namespace === c.namespace && p.job) podsOf.set(p.job, p);
-    const nodes = own.map((j) => {
-      const p = podsOf.get(j.name);
-      const state: CaptureNodeState = j.done ?? (p?.phase === 'Running' ? 'Running' : p?.phase === 'Succeeded' ? 'Completed' : p?.phase === 'Failed' ? 'Failed' : 'Pending');
-      const message = state === 'Failed' ? (p?.message || j.message) : undefined;
-      return { name: j.node, job: j.name, state, ...(p?.file ? { file: p.file } : {}), ...(message ? { message: message.slice(0, 4096) } : {}) };
-    }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const count = (s: CaptureNodeState): number => nodes.filter((n) => n.state === s).length;
-    const nodeCounts = { pending: count('Pending'), running: count('Running'), completed: count('Completed'), failed: count('Failed'), uploaded: nodes.filter((n) => n.file).length };
-    const active = nodeCounts.pending + nodeCounts.running;
-    const now = new Date().toISOString();
-    const conditions: CaptureCondition[] = [];
-    let completionTime = c.status.completionTime;
-    if (active > 0) {
-      conditions.push(condition(c.status.conditions, CONDITION_COMPLETE, 'False', 'JobsInProgress', `${active} of ${nodes.length} capture job(s) in progress`, c.generation, now));
-    } else {
-      completionTime ??= now;
-      conditions.push(condition(c.status.conditions, CONDITION_COMPLETE, 'True', 'JobsCompleted', `${nodeCounts.completed} of ${nodes.length} capture job(s) succeeded`, c.generation, now));
-      if (nodeCounts.failed > 0) {
-        const which = nodes.filter((n) => n.state === 'Failed').map((n) => `${n.name}${n.message ? ` (${n.message})` : ''}`).join('; ');
-        conditions.push(condition(c.status.conditions, CONDITION_ERROR, 'True', 'RunJobFailed', `${nodeCounts.failed} capture job(s) failed: ${which}`, c.generation, now));
-      }
-    }
-    const status: CaptureStatus = { startTime: c.status.startTime, active, succeeded: nodeCounts.completed, failed: nodeCounts.failed, nodeCounts, nodes, conditions };
-    if (completionTime) status.completionTime = completionTime;
-    return status;
-  }
+  const aggregate = (c: SlimCapture, own: readonly SlimJob[]): CaptureStatus => captureStatus(c, own, pods.list(), new Date().toISOString());
 
   async function reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
     if (!captures.synced || !jobs.synced || !pods.synced) return { requeueAfterMs: 500 };

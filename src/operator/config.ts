@@ -4,7 +4,7 @@
  */
 import { InvalidValue, boolKey, durationKey, enumKey, intKey, listKey, metricsSecurityConfig, metricsSecurityKeys, stringKey, type ConfigSpec, type KeySpec, type LoadedValues, type MetricsSecurityConfig } from '../config/index.js';
 import { LOG_LEVELS, type LogLevel } from '../log/index.js';
-import { DEFAULT_HOSTPATH_BASE_DIR, DEFAULT_IMAGE_REPOSITORY, DEFAULT_WINDOWS_IMAGE_REPOSITORY } from '../capture/job.js';
+import { DEFAULT_HOSTPATH_BASE_DIR, DEFAULT_IMAGE_REPOSITORY, DEFAULT_WINDOWS_IMAGE_REPOSITORY } from '../capture/index.js';
 
 /** A string key whose value must be an absolute path (Retina: captureHostPathBaseDir). */
 function absolutePathKey(key: string, def: string, doc: string): KeySpec<string> {

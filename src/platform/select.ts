@@ -2,7 +2,7 @@
  * The only place that reads `process.platform`: detects the host and loads this OS's plugin list
  * with a dynamic import, so a Windows node never loads Linux code (and the other way round).
  */
-import type { CaptureProvider } from '../capture/provider.js';
+import type { CaptureProvider } from '../capture/index.js';
 import type { AnyPluginDefinition, OsName } from '../plugin/index.js';
 import type { PlatformInfo } from './capabilities.js';
 import type { OsDiagnoseModule } from './diagnose.js';

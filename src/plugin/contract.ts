@@ -66,8 +66,12 @@ export interface PluginContext<C> {
   readonly log: Logger;
   readonly metrics: MetricWriters;
   readonly self: SelfMetrics;
-  /** Where flows go; a sink that discards them when pod-level metrics are off. */
-  readonly flows: FlowConsumer;
+  /**
+   * Where flows go (the node's flow pipeline, src/pipeline), or undefined when no flows are wanted
+   * (neither enablePodLevel nor hubble.enabled): the one place a plugin learns it, on every OS. A
+   * plugin then builds and attaches nothing that only produces flows.
+   */
+  readonly flows: FlowConsumer | undefined;
   /** Which IPs flows are wanted for (pod-level plugins that filter in the kernel). */
   readonly interest: IpInterest;
   /** Aborted when the plugin is being stopped. */

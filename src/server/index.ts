@@ -13,13 +13,18 @@
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log/index.js';
-import type { RequestAuthorizer } from './auth.js';
+import type { KubeAuthorizerOptions, RequestAuthorizer } from './auth.js';
 import type { TlsFiles } from './tls.js';
 
 // Types only: auth.ts and tls.ts load node:crypto and node:tls (several MB of RSS), so they are
 // imported when metricsAuth or metricsTLS is on (`import('./server/auth.js')`), never by default.
 export type { AuthDecision, KubeAuthorizerOptions, RequestAuthorizer } from './auth.js';
 export type { TlsFiles, TlsPair } from './tls.js';
+
+/** The Kubernetes authorizer of /metrics (auth.ts), loaded on demand: only when metricsAuth is on. */
+export async function loadKubeAuthorizer(o: KubeAuthorizerOptions): Promise<RequestAuthorizer> {
+  return (await import('./auth.js')).createKubeAuthorizer(o);
+}
 
 // node:http through getBuiltinModule, not an ES import: building the ES namespace of node:http reads
 // every export, and its WebSocket getters load Node's bundled undici (about 6 MB anonymous and 4 MB

@@ -13,13 +13,14 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { PodEndpoint } from '../../src/cache/index.js';
-import { startPodForgetter } from '../../src/cli/pod-level-forget.js';
+import { startPodForgetter } from '../../src/pipeline/pod-level-forget.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
 import { createFlow, type Flow } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createMetricsModule, parseMetricsSpec } from '../../src/metrics/module/index.js';
+import { createMetricsModule } from '../../src/metrics/module/index.js';
 import { fakePodWatch } from '../fakes/informer.js';
+import { specOf } from '../fakes/metrics-spec.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -49,7 +50,7 @@ async function fullGc(): Promise<void> {
 async function churn(remoteContext: boolean): Promise<{ collected: number; tracked: number; bytesPerPod: number; series: number; baseline: number }> {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const module = createMetricsModule({ metrics, remoteContext, nodeName: 'node-1' });
-  module.apply(parseMetricsSpec(SPEC));
+  module.apply(specOf(SPEC));
   const { pods, cache, add, del } = fakePodWatch();
   using _forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, graceMs: 20 });
   const lookup = cacheLookup(cache);

@@ -12,13 +12,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { PodEndpoint } from '../../src/cache/index.js';
-import { startPodForgetter } from '../../src/cli/pod-level-forget.js';
+import { startPodForgetter } from '../../src/pipeline/pod-level-forget.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
 import { createFlow, type Flow } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createMetricsModule, parseMetricsSpec, type GonePods } from '../../src/metrics/module/index.js';
+import { createMetricsModule, type GonePods } from '../../src/metrics/module/index.js';
 import { fakePodWatch } from '../fakes/informer.js';
+import { specOf } from '../fakes/metrics-spec.js';
 
 const PODS = 5000;
 const PER_TICK = 10;
@@ -68,7 +69,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 async function churn(remoteContext: boolean) {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const module = createMetricsModule({ metrics, remoteContext, nodeName: 'node-1', maxSeriesPerMetric: MAX_SERIES });
-  module.apply(parseMetricsSpec(SPEC));
+  module.apply(specOf(SPEC));
   const { pods: informer, cache, add, del } = fakePodWatch();
   /** Each pass: pods, and the longest step in CPU and wall time (ms). */
   const passes: { pods: number; steps: number; maxStepCpuMs: number; maxStepMs: number }[] = [];

@@ -22,7 +22,13 @@ const tree: Record<string, string[]> = {
   'src/k8s/index.ts': ['cache/index', 'config/index', 'metrics/index', 'enricher/index'],
   'src/enricher/index.ts': ['flow/index', 'metrics/module/index'],
   'src/cache/index.ts': ['flow/index'],
-  'src/cli/agent.ts': ['metrics/module/index', 'k8s/index', 'plugins/linux/p/index', 'stray/index'],
+  'src/cli/agent.ts': ['metrics/module/index', 'k8s/index', 'k8s/rest', 'plugins/linux/p/index', 'pipeline/index', 'server/hubble/index', 'stray/index'],
+  'src/k8s/rest.ts': ['k8s/index'],
+  // The flow pipeline: the enricher, the cache, k8s and the Metrics Module yes; plugins, ffi, server no.
+  'src/pipeline/index.ts': ['k8s/index', 'enricher/index', 'cache/index', 'metrics/module/index', 'metrics/index', 'plugin/index', 'config/index', 'flow/index', 'plugins/linux/p/index', 'ffi/linux/index', 'server/index'],
+  // server/hubble has its own, narrower row than server's: no plugin contract, no pipeline.
+  'src/server/index.ts': ['plugin/index', 'k8s/index'],
+  'src/server/hubble/index.ts': ['k8s/index', 'flow/index', 'metrics/index', 'plugin/index', 'pipeline/index'],
   'src/metrics/module/index.ts': ['metrics/index', 'flow/index', 'config/index'],
   'src/metrics/index.ts': [],
   'src/plugin/index.ts': [],
@@ -54,10 +60,16 @@ test('dependency-cruiser flags exactly the imports the layer table forbids', () 
       .sort();
     assert.deepEqual(found, [
       'src/cache/index.ts -> src/flow/index.ts (cache-imports-only-down)',
+      'src/cli/agent.ts -> src/k8s/rest.ts (through-index)',
       'src/cli/agent.ts -> src/stray/index.ts (layer-in-the-table)',
       'src/enricher/index.ts -> src/metrics/module/index.ts (enricher-imports-only-down)',
-      'src/enricher/index.ts -> src/metrics/module/index.ts (metrics-module-only-from-cli)',
+      'src/enricher/index.ts -> src/metrics/module/index.ts (metrics-module-only-from-pipeline)',
       'src/ffi/linux/index.ts -> src/config/index.ts (ffi-imports-only-down)',
+      'src/pipeline/index.ts -> src/ffi/linux/index.ts (pipeline-imports-only-down)',
+      'src/pipeline/index.ts -> src/plugins/linux/p/index.ts (pipeline-imports-only-down)',
+      'src/pipeline/index.ts -> src/server/index.ts (pipeline-imports-only-down)',
+      'src/server/hubble/index.ts -> src/pipeline/index.ts (server/hubble-imports-only-down)',
+      'src/server/hubble/index.ts -> src/plugin/index.ts (server/hubble-imports-only-down)',
       'src/ffi/linux/index.ts -> src/metrics/index.ts (ffi-imports-only-down)',
       'src/ffi/linux/index.ts -> src/plugins/linux/p/index.ts (ffi-imports-only-down)',
       'src/k8s/index.ts -> src/enricher/index.ts (k8s-imports-only-down)',
@@ -65,7 +77,7 @@ test('dependency-cruiser flags exactly the imports the layer table forbids', () 
       'src/plugins/linux/p/index.ts -> src/cache/index.ts (plugins-imports-only-down)',
       'src/plugins/linux/p/index.ts -> src/enricher/index.ts (plugins-imports-only-down)',
       'src/plugins/linux/p/index.ts -> src/k8s/index.ts (plugins-imports-only-down)',
-      'src/plugins/linux/p/index.ts -> src/metrics/module/index.ts (metrics-module-only-from-cli)',
+      'src/plugins/linux/p/index.ts -> src/metrics/module/index.ts (metrics-module-only-from-pipeline)',
       'src/plugins/windows/w/index.ts -> src/ffi/linux/index.ts (no-cross-os-2)',
     ].sort());
   } finally {

@@ -11,7 +11,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { agentConfig, agentKeys, collectSpecs, loadValues, pick, type ConfigSpec } from '../../src/config/index.js';
-import { discardFlows } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
 import { currentOs, detect, loadPlugins, missingHooks, type PlatformInfo } from '../../src/platform/index.js';
@@ -67,7 +66,7 @@ function contextFor(def: AnyPluginDefinition, statuses: string[]): { ctx: Plugin
     ctx: {
       config: pick(def.config, values), agent: agentConfig(keys, values), log: silentLogger, metrics,
       self: { lostEvents: () => undefined, parsedPackets: () => undefined },
-      flows: discardFlows, interest: everyIp, signal: abort.signal,
+      flows: undefined, interest: everyIp, signal: abort.signal, // the defaults: no flows wanted
       status: { ok: () => statuses.push('ok'), degraded: (source, r) => statuses.push(`degraded: ${source}: ${r}`), failed: (e) => statuses.push(`failed: ${String(e)}`) },
     },
   };

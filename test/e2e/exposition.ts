@@ -70,7 +70,7 @@ const COUNT_SUFFIX = 'non-histogram and non-summary metrics should not have "_co
 const COUNTER_IN_NAME = "metric name should not include type 'counter'";
 
 /**
- * promtool findings allowed for names the contract (/work/shared/CONTRACT.md, "Metrics") takes from
+ * promtool findings allowed for names the project's user contract ("Metrics") takes from
  * Microsoft Retina so dashboards and alerts carry over. Retina exports these counters without
  * `_total`, and counters and gauges with `_count`/`_counter` in the name; renaming them would break
  * its users' queries. Families that are ours (not in the contract) get no entry: name them right. Each entry

@@ -1,5 +1,5 @@
 /** A PluginContext for driving a plugin directly in a test: collecting logger, flows and status. */
-import { agentConfig, agentKeys, collectSpecs, loadValues, type AgentConfig } from '../../src/config/index.js';
+import { agentConfig, agentKeys, collectSpecs, flowsWanted, loadValues, type AgentConfig } from '../../src/config/index.js';
 import type { FlowBatch } from '../../src/flow/index.js';
 import type { LogFields, Logger } from '../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
@@ -27,10 +27,12 @@ export function fakeContext<C>(config: C, agent: Partial<AgentConfig> = {}): { c
     const at = (level: string) => (msg: string, fields: LogFields = {}) => void got.logs.push({ level, msg, fields: { ...base, ...fields }, at: Date.now() });
     return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (f) => logger({ ...base, ...f }) };
   };
+  const agentCfg = testAgentConfig(agent);
   const ctx: PluginContext<C> = {
-    config, agent: testAgentConfig(agent), log: logger({}), metrics: got.metrics,
+    config, agent: agentCfg, log: logger({}), metrics: got.metrics,
     self: { lostEvents: (type, n) => void got.lost.push({ type, n }), parsedPackets: () => undefined },
-    flows: { consume: (b) => void got.batches.push(b) },
+    // As the agent decides it (src/pipeline): a sink only when flows are wanted.
+    flows: flowsWanted(agentCfg) ? { consume: (b) => void got.batches.push(b) } : undefined,
     interest: everyIp,
     signal: new AbortController().signal,
     status: { ok: (src) => void got.status.push(`ok: ${src}`), degraded: (src, r) => void got.status.push(`degraded: ${src}: ${r}`), failed: (e) => void got.status.push(`failed: ${String(e)}`) },

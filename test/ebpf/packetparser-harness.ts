@@ -82,7 +82,7 @@ async function run(c: Command): Promise<unknown> {
       };
       const api = c.apiServer ? new Set(c.apiServer) : undefined;
       const latency = api ? createApiServerLatency({ metrics: made.got.metrics, isApiServer: (ip) => api.has(ip) }) : undefined;
-      const flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows.consume(b), latency.consume(b)) } : made.ctx.flows;
+      const flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
       handle = await runPacketparser({ ...made.ctx, interest, flows }, c.timing ?? {});
       return { status: got.status };
     }

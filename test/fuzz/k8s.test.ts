@@ -10,7 +10,7 @@ import { isIP } from 'node:net';
 import { normalizeIp } from '../../src/cache/index.js';
 import { endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, podTransform, serviceTransform } from '../../src/k8s/slim.js';
 import type { RetinaEndpoint } from '../../src/k8s/crd/retina-endpoint.js';
-import { SpecError, parseMetricsSpec, validateMetricsSpec } from '../../src/metrics/spec.js';
+import { validateMetricsSpec } from '../../src/metrics/index.js';
 import { fc, fuzzer, onlyThrows, timed } from './harness.js';
 
 const fuzz = fuzzer(import.meta.url);
@@ -118,8 +118,6 @@ fuzz('metrics-spec', specArb, (raw) => {
   const check = timed('validateMetricsSpec', () => validateMetricsSpec(raw));
   for (const i of [...check.errors, ...check.warnings]) assert.match(i.field, /^spec(\.|$)/, `issue without a field: ${JSON.stringify(i)}`);
   assert.equal(check.spec === undefined, check.errors.length > 0);
-  const strict = onlyThrows([SpecError], () => parseMetricsSpec(raw));
-  assert.equal(strict.ok, check.errors.length === 0);
   if (check.spec) {
     for (const o of check.spec.contextOptions) assert.ok(Number.isFinite(o.ttlMs) && o.ttlMs >= 0, `ttl ${o.ttlMs}`);
     assert.doesNotThrow(() => JSON.stringify(check.spec));

@@ -11,7 +11,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { BatchV1Api, CoreV1Api, Exec, KubeConfig, type V1Node, type V1Pod, type V1Status } from '@kubernetes/client-node';
-import { isNodeTarball, tarballFromAnnotation } from '../../capture/naming.js';
+import { isNodeTarball, tarballFromAnnotation } from '../../capture/index.js';
 import { Progress, type ProgressSink } from './download-progress.js';
 
 export const HOSTPATH_ANNOTATION = 'retina-capture-hostpath';

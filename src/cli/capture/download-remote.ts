@@ -8,7 +8,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BLOB_CAPTURE_METADATA, S3_CAPTURE_METADATA } from '../../capture/naming.js';
+import { BLOB_CAPTURE_METADATA, S3_CAPTURE_METADATA } from '../../capture/index.js';
 import { Progress, type ProgressSink } from './download-progress.js';
 import { DownloadError } from './download-nodes.js';
 

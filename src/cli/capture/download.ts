@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { create as tarCreate } from 'tar';
-import { allCapturesBundleName } from '../../capture/naming.js';
+import { allCapturesBundleName } from '../../capture/index.js';
 import { DownloadError, NodeDownloader, type CaptureRef } from './download-nodes.js';
 import type { ProgressSink } from './download-progress.js';
 import { downloadFromBlob, downloadFromS3, redactSas } from './download-remote.js';

@@ -1,7 +1,9 @@
 /**
- * Which kernel hook each eBPF plugin uses, decided in one place. These machines have no kprobes
- * and no fentry, so everything is a BTF raw tracepoint (tp_btf), tc or a socket filter; a kernel
- * that offers other hooks gets other choices here, and the plugins follow.
+ * Which kernel hook each eBPF plugin uses, decided in one place from the running kernel's BTF. By
+ * design no plugin uses kprobes or fentry: every hook is a BTF raw tracepoint (tp_btf), tc or a
+ * socket filter. dropreason needs kfree_skb with its drop reason (Linux 5.17+); tcpretrans picks
+ * the program for its tracepoint's signature (6.12+ adds `err`); tc and the socket filter are
+ * fixed. How tc attaches (tcx or clsact) is tc.ts's choice, at attach time.
  */
 import { tracepointArgCount, tracepointArgTypes } from './btf.js';
 

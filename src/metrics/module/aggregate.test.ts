@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createFlow, type Endpoint, type Flow, type ObservationPoint } from '../../flow/index.js';
 import { createMetricsRegistry } from '../registry.js';
-import { createMetricsModule, parseMetricsSpec, type MetricsModule } from './index.js';
+import { createMetricsModule, type MetricsModule } from './index.js';
+import { specOf } from '../../../test/fakes/metrics-spec.js';
 
 /** Retina requires namespaces.include or .exclude; `exclude: []` is every namespace. */
 const allNamespaces = (spec: unknown): unknown => ({ namespaces: { exclude: [] }, ...(spec as object) });
@@ -29,7 +30,7 @@ function setup(remoteContext: boolean, spec: unknown, o: { nodeName?: string; ma
   const metrics = createMetricsRegistry({ processMetrics: false });
   const t = o.t ?? { now: 1000 };
   const mod: MetricsModule = createMetricsModule({ metrics, remoteContext, now: () => t.now, maxSeriesPerMetric: o.max ?? 1000, ...(o.nodeName === undefined ? {} : { nodeName: o.nodeName }) });
-  mod.apply(parseMetricsSpec(allNamespaces(spec)));
+  mod.apply(specOf(allNamespaces(spec)));
   const text = async (): Promise<string> => (await metrics.expose()).body;
   /** Sum of a family's series values whose line matches `re`. */
   const sum = async (family: string, re = /./): Promise<number> => {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createFlow, type Endpoint, type Flow } from '../../flow/index.js';
 import { createMetricsRegistry } from '../registry.js';
-import { createMetricsModule, parseMetricsSpec, type GonePods } from './index.js';
+import { createMetricsModule, type GonePods } from './index.js';
+import { specOf } from '../../../test/fakes/metrics-spec.js';
 
 // A (dual-stack) and B are pods of node-1 in namespace shop, of one Deployment.
 const pod = (podName: string): Endpoint => ({ namespace: 'shop', podName, workloadKind: 'Deployment', workloadName: 'web', service: 'web', nodeName: 'node-1', zone: 'z1', labels: {} });
@@ -24,7 +25,7 @@ const GONE_A: GonePods = { pods: [{ namespace: 'shop', name: 'a' }], names: ['a'
 function setup(remoteContext: boolean, option: object) {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const mod = createMetricsModule({ metrics, remoteContext, nodeName: 'node-1' });
-  mod.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', ...option }], namespaces: { exclude: [] } }));
+  mod.apply(specOf({ contextOptions: [{ metricName: 'forward_count', ...option }], namespaces: { exclude: [] } }));
   mod.consume({ source: 't', flows: TRAFFIC });
   const lines = async (): Promise<string[]> => (await metrics.expose()).body.split('\n').filter((l) => l.startsWith('networkobservability_adv_forward_count{'));
   return { mod, lines };
@@ -94,7 +95,7 @@ describe('metrics module: deleted pods\' series', () => {
   it('removes many pods in one pass and leaves others', async () => {
     const metrics = createMetricsRegistry({ processMetrics: false });
     const mod = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-1' });
-    mod.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname'], destinationLabels: ['ip'] }], namespaces: { exclude: [] } }));
+    mod.apply(specOf({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname'], destinationLabels: ['ip'] }], namespaces: { exclude: [] } }));
     const flows = Array.from({ length: 1000 }, (_, i) => fwd(pod(`p${i}`), `10.1.${i >> 8}.${i & 255}`, B, '10.0.0.2'));
     mod.consume({ source: 't', flows });
     const gone: GonePods = { pods: [], names: Array.from({ length: 600 }, (_, i) => `p${i}`), ips: [] };

@@ -17,7 +17,7 @@ import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from '../spec.js';
 
-export { parseMetricsSpec, validateMetricsSpec, describeIssues, annotationSpec, sameSpec, SpecError, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
+export { validateMetricsSpec, describeIssues, annotationSpec, sameSpec, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
 export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from '../spec.js';
 export type { GonePods } from './forget.js';
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createFlow, type Endpoint, type Flow } from '../../flow/index.js';
 import { createMetricsRegistry } from '../registry.js';
-import { annotationSpec, createMetricsModule, parseMetricsSpec } from './index.js';
+import { annotationSpec, createMetricsModule } from './index.js';
+import { specOf } from '../../../test/fakes/metrics-spec.js';
 
 /** Retina requires namespaces.include or .exclude; `exclude: []` is every namespace. */
 const allNamespaces = (spec: unknown): unknown => ({ namespaces: { exclude: [] }, ...(spec as object) });
@@ -20,7 +21,7 @@ function fwd(over: Partial<Flow> = {}): Flow {
 function setup(remoteContext: boolean, spec: unknown, t = { now: 1000 }) {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const mod = createMetricsModule({ metrics, remoteContext, now: () => t.now, maxSeriesPerMetric: 5 });
-  mod.apply(parseMetricsSpec(allNamespaces(spec)));
+  mod.apply(specOf(allNamespaces(spec)));
   const text = async () => (await metrics.expose()).body;
   return { mod, text, t };
 }
@@ -82,9 +83,9 @@ describe('metrics module: configuration changes and series life', () => {
   it('applies a new spec without restarting: families and labels change, an unchanged spec is a no-op', async () => {
     const { mod, text } = setup(true, { contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname'] }] });
     mod.consume({ source: 't', flows: [fwd()] });
-    mod.apply(parseMetricsSpec(allNamespaces({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname'] }] })));
+    mod.apply(specOf(allNamespaces({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['podname'] }] })));
     assert.match(await text(), /source_podname="web-1"\} 3/);
-    mod.apply(parseMetricsSpec(allNamespaces({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['namespace'] }, { metricName: 'drop_count' }] })));
+    mod.apply(specOf(allNamespaces({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['namespace'] }, { metricName: 'drop_count' }] })));
     mod.consume({ source: 't', flows: [fwd()] });
     const body = await text();
     assert.doesNotMatch(body, /source_podname/);
@@ -141,10 +142,10 @@ describe('metrics module: API-server latency', () => {
   it('turns on with the node_apiserver_* metrics and off with them', async () => {
     const metrics = createMetricsRegistry({ processMetrics: false });
     const mod = createMetricsModule({ metrics, remoteContext: true, isApiServer: (ip) => ip === '10.0.0.2' });
-    mod.apply(parseMetricsSpec(allNamespaces({ contextOptions: [{ metricName: 'node_apiserver_latency' }] })));
+    mod.apply(specOf(allNamespaces({ contextOptions: [{ metricName: 'node_apiserver_latency' }] })));
     mod.consume({ source: 't', flows: [fwd({ tcpFlags: 0x18, tcpTsval: 5, timeMs: 100 }), fwd({ srcIp: '10.0.0.2', dstIp: '10.0.0.1', srcPort: 5432, dstPort: 40000, tcpFlags: 0x10, tcpTsecr: 5, timeMs: 104 })] });
     assert.match((await metrics.expose()).body, /adv_node_apiserver_latency_sum 4/);
-    mod.apply(parseMetricsSpec(allNamespaces({ contextOptions: [{ metricName: 'forward_count' }] })));
+    mod.apply(specOf(allNamespaces({ contextOptions: [{ metricName: 'forward_count' }] })));
     assert.doesNotMatch((await metrics.expose()).body, /apiserver/);
   });
 });

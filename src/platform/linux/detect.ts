@@ -1,5 +1,5 @@
 /** Linux host detection: kernel version, BTF, tracepoints, tc, privileges. */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { arch, release } from 'node:os';
 import { kernelAtLeast, parseKernelVersion, type PlatformInfo } from '../capabilities.js';
 
@@ -91,14 +91,5 @@ function hasTcClsact(): boolean {
     return dep.includes('sch_ingress');
   } catch {
     return existsSync('/proc/net/psched');
-  }
-}
-
-/** Interface names under /sys/class/net (used by detect consumers and tests). */
-export function listInterfaces(): string[] {
-  try {
-    return readdirSync('/sys/class/net');
-  } catch {
-    return [];
   }
 }

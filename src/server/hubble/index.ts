@@ -4,3 +4,5 @@ export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } f
 export { loadHubbleProtos, PROTO_OPTIONS, type HubbleProtos } from './proto.js';
 export { startHubbleServer, type HubblePeer, type HubbleServer, type HubbleServerOptions, type PeerChange, type PeerSource } from './server.js';
 export { compileFlowFilters, FilterError, type FlowMatcher } from './filter.js';
+export { createHubbleService, type HubbleService, type HubbleServiceOptions } from './service.js';
+export { hostPort, nodePeers, selfPeer, type PeerNode } from './peers.js';

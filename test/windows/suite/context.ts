@@ -1,6 +1,5 @@
 /** A plugin context over a fresh registry, with the statuses recorded (Windows suite). */
 import { agentConfig, agentKeys, collectSpecs, loadValues, pick, type ConfigSpec } from '../../../src/config/index.js';
-import { discardFlows } from '../../../src/flow/index.js';
 import { silentLogger } from '../../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../../src/metrics/index.js';
 import { everyIp, type AnyPluginDefinition, type PluginContext } from '../../../src/plugin/index.js';
@@ -16,7 +15,7 @@ export function pluginContext(def: AnyPluginDefinition, intervalMs = 200): { ctx
     ctx: {
       config: pick(def.config, values), agent: agentConfig(keys, values), log: silentLogger, metrics,
       self: { lostEvents: () => undefined, parsedPackets: () => undefined },
-      flows: discardFlows, interest: everyIp, signal: abort.signal,
+      flows: undefined, interest: everyIp, signal: abort.signal, // the defaults: no flows wanted
       status: { ok: (s) => statuses.push(`ok: ${s}`), degraded: (s, r) => statuses.push(`degraded: ${s}: ${r}`), failed: (e) => statuses.push(`failed: ${String(e)}`) },
     },
   };

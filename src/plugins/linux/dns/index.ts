@@ -3,7 +3,6 @@
  * by a socket filter into a ring buffer and parsed here. See README.md.
  */
 import { attachPacketSocketFilter, dnsHooks, openBpfObject } from '../../../ffi/linux/index.js';
-import { flowsWanted } from '../../../config/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, type HookSpec } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -43,7 +42,7 @@ export const dns = definePlugin<DnsConfig>({
       const responses = ctx.metrics.counter(catalog.dnsResponseCount);
       requests.inc(0);
       responses.inc(0);
-      const podLevel = flowsWanted(ctx.agent);
+      const podLevel = ctx.flows !== undefined;
       const clock = kernelClock();
       wireEvents<DnsRecord | undefined>(s, ctx, obj, {
         source: 'dns', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: tryDecodeDnsEvent, clock,

@@ -3,7 +3,6 @@
  * tp_btf/kfree_skb, aggregated in the kernel per CPU. See README.md.
  */
 import { dropreasonHooks, type DropReasonSource, type HookChoice, kernelEnum, perCpuReader } from '../../../ffi/linux/index.js';
-import { flowsWanted } from '../../../config/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -41,7 +40,7 @@ export function runDropreason(ctx: PluginContext<DropreasonConfig>, chooseHooks:
     const [hook] = onHook(ctx.log, 'tp_btf/kfree_skb', () => chooseHooks({ forceNoReason: ctx.config.dropReasonFallback === 'always' }));
     if (!hook) throw new Error('no dropreason hook chosen');
     const source = hook.source ?? 'reason';
-    const podLevel = flowsWanted(ctx.agent);
+    const podLevel = ctx.flows !== undefined;
     const reasons = source === 'reason' ? onHook(ctx.log, hook.label, () => kernelEnum('skb_drop_reason') ?? new Map<number, string>()) : FALLBACK_REASONS;
     const reasonName = reasonNames(reasons, ctx.config.dropReasonNames);
     const rodata = source === 'noreason' ? fallbackRodata(ctx) : notDropRodata(reasons);

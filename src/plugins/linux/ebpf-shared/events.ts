@@ -66,5 +66,5 @@ export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj
 
 /** Hands flows on as one batch (nothing when empty). */
 export function emitFlows(ctx: PluginContext<unknown>, source: string, flows: Flow[]): void {
-  if (flows.length) ctx.flows.consume({ source, flows });
+  if (flows.length) ctx.flows?.consume({ source, flows });
 }

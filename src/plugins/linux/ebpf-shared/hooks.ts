@@ -3,7 +3,7 @@
  * PermanentError) or only busy for now (EAGAIN, ENOMEM, EBUSY: a retryable error), and the
  * load-and-attach the tracepoint plugins share.
  */
-import { enumKey, flowsWanted, type KeySpec } from '../../../config/index.js';
+import { enumKey, type KeySpec } from '../../../config/index.js';
 import { attachBySection, openBpfObject, type BpfObject, type HookChoice } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
 import { PermanentError, errMessage, retryableErrno, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
@@ -53,7 +53,7 @@ export function loadTracepointObject(
   s: ResourceStack, ctx: PluginContext<unknown>, name: string, hook: HookChoice, eventsMap: string, podLevelRingSize: number,
   rodata: Readonly<Record<string, number | boolean | bigint>> = {},
 ): BpfObject {
-  const podLevel = flowsWanted(ctx.agent);
+  const podLevel = ctx.flows !== undefined;
   const ringSize = eventRingSize(podLevel, podLevelRingSize);
   const obj = s.use(
     onHook(ctx.log, hook.label, () =>

@@ -2,8 +2,7 @@
  * linuxutil: node-level TCP/UDP/IP counters from /proc/net and per-interface statistics from a
  * netlink link dump and ethtool, refreshed every metricsIntervalDuration. See README.md.
  */
-import { openEthtool, type EthtoolClient } from '../../../ffi/linux/ethtool.js';
-import { openLinkDumper } from '../../../ffi/linux/netlink.js';
+import { openEthtool, openLinkDumper, type EthtoolClient } from '../../../ffi/linux/index.js';
 import { ResourceStack, definePlugin, errMessage, poll, type HookSpec, type PluginDefinition } from '../../../plugin/index.js';
 import { EMITS, degradedReason, publish, readAll } from './collect.js';
 import { linuxutilConfig, type LinuxutilConfig } from './config.js';

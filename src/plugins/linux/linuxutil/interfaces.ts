@@ -12,9 +12,7 @@
  * shape. Drivers without ethtool stats (EOPNOTSUPP) are remembered per interface (name and ifindex)
  * and not asked again until the interface goes away and comes back.
  */
-import type { EthtoolClient, EthtoolStats } from '../../../ffi/linux/ethtool.js';
-import { errnos } from '../../../ffi/linux/libc.js';
-import { LINK_STAT_NAMES, type LinkInfo } from '../../../ffi/linux/netlink.js';
+import { LINK_STAT_NAMES, errnos, type EthtoolClient, type EthtoolStats, type LinkInfo } from '../../../ffi/linux/index.js';
 import type { Row } from './curated.js';
 import type { ReadFailure } from './proc.js';
 

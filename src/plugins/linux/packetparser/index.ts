@@ -7,7 +7,6 @@ import {
   attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
-import { flowsWanted } from '../../../config/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -59,7 +58,7 @@ export interface PacketparserTiming {
 /** Starts the plugin; tests pass shorter timings. */
 export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
   return ResourceStack.build(async (s) => {
-    if (!flowsWanted(ctx.agent)) {
+    if (!ctx.flows) {
       ctx.log.warn('enablePodLevel is false and hubble.enabled is false: packetparser attaches nothing');
       ctx.status.degraded('enablePodLevel', 'enablePodLevel is false and hubble.enabled is false: packetparser has nothing to feed');
       return;

@@ -3,7 +3,6 @@
  * ours, tcp_retransmission_count, and per-connection records for the pod-level pipeline. See README.md.
  */
 import { perCpuReader, tcpretransHooks, type HookChoice } from '../../../ffi/linux/index.js';
-import { flowsWanted } from '../../../config/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -37,7 +36,7 @@ export function runTcpretrans(ctx: PluginContext<TcpretransConfig>, chooseHooks:
   return ResourceStack.build((s) => {
     const [hook] = onHook(ctx.log, 'tp_btf/tcp_retransmit_skb', chooseHooks);
     if (!hook) throw new Error('no tcpretrans hook chosen');
-    const podLevel = flowsWanted(ctx.agent);
+    const podLevel = ctx.flows !== undefined;
     const obj = loadTracepointObject(s, ctx, 'tcpretrans', hook, EVENTS_MAP, ctx.agent.packetParserRingBufferSize);
     s.defer(() => ctx.metrics.reset([catalog.tcpRetransmissionCount]));
     const reader = perCpuReader(obj.map(METRICS_MAP));

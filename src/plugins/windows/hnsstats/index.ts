@@ -39,9 +39,11 @@ export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefiniti
           replaceSeries(ctx.metrics.gauge(catalog.windowsHnsStats), rows.windowsHnsStats);
           replaceSeries(ctx.metrics.gauge(catalog.tcpFlagGauges), rows.tcpFlagGauges);
           tcpStats.replace(rows.tcpConnectionStats);
-          // Pod level: per-endpoint deltas through the Enricher (ctx.flows discards them otherwise).
-          const flows = endpointFlows.next(reading.endpoints, Date.now());
-          if (flows.length) ctx.flows.consume({ source: 'hnsstats', flows });
+          // Per-endpoint deltas as flows, when flows are wanted (pod level or Hubble: ctx.flows).
+          if (ctx.flows) {
+            const flows = endpointFlows.next(reading.endpoints, Date.now());
+            if (flows.length) ctx.flows.consume({ source: 'hnsstats', flows });
+          }
           const reason = reading.failures.length ? reading.failures.join('; ') : undefined;
           if (reason !== lastReason) ctx.log.debug('hnsstats reading changed completeness', { endpoints: reading.endpoints.length, vanished: reading.vanished });
           lastReason = reason;

@@ -62,7 +62,7 @@ function run(ctx: PluginContext<object>, open: () => PktmonSource): Promise<Reso
       Object.assign(seen, st);
       if (flows.length) {
         drops.add(flows);
-        ctx.flows.consume({ source: 'pktmon', flows });
+        ctx.flows?.consume({ source: 'pktmon', flows });
       }
       dropBytes.replace(drops.rows());
     };

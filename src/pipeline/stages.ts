@@ -1,5 +1,5 @@
 /**
- * Flow pipeline stages shared by the agent's composition (pod-level.ts, hubble.ts).
+ * The guard the pipeline (node.ts) puts around each of its stages: the enricher and every consumer.
  */
 import type { FlowBatch, FlowConsumer } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';

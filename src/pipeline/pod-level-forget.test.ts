@@ -6,8 +6,9 @@ import { cacheLookup, createEnricher } from '../enricher/index.js';
 import { createFlow } from '../flow/index.js';
 import { silentLogger } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
-import { createMetricsModule, parseMetricsSpec, type GonePods } from '../metrics/module/index.js';
+import { createMetricsModule, type GonePods } from '../metrics/module/index.js';
 import { startPodForgetter, stillGone } from './pod-level-forget.js';
+import { specOf } from '../../test/fakes/metrics-spec.js';
 
 const pod = (namespace: string, name: string, ips: string[]): PodEndpoint => ({
   kind: 'pod', namespace, name, ips, nodeIP: undefined, labels: {}, annotations: {}, owners: [], workloads: [],
@@ -76,7 +77,7 @@ describe('pod-level: deleted pods\' series', () => {
     const { pods, cache, add, del } = fakePodWatch();
     const metrics = createMetricsRegistry({ processMetrics: false });
     const module = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-1' });
-    module.apply(parseMetricsSpec({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip'] }, { metricName: 'forward_bytes', sourceLabels: ['podname'] }], namespaces: { exclude: [] } }));
+    module.apply(specOf({ contextOptions: [{ metricName: 'forward_count', sourceLabels: ['ip'] }, { metricName: 'forward_bytes', sourceLabels: ['podname'] }], namespaces: { exclude: [] } }));
     const forgetter = startPodForgetter({ pods, cache, module, log: silentLogger, batchMs: 10, graceMs: 1000 });
     const flows = createEnricher(cacheLookup(cache), module);
     const send = (): void => flows.consume({ source: 't', flows: [createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.9', verdict: 'FORWARDED', proto: 6, packets: 1, bytes: 100, direction: 'EGRESS' })] });

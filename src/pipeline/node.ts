@@ -1,0 +1,107 @@
+/**
+ * The node's flow pipeline, built once from the config:
+ *
+ *   plugins (sources) ─ctx.flows─▶ enricher ─▶ fanOut ─┬─▶ Metrics Module (enablePodLevel; adv_*)
+ *                                     ▲                 ├─▶ Hubble ring (hubble.enabled; handed in)
+ *                          IP cache (watches.ts)        └─▶ the next consumer (a flow-log exporter): hand it in `consumers`
+ *
+ * Whether plugins produce flows is decided here, once (`flowsWanted` of the config): `flows` is the
+ * sink plugins get in their context (PluginContext.flows), undefined when nothing consumes flows,
+ * and then plugins attach nothing that only produces flows. Every stage is guarded (stages.ts): one
+ * that throws loses its batch, counted in lost_events_counter{type="pipeline", reason=<stage>}.
+ *
+ * The Kubernetes side (watches.ts: one informer factory, one watch per kind, all counted) and the
+ * pod-level side (pod-level.ts) load only when there is an API server, or pod level, to use them.
+ *
+ * The Metrics Module is built here rather than handed in like the other consumers (STYLE.md's sketch
+ * has src/cli hand it in): the pod-level side drives it from the same watches (its spec, deleted
+ * pods' series, the API server's addresses), so building it in src/cli would split one wiring in two.
+ */
+import { flowsWanted, type AgentConfig } from '../config/index.js';
+import type { IpCache, NodeEndpoint } from '../cache/index.js';
+import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
+import { fanOut, type FlowConsumer } from '../flow/index.js';
+import type { Informer, RestClient } from '../k8s/index.js';
+import type { Logger } from '../log/index.js';
+import type { MetricsRegistry } from '../metrics/index.js';
+import type { MetricsModule } from '../metrics/module/index.js';
+import { everyIp, type IpInterest } from '../plugin/index.js';
+import type { SpecController } from './pod-level-spec.js';
+import { guarded } from './stages.js';
+
+/** A consumer of enriched flows; `name` is its stage in lost_events_counter when it throws. */
+export interface NamedConsumer {
+  readonly name: string;
+  readonly consumer: FlowConsumer;
+}
+
+export interface NodePipelineOptions {
+  readonly agent: AgentConfig;
+  readonly metrics: MetricsRegistry;
+  readonly log: Logger;
+  /** The API server (src/cli/agent-k8s.ts), or undefined for a standalone agent. */
+  readonly k8s: { readonly client: RestClient; readonly nodeName: string | undefined } | undefined;
+  /**
+   * Consumers of enriched flows beside the Metrics Module, in order: the Hubble ring when
+   * hubble.enabled. The extension point for the next one (a flow-log exporter): add it here and
+   * to `flowsWanted` (src/config/agent.ts), so plugins produce flows for it.
+   */
+  readonly consumers: readonly NamedConsumer[];
+}
+
+export interface NodePipeline extends AsyncDisposable {
+  /** Where plugins hand their flow batches (PluginContext.flows); undefined when no flows are wanted. */
+  readonly flows: FlowConsumer | undefined;
+  /** The IPs of interest for kernel-side filters (every IP without pod level or Kubernetes). */
+  readonly interest: IpInterest;
+  /** The Metrics Module (enablePodLevel). */
+  readonly module: MetricsModule | undefined;
+  /** The pod-level spec in force (enablePodLevel with Kubernetes). */
+  readonly spec: SpecController | undefined;
+  /** The IP cache the enricher reads (with Kubernetes). */
+  readonly cache: IpCache | undefined;
+  /** The cluster's Nodes from the one Nodes watch (Hubble's peers); undefined without Kubernetes. */
+  nodes(): Informer<NodeEndpoint> | undefined;
+}
+
+const noLookup: EndpointLookup = { byIp: () => undefined };
+
+export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePipeline> {
+  const log = o.log.child({ component: 'pipeline' });
+  const wanted = flowsWanted(o.agent);
+  const watches = o.k8s
+    ? (await import('./watches.js')).startNodeWatches({ client: o.k8s.client, nodeName: o.k8s.nodeName, remoteContext: o.agent.remoteContext, log: o.log.child({ component: 'k8s' }), metrics: o.metrics })
+    : undefined;
+  let podLevel;
+  try {
+    podLevel = o.agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent: o.agent, metrics: o.metrics, log: o.log, k8s: watches }) : undefined;
+  } catch (e) {
+    await watches?.[Symbol.asyncDispose]();
+    throw e;
+  }
+  const consumers = [...(podLevel ? [{ name: 'metrics_module', consumer: podLevel.module }] : []), ...o.consumers];
+  const stages = consumers.map((c) => guarded(c.consumer, 'pipeline', c.name, o.metrics, log));
+  const lookup = watches ? cacheLookup(watches.cache) : noLookup;
+  const flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
+  if (wanted && !stages.length) log.warn('flows are wanted but no consumer was wired; plugins produce none');
+  return {
+    flows,
+    interest: podLevel?.interest ?? everyIp,
+    module: podLevel?.module,
+    spec: podLevel?.spec,
+    cache: watches?.cache,
+    nodes: () => watches?.nodes(),
+    async [Symbol.asyncDispose]() {
+      // The pod-level side first (its subscriptions), then the watches it read.
+      const errors: unknown[] = [];
+      for (const part of [podLevel, watches]) {
+        try {
+          await part?.[Symbol.asyncDispose]();
+        } catch (e) {
+          errors.push(e);
+        }
+      }
+      if (errors.length) throw new AggregateError(errors, 'the flow pipeline stopped with errors');
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The agent's Hubble service (hubble.enabled): the flow ring, a consumer of the node's flow
+ * pipeline after the enricher (src/pipeline), and the gRPC server (Observer, Peer) that serves it,
+ * with the peer list from the cluster's Nodes (peers.ts) or this node alone.
+ */
+import { hostname } from 'node:os';
+import type { HubbleConfig } from '../../config/index.js';
+import type { FlowBatch, FlowConsumer } from '../../flow/index.js';
+import type { Informer } from '../../k8s/index.js';
+import type { Logger } from '../../log/index.js';
+import { catalog, type MetricsRegistry } from '../../metrics/index.js';
+import { nodePeers, selfPeer, type PeerNode } from './peers.js';
+import { loadHubbleProtos } from './proto.js';
+import { createFlowRing } from './ring.js';
+import { startHubbleServer, type HubbleServer } from './server.js';
+
+export interface HubbleService extends AsyncDisposable {
+  /** Takes enriched flows (a consumer of the flow pipeline). */
+  readonly ring: FlowConsumer;
+  /** Starts serving, with peers from `nodes` (the cluster's Nodes) or, without it, this node alone. */
+  listen(nodes: Informer<PeerNode> | undefined): Promise<HubbleServer>;
+}
+
+export interface HubbleServiceOptions {
+  readonly config: HubbleConfig;
+  readonly metrics: MetricsRegistry;
+  readonly log: Logger;
+  /** This node's name (NODE_NAME); default the host name. */
+  readonly nodeName: string | undefined;
+  readonly version: string;
+  /** The folder of Hubble's .proto files. */
+  readonly protoDir: string;
+}
+
+export function createHubbleService(o: HubbleServiceOptions): HubbleService {
+  const cfg = o.config;
+  const log = o.log.child({ component: 'hubble' });
+  const ringStore = createFlowRing(cfg.maxFlows);
+  const seen = o.metrics.counter(catalog.hubbleFlowsSeen);
+  const ring: FlowConsumer = {
+    consume(batch: FlowBatch): void {
+      ringStore.consume(batch);
+      seen.inc({}, batch.flows.length);
+    },
+  };
+  const nodeName = o.nodeName ?? (hostname() || 'localhost');
+  let port = cfg.listen.port;
+  let server: HubbleServer | undefined;
+  return {
+    ring,
+    async listen(nodes) {
+      const protos = loadHubbleProtos(o.protoDir);
+      const peers = nodes ? nodePeers(nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
+      server = await startHubbleServer({
+        protos, ring: ringStore, listen: cfg.listen, socketPath: cfg.socketPath, nodeName, version: `${o.version}+retina-ts`, peers, log, metrics: o.metrics,
+      });
+      if (port === 0) port = server.port;
+      return server;
+    },
+    async [Symbol.asyncDispose]() {
+      await server?.[Symbol.asyncDispose]();
+    },
+  };
+}
