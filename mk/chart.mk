@@ -13,3 +13,9 @@ chart-lint: chart-tools
 
 # `make test` builds the tools first, as it does the test control plane.
 test: chart-tools
+
+# The chart's generated files (src/chart/files.ts): retina-keys.yaml and the Retina entries of
+# values.schema.json. test/chart/retina-keys.test.ts fails when they are stale.
+.PHONY: chart-gen
+chart-gen: build
+	node dist/src/cli/chart-gen-main.js charts/retina

@@ -139,7 +139,7 @@ describe('chart: helm install of every profile into the test control plane', { t
       return out.sort();
     };
     await eventually('azmonitoring CRDs served', 30_000, async () => (await client.request('GET', '/apis/azmonitoring.coreos.com/v1').then(() => true, () => false)));
-    const set = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true'];
+    const set = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.operatorPodMonitor.enabled=true'];
     let res = await helm(['install', 'rel-mon', CHART, '-n', ns, '--create-namespace', '-f', profileFile('basic'), ...set, '--wait', '--timeout', '5m'], cluster.kubeconfig);
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(await names(), ['azmonitoring.coreos.com/PodMonitor/rel-mon-retina-operator', 'azmonitoring.coreos.com/ServiceMonitor/rel-mon-retina-agent']);
