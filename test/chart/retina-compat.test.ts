@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { retinaKeysYaml, schemaText, withRetinaEntries, type SchemaNode } from '../../src/chart/index.js';
+import { retinaKeysYaml, schemaText, type SchemaNode } from '../../src/chart/index.js';
+import { chartSchema } from '../../src/cli/chart-specs.js';
 import { CHART, ROOT, find, one, parseObjects, render, tool, type K8sObject } from './helm.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -248,10 +249,20 @@ describe('coexist: beside a running Retina', { timeout: 600_000 }, () => {
 });
 
 describe('the chart\'s generated files are current (make chart-gen)', () => {
-  it('retina-keys.yaml and the Retina entries of values.schema.json match src/chart', () => {
+  it('values.schema.json (config sections from the key specs, Retina entries) and retina-keys.yaml match the sources', async () => {
     const text = readFileSync(join(CHART, 'values.schema.json'), 'utf8');
-    const schema = withRetinaEntries(JSON.parse(text) as SchemaNode);
+    const schema = await chartSchema(JSON.parse(text) as SchemaNode);
     assert.equal(text, schemaText(schema), 'values.schema.json is stale: run make chart-gen');
     assert.equal(readFileSync(join(CHART, 'retina-keys.yaml'), 'utf8'), retinaKeysYaml(schema), 'retina-keys.yaml is stale: run make chart-gen');
+  });
+
+  it('the check can fail: a key spec the schema does not follow is stale', async () => {
+    const text = readFileSync(join(CHART, 'values.schema.json'), 'utf8');
+    const edited = JSON.parse(text) as SchemaNode;
+    const cfg = (edited.properties?.['config']?.properties ?? {}) as Record<string, SchemaNode>;
+    delete cfg['enablePodLevel'];
+    cfg['enablePodLevl'] = { type: 'boolean' };
+    assert.notEqual(schemaText(edited), schemaText(await chartSchema(edited)));
+    assert.equal(text, schemaText(await chartSchema(JSON.parse(text) as SchemaNode)), 'and the checked-in file regenerates to itself');
   });
 });
