@@ -16,7 +16,8 @@ import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { collectionPath, isApiError, objectPath, resources, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { ROOT, createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, listAll, startCluster, type Cluster } from './harness.js';
-import { converged, startOperator, uniqueId } from './operator-helpers.js';
+import { installCrds } from '../../src/operator/index.js';
+import { converged, startOperator, testLog, uniqueId } from './operator-helpers.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const OLD = join(ROOT, 'test/fixtures/retina/crds-old');
@@ -61,8 +62,9 @@ describe('replace a running Retina in place: older CRDs and objects, then our op
     await operator?.[Symbol.asyncDispose]();
     if (client) {
       await deleteNamespace(client, ns);
-      // Leave the cluster with our CRDs, as the other tests expect.
-      await removeCrds().catch(() => undefined);
+      // Leave the cluster as the harness made it: our CRDs (whatever happened above), not Retina's extra one.
+      await installCrds({ client, dir: OURS, log: testLog('crds') });
+      await client.request('DELETE', objectPath(CRDS, undefined, 'tracesconfigurations.retina.sh')).catch(() => undefined);
     }
     await cluster?.[Symbol.asyncDispose]();
   });
