@@ -101,7 +101,7 @@ describe('chart: helm install of every profile into the test control plane', { t
       const [op] = await listAll<KubeObject & { spec: { replicas: number }; status: { readyReplicas?: number } }>(client, deploymentsRes, ns);
       assert.ok(op, 'no operator Deployment');
       assert.equal(op.status.readyReplicas, op.spec.replicas, 'operator not ready');
-      await client.request('GET', objectPath(resources.services, ns, 'network-observability'));
+      await client.request('GET', objectPath(resources.services, ns, p === 'coexist' ? 'retina-ts' : 'network-observability'));
 
       const un = await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '5m'], cluster.kubeconfig);
       assert.equal(un.code, 0, `helm uninstall: ${un.stderr}`);
