@@ -21,6 +21,7 @@ const mayImport = {
   metrics: ['config', 'flow'],
   enricher: ['flow'],
   cache: [],
+  chart: ['config'], // Helm chart values: Retina's values to ours (kubectl retina migrate-values), the chart's generated files
   config: [],
   flow: [],
   log: [],

@@ -18,3 +18,12 @@ chart-docs: $(NODE_STAMP) $(NPM_STAMP)
 
 # `make test` builds the tools first, as it does the test control plane.
 test: chart-tools
+
+# The chart's generated files: values.schema.json's config sections from the key specs
+# (src/chart/schema.ts), its Retina entries and retina-keys.yaml (src/chart/files.ts). The chart's own
+# keys are declared in values.schema.json itself. test/chart/retina-compat.test.ts fails when stale.
+.PHONY: chart-gen chart-gen-check
+chart-gen: build
+	node dist/src/cli/chart-gen-main.js charts/retina
+chart-gen-check: build
+	node dist/src/cli/chart-gen-main.js charts/retina --check

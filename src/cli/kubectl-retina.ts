@@ -1,14 +1,16 @@
 /**
  * Composition root of the kubectl plugin `kubectl-retina` (`kubectl retina ...` once on PATH):
- * `capture create|list|delete|download`.
+ * `capture create|list|delete|download`, `migrate-values`.
  */
 import { runCreate } from './capture/create.js';
 import { runDelete } from './capture/delete.js';
 import { runDownload } from './capture/download.js';
 import { runList } from './capture/list.js';
 import { version } from './command.js';
+import { runMigrateValues } from './migrate-values.js';
 
 export const USAGE = `usage: kubectl-retina capture <create|list|delete|download> [flags]   (--help on each)
+       kubectl-retina migrate-values -f RETINA_VALUES [-o OUT]
        kubectl-retina version`;
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -21,6 +23,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     process.stdout.write(USAGE + '\n');
     return group === undefined ? 2 : 0;
   }
+  if (group === 'migrate-values') return runMigrateValues(argv.slice(1));
   if (group !== 'capture') {
     process.stderr.write(`kubectl-retina: unknown command ${JSON.stringify(group)}\n${USAGE}\n`);
     return 2;

@@ -2,7 +2,7 @@
  * The agent's own keys (Retina's names and defaults). Plugin-specific keys are declared by the plugins;
  * keys read by several components (the pod-level pipeline's) live here.
  */
-import { MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
+import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
 import { LOG_LEVELS, type LogLevel } from '../log/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
@@ -46,6 +46,7 @@ const legacyMetricsInterval: KeySpec<number> = {
   key: 'metricsInterval', default: 0, defaultText: '(unset)',
   doc: 'Deprecated: used only when metricsIntervalDuration is not set. An integer is seconds, as in Retina.',
   allowed: `a whole number of seconds (>= 1) or a duration such as 10s, at most ${formatDurationMs(MAX_DURATION_MS)}`,
+  schema: { oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: DURATION_PATTERN }] },
   parse(raw) {
     const s = String(raw).trim();
     const ms = /^\d+$/.test(s) ? Number(s) * 1000 : parseDurationMs(s);

@@ -37,6 +37,13 @@ describe('agent configuration', () => {
     assert.ok(Object.isFrozen(c));
   });
 
+  it('a key written without a value is unset, as Retina reads it (its Hubble chart renders `enableConntrackMetrics:`)', () => {
+    const c = load('enableConntrackMetrics:\nconntrackReportInterval:\nenablePodLevel: true\n');
+    assert.equal(c.enableConntrackMetrics, false);
+    assert.equal(c.conntrackReportIntervalMs, 30_000);
+    assert.equal(c.enablePodLevel, true);
+  });
+
   it('reads Retina-style YAML, nested keys included', () => {
     const c = load(`
 apiServer:

@@ -28,6 +28,7 @@ const listenKey: KeySpec<{ host: string; port: number }> = {
   key: 'hubble.listenAddress', default: { host: '', port: 4244 }, defaultText: ':4244',
   doc: 'Ours: where the Hubble gRPC service (Observer, Peer) listens: host:port, or :port for every address.',
   allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
+  schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
   parse(raw) {
     const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
     if (!a) throw new InvalidValue();

@@ -1,5 +1,5 @@
 export { ConfigError, ConfigErrors, InvalidValue, type ConfigSource } from './errors.js';
-export { MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, envName, type ConfigSpec, type KeySpec } from './schema.js';
+export { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, envName, type ConfigSpec, type JsonSchema, type KeySpec } from './schema.js';
 export { parseDurationMs, formatDurationMs } from './duration.js';
 export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type LoadOptions, type UnknownKey } from './load.js';
 export { configWarnings, type ConfigWarning, type ConsistencyInput } from './consistency.js';

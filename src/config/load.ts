@@ -73,7 +73,9 @@ export function loadValues(opts: LoadOptions): LoadedValues {
     let raw: unknown;
     let source: ConfigSource = 'default';
     const fromFile = fileFlat.get(lk);
-    if (fromFile !== undefined) {
+    // A key written without a value (`key:`, YAML null) is unset, as Retina (viper) reads it: Retina's
+    // Hubble chart renders `enableConntrackMetrics:` when its values leave the key out.
+    if (fromFile !== undefined && fromFile.value !== null) {
       raw = fromFile.value;
       source = 'file';
     }

@@ -17,7 +17,15 @@ export interface KeySpec<T> {
   parse(raw: unknown): T;
   /** The default as a user would write it, for docs. */
   readonly defaultText: string;
+  /** What a chart value may be, as JSON Schema (the chart's values.schema.json is generated from it). */
+  readonly schema?: JsonSchema;
 }
+
+/** A JSON Schema fragment (draft-07), as plain data. */
+export type JsonSchema = { readonly [k: string]: unknown };
+
+/** A Go duration as YAML writes it (the chart's schema). */
+export const DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$';
 
 /** A component's configuration: field name → key spec. */
 export type ConfigSpec<C> = { readonly [K in keyof C]: KeySpec<C[K]> };
@@ -35,7 +43,7 @@ function asString(raw: unknown): string | undefined {
 export function stringKey(key: string, def: string, doc: string, opts: { nonEmpty?: boolean } = {}): KeySpec<string> {
   const allowed = opts.nonEmpty ? 'a non-empty string' : 'a string';
   return {
-    key, default: def, doc, allowed, defaultText: def,
+    key, default: def, doc, allowed, defaultText: def, schema: opts.nonEmpty ? { type: 'string', minLength: 1 } : { type: 'string' },
     parse(raw) {
       const s = asString(raw);
       if (s === undefined || (opts.nonEmpty && s === '')) throw new InvalidValue();
@@ -54,6 +62,7 @@ export function intKey(key: string, def: number, doc: string, opts: { min?: numb
   if (opts.powerOfTwo) allowed += ', a power of two';
   return {
     key, default: def, doc, allowed, defaultText: String(def),
+    schema: { type: 'integer', ...(opts.min !== undefined ? { minimum: min } : {}), ...(opts.max !== undefined ? { maximum: max } : {}) },
     parse(raw) {
       const s = asString(raw);
       if (s === undefined || !/^[+-]?\d+$/.test(s)) throw new InvalidValue();
@@ -67,7 +76,7 @@ export function intKey(key: string, def: number, doc: string, opts: { min?: numb
 
 export function boolKey(key: string, def: boolean, doc: string): KeySpec<boolean> {
   return {
-    key, default: def, doc, allowed: 'true or false', defaultText: String(def),
+    key, default: def, doc, allowed: 'true or false', defaultText: String(def), schema: { type: 'boolean' },
     parse(raw) {
       if (typeof raw === 'boolean') return raw;
       const s = asString(raw)?.toLowerCase();
@@ -80,7 +89,7 @@ export function boolKey(key: string, def: boolean, doc: string): KeySpec<boolean
 
 export function enumKey<T extends string>(key: string, def: T, values: readonly T[], doc: string): KeySpec<T> {
   return {
-    key, default: def, doc, allowed: `one of ${values.join(', ')}`, defaultText: def,
+    key, default: def, doc, allowed: `one of ${values.join(', ')}`, defaultText: def, schema: { enum: [...values] },
     parse(raw) {
       const s = asString(raw);
       const hit = values.find((v) => v.toLowerCase() === s?.toLowerCase());
@@ -103,6 +112,7 @@ export function durationKey(key: string, defMs: number, doc: string, opts: { min
     key, default: defMs, doc,
     allowed: `a duration such as 10s, 1m30s or 500ms${minMs > 0 ? `, at least ${formatDurationMs(minMs)}` : ''}, at most ${formatDurationMs(MAX_DURATION_MS)}`,
     defaultText: formatDurationMs(defMs),
+    schema: { type: 'string', pattern: DURATION_PATTERN },
     parse(raw) {
       const s = asString(raw);
       const ms = s === undefined ? undefined : parseDurationMs(s);
@@ -120,6 +130,7 @@ export function listKey(key: string, def: readonly string[], doc: string, opts: 
   const allowed = opts.allowedText ?? (opts.values ? `a list of: ${opts.values.join(', ')}` : 'a list of strings');
   return {
     key, default: def, doc, allowed, defaultText: def.length ? def.join(', ') : '[]',
+    schema: { type: 'array', items: opts.values ? { enum: [...opts.values] } : { type: 'string' } },
     parse(raw) {
       let items: unknown[];
       if (Array.isArray(raw)) items = raw;

@@ -30,14 +30,15 @@ describe('chart: rendered config keys are the agent\'s and the operator\'s', { t
   for (const p of PROFILES) {
     it(`${p}: agent and operator configs load with no unknown key, error or contradiction`, async () => {
       const { objects } = await render(p);
-      const linux = await loadAgent('linux', data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml'));
+      const fullname = p === 'coexist' ? 'retina-ts' : 'retina'; // coexist names its objects apart from Retina's
+      const linux = await loadAgent('linux', data(one(objects, 'ConfigMap', `${fullname}-agent-linux`), 'config.yaml'));
       assert.deepEqual(linux, { unknown: [], warnings: [] });
       if (p === 'windows') {
         const win = await loadAgent('windows', data(one(objects, 'ConfigMap', 'retina-agent-windows'), 'config.yaml'));
         assert.deepEqual(win, { unknown: [], warnings: [] });
       }
       const keys = operatorKeys();
-      const op = loadValues({ fileText: data(one(objects, 'ConfigMap', 'retina-operator'), 'operator-config.yaml'), env: {}, specs: collectSpecs(keys as ConfigSpec<object>) });
+      const op = loadValues({ fileText: data(one(objects, 'ConfigMap', `${fullname}-operator`), 'operator-config.yaml'), env: {}, specs: collectSpecs(keys as ConfigSpec<object>) });
       assert.deepEqual(op.unknownKeys.map((u) => u.key), []);
     });
   }

@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type KubeObject, type ResourceRef, type RestClient } from '../../src/k8s/index.js';
-import { eventually, listAll, startCluster, type Cluster } from '../integration/harness.js';
+import { join } from 'node:path';
+import { ROOT, eventually, listAll, startCluster, type Cluster } from '../integration/harness.js';
 import { CHART, PROFILES, profileFile, tool } from './helm.js';
 
 const r = (group: string, plural: string, kind: string, namespaced: boolean, version = 'v1'): ResourceRef => ({ group, version, plural, kind, namespaced });
@@ -101,7 +102,7 @@ describe('chart: helm install of every profile into the test control plane', { t
       const [op] = await listAll<KubeObject & { spec: { replicas: number }; status: { readyReplicas?: number } }>(client, deploymentsRes, ns);
       assert.ok(op, 'no operator Deployment');
       assert.equal(op.status.readyReplicas, op.spec.replicas, 'operator not ready');
-      await client.request('GET', objectPath(resources.services, ns, 'network-observability'));
+      await client.request('GET', objectPath(resources.services, ns, p === 'coexist' ? 'retina-ts' : 'network-observability'));
 
       const un = await helm(['uninstall', release, '-n', ns, '--wait', '--timeout', '5m'], cluster.kubeconfig);
       assert.equal(un.code, 0, `helm uninstall: ${un.stderr}`);
@@ -112,6 +113,47 @@ describe('chart: helm install of every profile into the test control plane', { t
       console.log(JSON.stringify({ profile: p, installMs, linuxAgents: byOs('linux').length, windowsAgents: byOs('windows').length }));
     });
   }
+
+  it('coexist beside Retina\'s own chart in one namespace: both install and run on every node, no host port twice; without the profile ours displace Retina\'s agents (host port 10093)', async () => {
+    const ns = `${ID}-coexist`;
+    const retinaChart = join(ROOT, 'test/fixtures/retina/standard-chart');
+    const pending = async (release: string): Promise<string[]> => (await listAll<PodLike & { status?: { conditions?: { type: string; status: string; message?: string }[] } }>(client, resources.pods, ns, { labelSelector: `app.kubernetes.io/instance=${release}` }))
+      .filter((x) => x.status?.phase === 'Pending').map((x) => x.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message ?? '');
+    let res = await helm(['install', 'retina', retinaChart, '-n', ns, '--create-namespace', '--set', `namespace=${ns}`, '--set', 'operator.enabled=true', '--set', 'os.windows=false', '--wait', '--timeout', '5m'], cluster.kubeconfig);
+    assert.equal(res.code, 0, `Retina's chart: ${res.stderr}`);
+    res = await helm(['install', 'retina-ts', CHART, '-n', ns, '-f', profileFile('coexist'), '--wait', '--timeout', '5m'], cluster.kubeconfig);
+    assert.equal(res.code, 0, `ours (coexist): ${res.stderr}`);
+    for (const ds of await listAll<KubeObject & { status: { numberReady?: number; desiredNumberScheduled?: number } }>(client, daemonSets, ns)) {
+      assert.ok((ds.status.desiredNumberScheduled ?? 0) >= 2, `${ds.metadata.name} placed`);
+      assert.equal(ds.status.numberReady, ds.status.desiredNumberScheduled, `${ds.metadata.name} not ready`);
+    }
+    assert.deepEqual(await pending('retina-ts'), []);
+    // Host ports per node (host network: a container port is a host port) never taken twice.
+    type PortPod = PodLike & { spec: { hostNetwork?: boolean; containers: { ports?: { containerPort: number; hostPort?: number }[] }[] } };
+    const clashes = async (): Promise<string[]> => {
+      const byNode = new Map<string, string[]>();
+      for (const x of await listAll<PortPod>(client, resources.pods, ns)) {
+        if (!x.spec.hostNetwork || !x.spec.nodeName) continue;
+        for (const c of x.spec.containers) for (const port of c.ports ?? []) byNode.set(`${x.spec.nodeName}:${port.hostPort ?? port.containerPort}`, [...(byNode.get(`${x.spec.nodeName}:${port.hostPort ?? port.containerPort}`) ?? []), x.metadata.name]);
+      }
+      return [...byNode].filter(([, pods]) => pods.length > 1).map(([k, pods]) => `${k} ${pods.join(',')}`);
+    };
+    assert.deepEqual(await clashes(), [], 'a host port taken twice on a node');
+    // The check can fail: our default profile beside Retina wants Retina's host port 10093, and our agents
+    // (system-node-critical) preempt Retina's, which then cannot be placed again.
+    res = await helm(['install', 'clash', CHART, '-n', ns, '--set', 'fullnameOverride=clash', '--set', 'service.serviceName=clash', '--set', 'operator.enabled=false', '--wait', '--timeout', '5m'], cluster.kubeconfig);
+    assert.equal(res.code, 0, res.stderr);
+    const msgs = await eventually('Retina\'s agents displaced', 120_000, async () => {
+      const m = (await pending('retina')).filter((x) => /free ports/.test(x));
+      return m.length >= 2 && m;
+    }, 500);
+    assert.ok(msgs.length >= 2);
+    for (const rel of ['clash', 'retina-ts', 'retina']) {
+      res = await helm(['uninstall', rel, '-n', ns, '--wait', '--timeout', '5m'], cluster.kubeconfig);
+      assert.equal(res.code, 0, res.stderr);
+    }
+    await client.request('DELETE', objectPath(resources.namespaces, undefined, ns)).catch(() => undefined);
+  });
 
   it('monitors: rendered for each API group the cluster serves, and removed by uninstall', async () => {
     // Stand-in CRDs for the two groups (the real ones are the Prometheus Operator's and Azure Monitor's).
@@ -139,7 +181,7 @@ describe('chart: helm install of every profile into the test control plane', { t
       return out.sort();
     };
     await eventually('azmonitoring CRDs served', 30_000, async () => (await client.request('GET', '/apis/azmonitoring.coreos.com/v1').then(() => true, () => false)));
-    const set = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true'];
+    const set = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.operatorPodMonitor.enabled=true'];
     let res = await helm(['install', 'rel-mon', CHART, '-n', ns, '--create-namespace', '-f', profileFile('basic'), ...set, '--wait', '--timeout', '5m'], cluster.kubeconfig);
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(await names(), ['azmonitoring.coreos.com/PodMonitor/rel-mon-retina-operator', 'azmonitoring.coreos.com/ServiceMonitor/rel-mon-retina-agent']);

@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { CHART, PROFILES, find, kubeconform, one, profileFile, render, tool, type K8sObject } from './helm.js';
 
-const MONITORS = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true',
+const MONITORS = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true', '--set', 'monitoring.operatorPodMonitor.enabled=true',
   '--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'monitoring.coreos.com/v1/PodMonitor',
   '--api-versions', 'azmonitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'azmonitoring.coreos.com/v1/PodMonitor'];
 
@@ -20,8 +20,8 @@ const podSpec = (o: K8sObject): Obj => (o as Obj)['spec']['template']['spec'] as
 const container = (o: K8sObject): Obj => podSpec(o)['containers'][0] as Obj;
 
 describe('chart: lint, template and kubeconform for every profile', { timeout: 1_800_000 }, () => {
-  it('has the five profiles of the issue', () => {
-    assert.deepEqual(PROFILES, ['advanced-local', 'advanced-remote', 'basic', 'hardened', 'windows']);
+  it('has the five profiles of the issue and coexist (issue 26)', () => {
+    assert.deepEqual(PROFILES, ['advanced-local', 'advanced-remote', 'basic', 'coexist', 'hardened', 'windows']);
   });
 
   for (const p of PROFILES) {
@@ -224,7 +224,9 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     const groups = (objs: K8sObject[], kind: string): string[] => find(objs, kind).map((o) => o.apiVersion).sort();
     const on = (await render('basic', MONITORS)).objects;
     assert.deepEqual(groups(on, 'ServiceMonitor'), ['azmonitoring.coreos.com/v1', 'monitoring.coreos.com/v1']);
-    assert.deepEqual(groups(on, 'PodMonitor'), ['azmonitoring.coreos.com/v1', 'monitoring.coreos.com/v1']);
+    // agents (Retina's metrics.podMonitor) and the operator, in each group
+    assert.deepEqual(groups(on, 'PodMonitor'), ['azmonitoring.coreos.com/v1', 'azmonitoring.coreos.com/v1', 'monitoring.coreos.com/v1', 'monitoring.coreos.com/v1']);
+    assert.deepEqual(find(on, 'PodMonitor').map((o) => o.metadata.name).sort(), ['retina-agent', 'retina-agent', 'retina-operator', 'retina-operator']);
     const sm = find(on, 'ServiceMonitor')[0] as Obj;
     assert.equal(sm['spec']['endpoints'][0]['port'], 'retina');
     // enabled, but the cluster serves only one group

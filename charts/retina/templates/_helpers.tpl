@@ -75,7 +75,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.metricsSecurity.tls.secretName | default (printf "%s-metrics-tls" (include "retina.fullname" .)) -}}
 {{- end -}}
 {{- define "retina.metricsServerName" -}}
-{{- .Values.metricsSecurity.tls.serverName | default (printf "%s.%s.svc" .Values.service.name .Release.Namespace) -}}
+{{- .Values.metricsSecurity.tls.serverName | default (printf "%s.%s.svc" .Values.service.serviceName .Release.Namespace) -}}
 {{- end -}}
 {{/* The keys metricsSecurity adds to the agent's and the operator's config. */}}
 {{- define "retina.metricsSecurityKeys" -}}
@@ -115,4 +115,28 @@ scheme: http
 {{- if .Values.metricsSecurity.auth.enabled }}
 bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
 {{- end }}
+{{- end -}}
+
+{{/*
+Values this chart does not take: Microsoft Retina's chart keys (retina-keys.yaml, generated from
+src/chart/retina-values.ts by `make chart-gen`; values.schema.json lets them through so that this
+message, naming our key and the command that converts the file, is what helm shows), and the old
+meaning of service.name (the Service's name, now service.serviceName).
+*/}}
+{{- define "retina.checkValues" -}}
+{{- $v := .Values | toYaml | fromYaml -}}
+{{- $found := list -}}
+{{- range $k, $hint := (.Files.Get "retina-keys.yaml" | fromYaml) -}}
+{{- $cur := $v -}}{{- $ok := true -}}
+{{- range (splitList "." $k) -}}
+{{- if and $ok (kindIs "map" $cur) (hasKey $cur .) -}}{{- $cur = index $cur . -}}{{- else -}}{{- $ok = false -}}{{- end -}}
+{{- end -}}
+{{- if $ok -}}{{- $found = append $found (printf "%s: %s" $k $hint) -}}{{- end -}}
+{{- end -}}
+{{- if $found -}}
+{{- fail (printf "these are Microsoft Retina's chart values, not retina-ts': convert the file with `kubectl retina migrate-values -f <values file>` (docs/migrating-from-retina.md).\n  %s" (join "\n  " $found)) -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .Values.service.name) | or (gt (len .Values.service.name) 15) -}}
+{{- fail (printf "service.name %q: service.name is the Service port's name, as in Retina (at most 15 characters, e.g. retina); the Service's own name is service.serviceName (it was service.name before)" .Values.service.name) -}}
+{{- end -}}
 {{- end -}}
