@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as c from '../catalog.js';
-import { KINDS, NOT_FROM_FLOWS, OP_BYTES, OP_DNS_REQUEST, OP_DNS_RESPONSE, OP_DROP_BYTES, OP_DROP_PACKETS, OP_FLAGS, OP_PACKETS } from './kinds.js';
+import { API_SERVER_FAMILIES, KINDS, OP_BYTES, OP_DNS_REQUEST, OP_DNS_RESPONSE, OP_DROP_BYTES, OP_DROP_PACKETS, OP_FLAGS, OP_PACKETS, wantsApiServer } from './kinds.js';
 
 describe('one catalog of advanced metrics', () => {
   it('every adv_* family of the catalog is counted from flows or filled by the API-server module', () => {
     const adv = c.allMetrics.filter((d) => d.name.startsWith('networkobservability_adv_'));
     const counted = new Set(Object.values(KINDS).map((k) => k.def));
-    for (const d of adv) assert.ok(counted.has(d) !== NOT_FROM_FLOWS.has(d), `${d.name}: counted from flows xor not from flows`);
+    for (const d of adv) assert.ok(counted.has(d) !== API_SERVER_FAMILIES.has(d), `${d.name}: counted from flows xor not from flows`);
     // and each one a metricName can turn on
     const reachable = new Set(Object.values(c.advancedFamilies).flat());
     for (const d of adv) assert.ok(reachable.has(d), `${d.name} is in advancedFamilies`);
@@ -18,9 +18,16 @@ describe('one catalog of advanced metrics', () => {
       const kind = KINDS[name];
       const fams = c.advancedFamilies[name];
       if (kind) assert.deepEqual(fams, [kind.def], name);
-      else assert.ok(fams.length === 0 || fams.every((d) => NOT_FROM_FLOWS.has(d)), name);
+      else assert.ok(fams.length === 0 || fams.every((d) => API_SERVER_FAMILIES.has(d)), name);
     }
     for (const name of Object.keys(KINDS)) assert.ok((c.advancedMetricNames as readonly string[]).includes(name), name);
+  });
+
+  it('the API-server metricNames are the ones whose families the catalog lists as API-server families', () => {
+    const names = c.advancedMetricNames.filter(wantsApiServer);
+    assert.deepEqual(names, ['node_apiserver_latency', 'node_apiserver_handshake_latency', 'node_apiserver_no_response']);
+    assert.equal(wantsApiServer('forward_count'), false);
+    assert.equal(wantsApiServer('toString'), false);
   });
 
   it('what each metricName counts (the table the module had before it was derived)', () => {

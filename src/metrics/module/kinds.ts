@@ -46,8 +46,14 @@ const COUNTING: ReadonlyMap<c.MetricDef, Counting> = new Map<c.MetricDef, Counti
   [c.advDnsResponseCount, { verdict: 'DNS', op: OP_DNS_RESPONSE }],
 ]);
 
-/** The `adv_*` families that are not made from flows (the API-server latency module fills them). */
-export const NOT_FROM_FLOWS: ReadonlySet<c.MetricDef> = new Set([c.advNodeApiserverLatency, c.advNodeApiserverTcpHandshakeLatency, c.advNodeApiserverNoResponse]);
+/** The `adv_*` families that are not made from flows: the API-server latency module (apiserver.ts) fills them. */
+export const API_SERVER_FAMILIES: ReadonlySet<c.MetricDef> = new Set([c.advNodeApiserverLatency, c.advNodeApiserverTcpHandshakeLatency, c.advNodeApiserverNoResponse]);
+
+/** True when the metricName turns on the API-server families (per the catalog's advancedFamilies). */
+export function wantsApiServer(metricName: string): boolean {
+  const fams = Object.hasOwn(c.advancedFamilies, metricName) ? c.advancedFamilies[metricName as c.AdvancedMetricName] : [];
+  return fams.some((d) => API_SERVER_FAMILIES.has(d));
+}
 
 /**
  * metricName in the MetricsConfiguration → what it counts, derived from the catalog's one table
