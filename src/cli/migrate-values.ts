@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, stringify } from 'yaml';
 import { convertRetinaValues, type Values } from '../chart/index.js';
 import { loadPlugins } from '../platform/index.js';
-import { FlagError, parseKubectlFlags } from './capture/flags.js';
+import { UsageError, parseFlags } from './args.js';
 
 export const MIGRATE_USAGE = `usage: kubectl-retina migrate-values -f RETINA_VALUES[,MORE] [-o OUT]
   Prints retina-ts chart values for Microsoft Retina's Helm values (standard or Hubble chart),
@@ -27,7 +27,7 @@ export async function migrateValuesText(texts: readonly string[]): Promise<{ yam
   let merged: Values = {};
   for (const t of texts) {
     const v = (parse(t) ?? {}) as unknown;
-    if (!isMap(v)) throw new FlagError('a values file must hold a YAML map');
+    if (!isMap(v)) throw new UsageError('a values file must hold a YAML map');
     merged = mergeValues(merged, v);
   }
   const names = async (os: 'linux' | 'windows'): Promise<string[]> => (await loadPlugins(os)).map((p) => p.name);
@@ -43,13 +43,13 @@ export async function migrateValuesText(texts: readonly string[]): Promise<{ yam
 
 export async function runMigrateValues(argv: readonly string[]): Promise<number> {
   try {
-    const f = parseKubectlFlags(argv, { strings: { values: undefined, output: undefined }, booleans: { help: false }, short: { f: 'values', o: 'output', h: 'help' } });
+    const f = parseFlags(argv, { strings: { values: undefined, output: undefined }, booleans: { help: false }, short: { f: 'values', o: 'output', h: 'help' } });
     if (f.bool('help')) {
       process.stdout.write(MIGRATE_USAGE + '\n');
       return 0;
     }
     const files = f.list('values');
-    if (files.length === 0) throw new FlagError('-f/--values is required');
+    if (files.length === 0) throw new UsageError('-f/--values is required');
     const { yaml, unmapped } = await migrateValuesText(files.map((p) => readFileSync(p, 'utf8')));
     const out = f.str('output');
     if (out) writeFileSync(out, yaml);
@@ -58,7 +58,7 @@ export async function runMigrateValues(argv: readonly string[]): Promise<number>
     return 0;
   } catch (e) {
     const err = e as Error;
-    process.stderr.write(`kubectl-retina migrate-values: ${err.message}\n${err instanceof FlagError ? MIGRATE_USAGE + '\n' : ''}`);
-    return err instanceof FlagError ? 2 : 1;
+    process.stderr.write(`kubectl-retina migrate-values: ${err.message}\n${err instanceof UsageError ? MIGRATE_USAGE + '\n' : ''}`);
+    return err instanceof UsageError ? 2 : 1;
   }
 }

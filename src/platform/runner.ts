@@ -3,12 +3,11 @@
  * status from the sources it reports on, and on failure a stop, a count and a retry with capped,
  * jittered backoff (a PermanentError waits for a config change).
  */
-import { pick, type AgentConfig, type LoadedValues } from '../config/index.js';
+import { backoffDelay, pick, type AgentConfig, type BackoffOptions, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { PermanentError, errMessage, everyIp, isPermanent, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
-import { DEFAULT_BACKOFF, backoffDelay, type BackoffOptions } from './backoff.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';
 
 export interface PluginStatus {
@@ -25,6 +24,9 @@ export interface PluginStatus {
   /** ISO time of the next start attempt while failed. */
   readonly nextRetry?: string;
 }
+
+/** A failed plugin's retry delays: 1 s doubling to 60 s, ±20 %. */
+const RETRY_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.2 };
 
 export interface ManagerOptions {
   readonly plugins: readonly AnyPluginDefinition[];
@@ -73,7 +75,7 @@ export class Runner {
     readonly shared: ReadonlySet<string>,
   ) {
     this.#log = opts.log.child({ component: 'plugin', plugin: def.name });
-    this.#backoff = opts.backoff ?? DEFAULT_BACKOFF;
+    this.#backoff = opts.backoff ?? RETRY_BACKOFF;
   }
 
   snapshot(): PluginStatus {

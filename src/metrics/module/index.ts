@@ -14,7 +14,7 @@ import { SeriesFamily, drain, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
 import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
-import { KINDS, type Kind } from './kinds.js';
+import { KINDS, wantsApiServer, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from '../spec.js';
 
 export { validateMetricsSpec, describeIssues, annotationSpec, sameSpec, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
@@ -121,7 +121,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
           maxMemo: 4 * maxSeries + 65_536, removals,
         });
       }
-      if (opts.isApiServer && next.contextOptions.some((o) => o.metricName.startsWith('node_apiserver_'))) {
+      if (opts.isApiServer && next.contextOptions.some((o) => wantsApiServer(o.metricName))) {
         apiServer = createApiServerLatency({ metrics: opts.metrics, isApiServer: opts.isApiServer, now });
       }
       const ttls = emitters.map((e) => e.ttlMs).filter((x) => x > 0);

@@ -11,6 +11,7 @@ import type { Logger } from '../../log/index.js';
 import { compileFlowFilters, FilterError, type FlowMatcher } from './filter.js';
 import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from './map.js';
 import type { FlowRing } from './ring.js';
+import type { FlowEnums } from './proto.js';
 
 export type FlowsCall = grpc.ServerWritableStream<HubbleObject, HubbleObject>;
 
@@ -20,6 +21,8 @@ export function grpcError(code: grpc.status, details: string): grpc.ServiceError
 
 export interface GetFlowsDeps {
   readonly ring: FlowRing;
+  /** flow.proto's enums, for the filter (read from the proto, proto.ts). */
+  readonly enums: FlowEnums;
   readonly nodeName: string;
   readonly log: Logger;
   /** Flows sent before a follower yields to the event loop. */
@@ -62,7 +65,7 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     const req = call.request;
     let matcher: FlowMatcher;
     try {
-      matcher = compileFlowFilters(req['whitelist'], req['blacklist']);
+      matcher = compileFlowFilters(req['whitelist'], req['blacklist'], d.enums);
     } catch (e) {
       const msg = e instanceof FilterError ? e.message : `bad filter: ${(e as Error).message}`;
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, msg));

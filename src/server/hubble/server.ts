@@ -80,7 +80,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   };
   const uptimeNs = (): number => Number(process.hrtime.bigint() - started);
 
-  const getFlows = createGetFlows({ ring, nodeName, log, slice, buffered, lost: lostCounter, track });
+  const getFlows = createGetFlows({ ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track });
 
   const serverStatus = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
     const st = ring.stats();
