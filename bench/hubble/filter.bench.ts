@@ -19,7 +19,12 @@
  *   --node-name 11.6–11.9 (0 B) · --not --namespace 7.8–8.5 (0 B).
  * The typical `--pod X --verdict DROPPED` filter costs about 0.16 µs per flow.
  */
-import { compileFlowFilters, type FlowMatcher, type HubbleFlow } from '../../src/server/hubble/filter.js';
+import { fileURLToPath } from 'node:url';
+import { compileFlowFilters as compileWith, type FlowMatcher, type HubbleFlow } from '../../src/server/hubble/filter.js';
+import { loadFlowEnums } from '../../src/server/hubble/proto.js';
+
+const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
+const compileFlowFilters = (w: unknown, b: unknown): FlowMatcher => compileWith(w, b, ENUMS);
 
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const ROUNDS = envNum('BENCH_ROUNDS', 5);

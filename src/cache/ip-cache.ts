@@ -44,12 +44,6 @@ export interface NodeEndpoint {
 
 export type Endpoint = PodEndpoint | ServiceEndpoint | NodeEndpoint;
 
-/** The narrow read side the enricher uses. */
-export interface EndpointLookup {
-  lookup(ip: string): Endpoint | undefined;
-  node(name: string): NodeEndpoint | undefined;
-}
-
 export interface IpCacheStats {
   readonly pods: number;
   readonly services: number;
@@ -109,7 +103,7 @@ class Index<E extends Endpoint> {
   }
 }
 
-export class IpCache implements EndpointLookup {
+export class IpCache {
   readonly #pods = new Index<PodEndpoint>();
   readonly #services = new Index<ServiceEndpoint>();
   readonly #nodes = new Index<NodeEndpoint>();

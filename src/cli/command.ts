@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { getAsset, isSea } from 'node:sea';
 import { ConfigErrors } from '../config/index.js';
 import { errorFields, type Logger } from '../log/index.js';
-import { parseFlags, type ParsedArgs } from './args.js';
+import { parseFlags, type Flags } from './args.js';
 
 /** How long SIGTERM may take before the process exits regardless (the contract's 10 s). */
 export const HARD_EXIT_MS = 10_000;
@@ -34,10 +34,14 @@ export function version(): string {
 }
 
 /** Parses flags; answers --help and --version. Returns the flags, or the exit code to end with. */
-export function readCommandLine(command: string, usage: string, argv: readonly string[], strings: readonly string[], booleans: readonly string[] = []): ParsedArgs | number {
-  let flags: ParsedArgs;
+export function readCommandLine(command: string, usage: string, argv: readonly string[], strings: readonly string[], booleans: readonly string[] = []): Flags | number {
+  let flags: Flags;
   try {
-    flags = parseFlags(argv, strings, booleans);
+    flags = parseFlags(argv, {
+      strings: Object.fromEntries(strings.map((s) => [s, undefined])),
+      booleans: Object.fromEntries([...booleans, 'help', 'version'].map((b) => [b, false])),
+      positionals: true,
+    });
   } catch (e) {
     process.stderr.write(`${command}: ${(e as Error).message}\n${usage}\n`);
     return 2;

@@ -7,3 +7,4 @@ export { agentKeys, agentConfig, flowsWanted, type AgentConfig, type AgentKeys, 
 export { closestMatch, didYouMean, editDistance } from './suggest.js';
 export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig, type MetricsSecurityKeys } from './metrics-security.js';
 export { hubbleConfig, hubbleKeys, parseListenAddress, type HubbleConfig, type HubbleKeys } from './hubble.js';
+export { Backoff, backoffDelay, type BackoffOptions } from './backoff.js';

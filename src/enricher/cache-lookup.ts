@@ -34,8 +34,16 @@ export function selectorMatches(selector: Readonly<Record<string, string>>, labe
   return any;
 }
 
-/** Implements the enricher's EndpointLookup (declared structurally here: index.ts re-exports this file). */
-export function cacheLookup(cache: IpCache, opts: CacheLookupOptions = {}): { byIp(ip: string): Endpoint | undefined } {
+/**
+ * The one address-to-endpoint lookup type: what the enricher reads (pods first, then services, then
+ * nodes). Declared here, beside its implementation over the IP cache, and re-exported by index.ts.
+ */
+export interface EndpointLookup {
+  byIp(ip: string): Endpoint | undefined;
+}
+
+/** The enricher's EndpointLookup over the agent's IP cache. */
+export function cacheLookup(cache: IpCache, opts: CacheLookupOptions = {}): EndpointLookup {
   const max = opts.maxRemembered ?? 65_536;
   const memo = new Map<string, Endpoint | null>();
   let version = -1;

@@ -4,14 +4,10 @@
  * only stage that mutates flows. `cacheLookup` (cache-lookup.ts) is the lookup over the agent's IP
  * cache: one Map read per address, no allocation per flow.
  */
-import type { Endpoint, Flow, FlowBatch, FlowConsumer } from '../flow/index.js';
+import type { Flow, FlowBatch, FlowConsumer } from '../flow/index.js';
+import type { EndpointLookup } from './cache-lookup.js';
 
-export { cacheLookup, selectorMatches, type CacheLookupOptions } from './cache-lookup.js';
-
-/** The narrow view of the IP cache the enricher needs (pods first, then services, then nodes). */
-export interface EndpointLookup {
-  byIp(ip: string): Endpoint | undefined;
-}
+export { cacheLookup, selectorMatches, type CacheLookupOptions, type EndpointLookup } from './cache-lookup.js';
 
 export interface EnricherStats {
   readonly flows: number;

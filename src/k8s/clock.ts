@@ -28,24 +28,3 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-/** Capped exponential backoff with jitter: initial * 2^n, at most max, times a factor in [0.5, 1.5). */
-export class Backoff {
-  #failures = 0;
-  constructor(
-    readonly initialMs: number,
-    readonly maxMs: number,
-    readonly random: () => number = Math.random,
-  ) {}
-  next(): number {
-    const base = Math.min(this.maxMs, this.initialMs * 2 ** Math.min(this.#failures, 30));
-    this.#failures++;
-    return Math.round(Math.min(this.maxMs, base * (0.5 + this.random())));
-  }
-  reset(): void {
-    this.#failures = 0;
-  }
-  get failures(): number {
-    return this.#failures;
-  }
-}

@@ -2,7 +2,7 @@
 export { ApiError, createRestClient, isApiError, type RestClient, type RestConfig, type RequestOptions, type WatchStream } from './rest.js';
 export { KubeconfigError, kubernetesAvailable, loadRestConfig, type LoadRestConfigOptions } from './kubeconfig.js';
 export { describeKubeconfig, tokenSubject, type KubeIdentity } from './kubeconfig-identity.js';
-export { Backoff, sleep, systemClock, type Clock } from './clock.js';
+export { sleep, systemClock, type Clock } from './clock.js';
 export { Reflector, type ReflectorEvent, type ReflectorHandler, type ReflectorOptions, type ReflectorStats } from './reflector.js';
 export { createInformerFactory, type Informer, type InformerFactory, type InformerSpec, type Store } from './informers.js';
 export { TokenBucket, WorkQueue, type WorkQueueMetrics, type WorkQueueOptions } from './workqueue.js';

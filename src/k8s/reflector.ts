@@ -9,7 +9,8 @@
  * attributed from stale data), and the resourceVersion moves on. A LIST page over `maxListBytes` is
  * fetched again in smaller pages; a watch event over `maxEventBytes` makes it relist.
  */
-import { Backoff, sleep, systemClock, type Clock } from './clock.js';
+import { Backoff } from '../config/index.js';
+import { sleep, systemClock, type Clock } from './clock.js';
 import { ResponseTooLargeError, isApiError, type RestClient } from './rest.js';
 import { Intake, type RejectReason } from './rejects.js';
 import { collectionPath, keyOf, type KubeObject, type ResourceRef } from './resources.js';
@@ -98,7 +99,8 @@ export class Reflector<T extends KubeObject, S> {
   constructor(opts: ReflectorOptions<T, S>) {
     this.#o = opts;
     this.#clock = opts.clock ?? systemClock;
-    this.#backoff = new Backoff(opts.backoffInitialMs ?? 800, opts.backoffMaxMs ?? 30_000, opts.random);
+    // Jitter: a factor in [0.5, 1.5), capped at the maximum.
+    this.#backoff = new Backoff({ initialMs: opts.backoffInitialMs ?? 800, maxMs: opts.backoffMaxMs ?? 30_000, jitter: 0.5 }, opts.random);
     this.#name = `${opts.resource.plural}${opts.resource.group ? '.' + opts.resource.group : ''}`;
     this.#store = new NotifyingStore<S>(this.#name, opts.equal, opts.log);
     this.#pageSize = opts.pageSize ?? 500;

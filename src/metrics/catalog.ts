@@ -17,9 +17,11 @@ export interface MetricDef<L extends string = string> {
 const DATA = 'networkobservability_';
 const SELF = 'controlplane_networkobservability_';
 
-function def<L extends string>(name: string, type: MetricType, help: string, labels: readonly L[], buckets?: readonly number[]): MetricDef<L> {
+/** A frozen metric family definition: the one way families are written (here and in src/operator/metrics.ts). */
+export function defineMetric<L extends string>(name: string, type: MetricType, help: string, labels: readonly L[], buckets?: readonly number[]): MetricDef<L> {
   return Object.freeze({ name, type, help, labels: Object.freeze([...labels]), ...(buckets ? { buckets } : {}) });
 }
+const def = defineMetric;
 
 // --- basic (node) metrics ---------------------------------------------------------------------
 export const forwardCount = def(`${DATA}forward_count`, 'gauge', 'Total forwarded packets', ['direction']);

@@ -3,11 +3,8 @@
  * leader_election_master_status), which Retina's operator exported, so its dashboards carry over.
  * (They live here, not in src/metrics/catalog.ts, because only the operator writes them.)
  */
-import type { MetricDef, MetricWriters } from '../metrics/index.js';
+import { defineMetric as def, type MetricWriters } from '../metrics/index.js';
 import type { WorkQueueMetrics } from '../k8s/index.js';
-
-const def = <L extends string>(name: string, type: MetricDef['type'], help: string, labels: readonly L[], buckets?: readonly number[]): MetricDef<L> =>
-  Object.freeze({ name, type, help, labels, ...(buckets ? { buckets } : {}) });
 
 const LATENCY = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

@@ -1,5 +1,4 @@
 export { selectPlatform, loadPlugins, loadDiagnose, loadCaptureProvider, currentOs, detect, type Platform } from './select.js';
 export { beforeDeadline, runSection, runSections, type DiagnoseSection, type OsDiagnoseModule, type SectionResult } from './diagnose.js';
 export { createPluginManager, type PluginManager, type PluginStatus, type ManagerOptions } from './manager.js';
-export type { BackoffOptions } from './backoff.js';
 export { missingHooks, parseKernelVersion, kernelAtLeast, type PlatformInfo } from './capabilities.js';

@@ -3,12 +3,11 @@
  * (a failed plugin is logged, counted, shown in /readyz and retried with capped, jittered backoff
  * while the others keep running), and stops them all in reverse order.
  */
-import { pick, type AgentConfig, type LoadedValues } from '../config/index.js';
+import { backoffDelay, pick, type AgentConfig, type BackoffOptions, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { PermanentError, errMessage, everyIp, isPermanent, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
-import { DEFAULT_BACKOFF, backoffDelay, type BackoffOptions } from './backoff.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';
 
 export interface PluginStatus {
@@ -39,6 +38,9 @@ export interface ManagerOptions {
   readonly backoff?: BackoffOptions;
   readonly random?: () => number;
 }
+
+/** A failed plugin's retry delays: 1 s doubling to 60 s, ±20 %. */
+const RETRY_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.2 };
 
 export interface PluginManager extends AsyncDisposable {
   /** Starts every plugin; resolves when each has started or failed once (never rejects). */
@@ -112,7 +114,7 @@ class Runner {
     readonly shared: ReadonlySet<string>,
   ) {
     this.#log = opts.log.child({ component: 'plugin', plugin: def.name });
-    this.#backoff = opts.backoff ?? DEFAULT_BACKOFF;
+    this.#backoff = opts.backoff ?? RETRY_BACKOFF;
   }
 
   snapshot(): PluginStatus {

@@ -8,6 +8,7 @@
  */
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { parseFlags, type Flags } from '../../src/cli/args.js';
 import { EXEC_ROOT, KUBECONFIG, eventually } from '../integration/harness.js';
 import { runWorkload, type Run } from './workload-run.js';
 
@@ -93,34 +94,27 @@ node reachable for pods/exec (address 127.0.0.1), which 'capture download' needs
 
 /** The walkthrough's entry: exit status 0 when the workload succeeded, 1 when it failed, 2 on bad arguments. */
 export async function runPodMain(argv: readonly string[]): Promise<number> {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    const m = /^(--name|-n|--namespace|--kubeconfig|--add-node)(?:=(.*))?$/.exec(a);
-    if (!m) {
-      process.stderr.write(`unknown argument ${JSON.stringify(a)}\n${USAGE}\n`);
-      return 2;
-    }
-    const v = m[2] ?? argv[++i];
-    if (v === undefined || v === '') {
-      process.stderr.write(`${m[1]} needs a value\n${USAGE}\n`);
-      return 2;
-    }
-    flags.set(m[1] === '-n' ? '--namespace' : (m[1] as string), v);
+  let flags: Flags;
+  try {
+    flags = parseFlags(argv, { strings: { name: undefined, namespace: 'default', kubeconfig: undefined, 'add-node': undefined }, short: { n: 'namespace' } });
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${USAGE}\n`);
+    return 2;
   }
-  const opts: PodRunnerOptions = flags.has('--kubeconfig') ? { kubeconfig: flags.get('--kubeconfig') as string } : {};
-  const node = flags.get('--add-node');
+  const kubeconfig = flags.str('kubeconfig');
+  const opts: PodRunnerOptions = kubeconfig ? { kubeconfig } : {};
+  const node = flags.str('add-node');
   if (node) {
     await addLocalNode(node, opts);
     process.stdout.write(`node ${node} Ready (InternalIP 127.0.0.1)\n`);
     return 0;
   }
-  const name = flags.get('--name');
+  const name = flags.str('name');
   if (!name) {
     process.stderr.write(`--name is required\n${USAGE}\n`);
     return 2;
   }
-  const pod = await findCapturePod(flags.get('--namespace') ?? 'default', name, opts);
+  const pod = await findCapturePod(flags.str('namespace') || 'default', name, opts);
   process.stdout.write(`playing pod ${pod.metadata?.namespace}/${pod.metadata?.name} on node ${pod.spec?.nodeName}\n`);
   const w = playCapturePod(pod, opts);
   w.child.stderr?.pipe(process.stderr);

@@ -7,10 +7,14 @@
  * flows pass); flows mix the Hubble flow shape with arbitrary values.
  */
 import assert from 'node:assert/strict';
-import { compileFlowFilters, FilterError, type FlowMatcher } from '../../src/server/hubble/filter.js';
+import { fileURLToPath } from 'node:url';
+import { compileFlowFilters as compileWith, FilterError, type FlowMatcher } from '../../src/server/hubble/filter.js';
+import { loadFlowEnums } from '../../src/server/hubble/proto.js';
 import { fc, fuzzer, onlyThrows, timed } from './harness.js';
 
 const fuzz = fuzzer(import.meta.url);
+const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
+const compileFlowFilters = (w: unknown, b: unknown): FlowMatcher => compileWith(w, b, ENUMS);
 
 const anything = fc.anything({ maxDepth: 2, maxKeys: 4, withSparseArray: true, withNullPrototype: true });
 const text = fc.oneof(

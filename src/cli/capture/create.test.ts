@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { validateCaptureSpec } from '../../capture/index.js';
-import { FlagError, parseKubectlFlags } from './flags.js';
+import { parseFlags, UsageError } from '../args.js';
 import { CREATE_FLAGS, specFromFlags } from './create.js';
 
-const parse = (...argv: string[]): ReturnType<typeof specFromFlags> => specFromFlags(parseKubectlFlags(argv, CREATE_FLAGS), 'cap');
+const parse = (...argv: string[]): ReturnType<typeof specFromFlags> => specFromFlags(parseFlags(argv, CREATE_FLAGS), 'cap');
 
 test("Retina's defaults: Linux nodes, 1m, 100 MB, host path retina, metadata on", () => {
   const { spec, secrets } = parse();
@@ -33,7 +33,7 @@ test('pod targets clear the default node selector; booleans take =false; secrets
 });
 
 test('bad flags are named', () => {
-  assert.throws(() => parse('--max-size', 'big'), (e: unknown) => e instanceof FlagError && /--max-size: "big"/.test(e.message));
+  assert.throws(() => parse('--max-size', 'big'), (e: unknown) => e instanceof UsageError && /--max-size: "big"/.test(e.message));
   assert.throws(() => parse('--no-wait=maybe'), /--no-wait: "maybe" is not true or false/);
   assert.throws(() => parse('--bogus'), /unknown flag --bogus/);
   assert.throws(() => parse('--node-selectors', 'nokey'), /--node-selectors: "nokey" is not key=value/);

@@ -10,7 +10,8 @@ import {
 } from '../../capture/index.js';
 import { apiVersionOf, collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeList, type LabelSelector, type RestClient } from '../../k8s/index.js';
 import { version } from '../command.js';
-import { FlagError, KUBE_FLAGS, kubeClient, parseKubectlFlags, type Flags } from './flags.js';
+import { parseFlags, UsageError, type Flags } from '../args.js';
+import { KUBE_FLAGS, kubeClient } from './flags.js';
 import { deleteCaptureJobs, jobProgress, printProgress } from './list.js';
 
 export const CREATE_USAGE = `usage: kubectl-retina capture create [--name retina-capture] [-n NAMESPACE] [--kubeconfig FILE] [flags]
@@ -47,7 +48,7 @@ function labels(flag: string, text: string): LabelSelector {
   const matchLabels: Record<string, string> = {};
   for (const part of text.split(',').map((x) => x.trim()).filter(Boolean)) {
     const i = part.indexOf('=');
-    if (i <= 0) throw new FlagError(`--${flag}: ${JSON.stringify(part)} is not key=value`);
+    if (i <= 0) throw new UsageError(`--${flag}: ${JSON.stringify(part)} is not key=value`);
     matchLabels[part.slice(0, i)] = part.slice(i + 1);
   }
   return { matchLabels };
@@ -139,7 +140,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
   let f: Flags;
   let input: CreateInput;
   try {
-    f = parseKubectlFlags(argv, CREATE_FLAGS);
+    f = parseFlags(argv, CREATE_FLAGS);
     input = specFromFlags(f, f.str('name') as string);
   } catch (e) {
     err(`${(e as Error).message}\n${CREATE_USAGE}`);

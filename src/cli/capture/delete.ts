@@ -4,7 +4,8 @@
  * Secrets made for it, as Retina's CLI does.
  */
 import { isApiError, objectPath, resources, type RestClient } from '../../k8s/index.js';
-import { FlagError, KUBE_FLAGS, kubeClient, parseKubectlFlags } from './flags.js';
+import { parseFlags, UsageError } from '../args.js';
+import { KUBE_FLAGS, kubeClient } from './flags.js';
 import { deleteCaptureJobs } from './list.js';
 
 export const DELETE_USAGE = 'usage: kubectl-retina capture delete --name NAME [-n NAMESPACE] [--kubeconfig FILE]';
@@ -22,9 +23,9 @@ async function deleteResource(client: RestClient, ns: string, name: string): Pro
 export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let f;
   try {
-    f = parseKubectlFlags(argv, { strings: { ...KUBE_FLAGS }, booleans: { help: false }, short: { n: 'namespace', h: 'help' } });
+    f = parseFlags(argv, { strings: { ...KUBE_FLAGS }, booleans: { help: false }, short: { n: 'namespace', h: 'help' } });
   } catch (e) {
-    process.stderr.write(`kubectl-retina capture delete: ${(e as FlagError).message}\n${DELETE_USAGE}\n`);
+    process.stderr.write(`kubectl-retina capture delete: ${(e as UsageError).message}\n${DELETE_USAGE}\n`);
     return 2;
   }
   if (f.bool('help')) {

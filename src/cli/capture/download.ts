@@ -11,10 +11,10 @@ import { join, relative, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { create as tarCreate } from 'tar';
 import { allCapturesBundleName } from '../../capture/naming.js';
+import { parseFlags, UsageError, type Flags as KubectlFlags } from '../args.js';
 import { DownloadError, NodeDownloader, type CaptureRef } from './download-nodes.js';
 import type { ProgressSink } from './download-progress.js';
 import { downloadFromBlob, downloadFromS3, redactSas } from './download-remote.js';
-import { parseKubectlFlags, type Flags as KubectlFlags } from './flags.js';
 import { ChecksumError, verifyTarball } from './download-verify.js';
 
 export interface DownloadIO {
@@ -68,10 +68,6 @@ interface Flags {
   help: boolean;
 }
 
-class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
-
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
@@ -82,13 +78,8 @@ const DOWNLOAD_STRINGS: Readonly<Record<string, undefined>> = Object.fromEntries
 );
 
 export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessEnv): Flags {
-  let f: KubectlFlags;
-  try {
-    // The kubectl-style parser create, list and delete use (--flag=value, --bool=false, -n, -A, -o).
-    f = parseKubectlFlags(argv, { strings: DOWNLOAD_STRINGS, booleans: { all: false, 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', o: 'output', h: 'help' } });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  // The kubectl-style parser of every command (--flag=value, --bool=false, -n, -A, -o).
+  const f: KubectlFlags = parseFlags(argv, { strings: DOWNLOAD_STRINGS, booleans: { all: false, 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', o: 'output', h: 'help' } });
   const values: Record<string, string | boolean | undefined> = {
     ...Object.fromEntries(Object.keys(DOWNLOAD_STRINGS).map((k) => [k, f.str(k)])),
     all: f.bool('all'), 'all-namespaces': f.bool('all-namespaces'), help: f.bool('help'),

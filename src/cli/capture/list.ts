@@ -5,7 +5,8 @@
  */
 import { CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, captureSelector, referencedSecrets } from '../../capture/index.js';
 import { collectionPath, isApiError, objectPath, resources, type Capture, type KubeList, type KubeObject, type RestClient } from '../../k8s/index.js';
-import { FlagError, KUBE_FLAGS, kubeClient, parseKubectlFlags } from './flags.js';
+import { parseFlags, UsageError } from '../args.js';
+import { KUBE_FLAGS, kubeClient } from './flags.js';
 
 export interface JobWire extends KubeObject {
   spec?: { template?: { spec?: { nodeName?: string; volumes?: { secret?: { secretName?: string } }[] } } };
@@ -83,9 +84,9 @@ export const LIST_USAGE = 'usage: kubectl-retina capture list [-n NAMESPACE | -A
 export async function runList(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let f;
   try {
-    f = parseKubectlFlags(argv, { strings: { namespace: KUBE_FLAGS.namespace, kubeconfig: undefined }, booleans: { 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', h: 'help' } });
+    f = parseFlags(argv, { strings: { namespace: KUBE_FLAGS.namespace, kubeconfig: undefined }, booleans: { 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', h: 'help' } });
   } catch (e) {
-    process.stderr.write(`kubectl-retina capture list: ${(e as FlagError).message}\n${LIST_USAGE}\n`);
+    process.stderr.write(`kubectl-retina capture list: ${(e as UsageError).message}\n${LIST_USAGE}\n`);
     return 2;
   }
   if (f.bool('help')) {

@@ -30,19 +30,40 @@ export interface Kind {
   readonly directional: boolean;
 }
 
-const kind = (def: c.MetricDef, verdict: Verdict, op: number, directional: boolean): Kind => ({ def, verdict, op, directional });
+/** How the module counts each flow-counted `adv_*` family: the verdict it takes and the op. */
+interface Counting {
+  readonly verdict: Verdict;
+  readonly op: number;
+}
+const COUNTING: ReadonlyMap<c.MetricDef, Counting> = new Map<c.MetricDef, Counting>([
+  [c.advForwardCount, { verdict: 'FORWARDED', op: OP_PACKETS }],
+  [c.advForwardBytes, { verdict: 'FORWARDED', op: OP_BYTES }],
+  [c.advDropCount, { verdict: 'DROPPED', op: OP_DROP_PACKETS }],
+  [c.advDropBytes, { verdict: 'DROPPED', op: OP_DROP_BYTES }],
+  [c.advTcpFlagsCount, { verdict: 'FORWARDED', op: OP_FLAGS }],
+  [c.advTcpRetransCount, { verdict: 'RETRANSMISSION', op: OP_PACKETS }],
+  [c.advDnsRequestCount, { verdict: 'DNS', op: OP_DNS_REQUEST }],
+  [c.advDnsResponseCount, { verdict: 'DNS', op: OP_DNS_RESPONSE }],
+]);
 
-/** metricName in the MetricsConfiguration → what it counts. Names Retina accepts but never fills map to nothing. */
-export const KINDS: Readonly<Record<string, Kind>> = {
-  forward_count: kind(c.advForwardCount, 'FORWARDED', OP_PACKETS, true),
-  forward_bytes: kind(c.advForwardBytes, 'FORWARDED', OP_BYTES, true),
-  drop_count: kind(c.advDropCount, 'DROPPED', OP_DROP_PACKETS, true),
-  drop_bytes: kind(c.advDropBytes, 'DROPPED', OP_DROP_BYTES, true),
-  tcp_flag_gauges: kind(c.advTcpFlagsCount, 'FORWARDED', OP_FLAGS, false),
-  tcp_retransmission_count: kind(c.advTcpRetransCount, 'RETRANSMISSION', OP_PACKETS, true),
-  dns_request_count: kind(c.advDnsRequestCount, 'DNS', OP_DNS_REQUEST, false),
-  dns_response_count: kind(c.advDnsResponseCount, 'DNS', OP_DNS_RESPONSE, false),
-};
+/** The `adv_*` families that are not made from flows (the API-server latency module fills them). */
+export const NOT_FROM_FLOWS: ReadonlySet<c.MetricDef> = new Set([c.advNodeApiserverLatency, c.advNodeApiserverTcpHandshakeLatency, c.advNodeApiserverNoResponse]);
+
+/**
+ * metricName in the MetricsConfiguration → what it counts, derived from the catalog's one table
+ * (`advancedFamilies`, name → families): a name whose one family the module counts from flows gets
+ * that family's kind. Names Retina accepts but never fills, and the API-server names, map to nothing.
+ */
+export const KINDS: Readonly<Record<string, Kind>> = Object.freeze(
+  Object.fromEntries(
+    Object.entries(c.advancedFamilies).flatMap(([name, fams]) => {
+      const how = fams.length === 1 ? COUNTING.get(fams[0]!) : undefined;
+      if (how === undefined) return [];
+      const def = fams[0]!;
+      return [[name, { def, verdict: how.verdict, op: how.op, directional: def.labels.includes('direction') }]];
+    }),
+  ),
+);
 
 /** How many cached series slots a metric of this op needs per context tail. */
 export function slotCount(op: number, remote: boolean): number {

@@ -5,10 +5,16 @@
 import assert from 'node:assert/strict';
 import { isIPv4 } from 'node:net';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { compileFlowFilters, FilterError, type HubbleFlow } from './filter.js';
+import { compileFlowFilters as compileWith, FilterError, type HubbleFlow } from './filter.js';
 import { cidrsContain, isIP, parseCidr } from './filter-ip.js';
 import { compileSelector } from './filter-selector.js';
+import { loadFlowEnums } from './proto.js';
+
+/** flow.proto's enums, as the server hands them to the filter. */
+const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../../proto/hubble', import.meta.url)));
+const compileFlowFilters = (w: unknown, b: unknown): ReturnType<typeof compileWith> => compileWith(w, b, ENUMS);
 
 /** Whether `flow` passes a whitelist of one filter. */
 const passes = (filter: Record<string, unknown>, flow: HubbleFlow): boolean => compileFlowFilters([filter], undefined).match(flow);

@@ -1,9 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createFlow, type Endpoint } from '../../flow/index.js';
 import { compileFlowFilters } from './filter.js';
 import { timestamp, timestampMs, toHubbleFlow } from './map.js';
+import { loadFlowEnums } from './proto.js';
 import { createFlowRing } from './ring.js';
+
+const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../../proto/hubble', import.meta.url)));
 
 const web: Endpoint = {
   namespace: 'shop', podName: 'web-5d4f8c9b7-abcde', workloadKind: 'Deployment', workloadName: 'web', service: 'web', nodeName: 'n1', zone: 'z',
@@ -48,7 +52,7 @@ describe('toHubbleFlow', () => {
   });
 
   it('the filter reads the mapped flows: --verdict DROPPED --to-pod shop/web', () => {
-    const m = compileFlowFilters([{ verdict: ['DROPPED'], destination_pod: ['shop/web'] }], []);
+    const m = compileFlowFilters([{ verdict: ['DROPPED'], destination_pod: ['shop/web'] }], [], ENUMS);
     const drop = toHubbleFlow(createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'DROPPED', proto: 6, destination: web }), 'n');
     const fwd = toHubbleFlow(createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'FORWARDED', proto: 6, destination: web }), 'n');
     assert.equal(m.match(drop), true);

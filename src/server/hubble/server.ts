@@ -119,7 +119,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     const req = call.request;
     let matcher: FlowMatcher;
     try {
-      matcher = compileFlowFilters(req['whitelist'], req['blacklist']);
+      matcher = compileFlowFilters(req['whitelist'], req['blacklist'], o.protos.enums);
     } catch (e) {
       const msg = e instanceof FilterError ? e.message : `bad filter: ${(e as Error).message}`;
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, msg));
