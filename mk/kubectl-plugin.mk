@@ -29,3 +29,6 @@ $(KUBECTL_PLUGIN_STAMP): $(BUNDLE_INPUTS) hack/kubectl-plugin.mjs $(NPM_STAMP) $
 	  --target linux-amd64=$(CACHE)/node/bin/node --target linux-arm64=$(NODE_ARM64_BIN) --target windows-amd64=$(NODE_WIN_EXE) \
 	  $(if $(KUBECTL_PLUGIN_URL),--url-base $(KUBECTL_PLUGIN_URL))
 	touch $@
+
+# test/integration/kubectl-plugin.test.ts runs the linux-amd64 executable.
+test: kubectl-plugin
