@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -21,6 +22,34 @@ import { CRD_DIR, testLog, uniqueId } from './operator-helpers.js';
 
 const run = promisify(execFile);
 export const PLUGIN = `${ROOT}build/kubectl-plugin/linux-amd64/kubectl-retina`;
+
+interface KrewPlatform {
+  selector: { matchLabels: { os: string; arch: string } };
+  uri: string;
+  sha256: string;
+  files: { from: string; to: string }[];
+  bin: string;
+}
+
+describe('the krew manifest make kubectl-plugin writes', () => {
+  it('names one archive per platform with its sha256, and each archive holds the bin and LICENSE', async () => {
+    const dir = `${ROOT}build/kubectl-plugin`;
+    const m = parse(readFileSync(join(dir, 'retina.yaml'), 'utf8')) as { apiVersion: string; kind: string; metadata: { name: string }; spec: { version: string; platforms: KrewPlatform[] } };
+    assert.equal(m.apiVersion, 'krew.googlecontainertools.github.com/v1alpha2');
+    assert.equal(m.kind, 'Plugin');
+    assert.equal(m.metadata.name, 'retina');
+    assert.match(m.spec.version, /^v\d+\.\d+\.\d+/);
+    assert.deepEqual(m.spec.platforms.map((p) => `${p.selector.matchLabels.os}/${p.selector.matchLabels.arch}`), ['linux/amd64', 'linux/arm64', 'windows/amd64']);
+    for (const p of m.spec.platforms) {
+      const archive = join(dir, p.uri.slice(p.uri.lastIndexOf('/') + 1));
+      assert.equal(createHash('sha256').update(readFileSync(archive)).digest('hex'), p.sha256, archive);
+      const listed = (await run('tar', ['-tzf', archive])).stdout.split('\n').filter(Boolean).sort();
+      assert.deepEqual(listed, p.files.map((f) => f.from).sort(), archive);
+      assert.ok(p.files.some((f) => f.from === p.bin), `${p.bin} is unpacked`);
+      assert.equal(p.bin, p.selector.matchLabels.os === 'windows' ? 'kubectl-retina.exe' : 'kubectl-retina');
+    }
+  });
+});
 
 interface Job extends KubeObject {
   spec: { template: { spec: { containers: { image: string }[] } } };
