@@ -7,6 +7,7 @@ import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { stringify } from 'yaml';
 import { UsageError } from './args.js';
+import { runDownload } from './capture/download.js';
 import { loadKube, requestTimeoutMs, splitKubeFlags, withKubeFlags } from './kube-flags.js';
 
 const kubeconfig = (o: { current?: string; clusters?: [string, string, Record<string, unknown>?][]; users?: [string, Record<string, unknown>][]; contexts?: [string, string, string, string?][] }): string => stringify({
@@ -120,7 +121,7 @@ describe('the client from loadKube: --as and --request-timeout on the wire', () 
   before(async () => {
     server = createServer((req, res) => {
       seen.push(req.headers);
-      if (req.url?.startsWith('/slow')) return; // never answers
+      if (req.url?.startsWith('/slow') || req.url?.includes('/pods')) return; // never answers
       res.setHeader('Content-Type', 'application/json');
       res.end('{"kind":"APIVersions","versions":["v1"]}');
     });
@@ -162,5 +163,17 @@ describe('the client from loadKube: --as and --request-timeout on the wire', () 
     // A request's own timeout still wins.
     await assert.rejects(c.request('GET', '/slow', { timeoutMs: 100 }), /no answer in 100 ms/);
     c.close();
+  });
+
+  test("download's requests (client-node's API classes) take --request-timeout too", { timeout: 20_000 }, async () => {
+    let err = '';
+    const t0 = Date.now();
+    const code = await runDownload(['--name', 'cap', '-n', 'ns', '-o', join(dir, 'out')], {
+      stdout: { write: () => true }, stderr: { write: (x: string) => (err += x) }, handleSignals: false,
+      env: { KUBECONFIG: join(dir, 'config') }, kube: { requestTimeout: '300ms' },
+    });
+    assert.equal(code, 1, err);
+    assert.match(err, /list the pods of capture ns\/cap.*(timeout|aborted)/is);
+    assert.ok(Date.now() - t0 < 10_000, `${Date.now() - t0} ms`);
   });
 });

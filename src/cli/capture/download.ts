@@ -211,6 +211,7 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
       const namespace = kube.namespace;
       nodes = new NodeDownloader({
         kubeConfig: kc,
+        requestTimeoutMs: kube.requestTimeoutMs,
         log,
         progress: stderr,
         signal: ac.signal,
