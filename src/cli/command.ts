@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { getAsset, isSea } from 'node:sea';
 import { ConfigErrors } from '../config/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { parseFlags, type Flags } from './args.js';
@@ -26,7 +27,9 @@ export function packageFile(rel: string, from = dirname(fileURLToPath(import.met
 }
 
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string };
+  // A single executable (the kubectl plugin, hack/kubectl-plugin.mjs) carries package.json as an asset.
+  const text = isSea() ? getAsset('package.json', 'utf8') : readFileSync(packageFile('package.json'), 'utf8');
+  const pkg = JSON.parse(text) as { version: string };
   return pkg.version;
 }
 

@@ -1,38 +1,54 @@
 /**
  * Composition root of the kubectl plugin `kubectl-retina` (`kubectl retina ...` once on PATH):
- * `capture create|list|delete|download`, `migrate-values`.
+ * `capture create|list|delete|download`, `migrate-values`. kubectl's common flags (--kubeconfig, --context, -n, --as,
+ * ...: src/cli/kube-flags.ts) are taken out of the command line here, wherever they stand, and handed
+ * to the subcommand: every subcommand gets them, and one that does not talk to the cluster ignores them.
  */
 import { runCreate } from './capture/create.js';
 import { runDelete } from './capture/delete.js';
 import { runDownload } from './capture/download.js';
 import { runList } from './capture/list.js';
 import { version } from './command.js';
+import { KUBE_FLAGS_USAGE, splitKubeFlags, type KubeFlags } from './kube-flags.js';
 import { runMigrateValues } from './migrate-values.js';
 
 export const USAGE = `usage: kubectl-retina capture <create|list|delete|download> [flags]   (--help on each)
        kubectl-retina migrate-values -f RETINA_VALUES [-o OUT]
+       kubectl-retina options    (kubectl's flags every subcommand takes: --kubeconfig, --context, -n, --as, ...)
        kubectl-retina version`;
 
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const [group, sub, ...rest] = argv;
+  let kube: KubeFlags;
+  let args: string[];
+  try {
+    ({ kube, rest: args } = splitKubeFlags(argv));
+  } catch (e) {
+    process.stderr.write(`kubectl-retina: ${(e as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const [group, sub, ...rest] = args;
   if (group === 'version' || group === '--version') {
     process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  if (group === 'options') {
+    process.stdout.write(`${KUBE_FLAGS_USAGE}\n`);
     return 0;
   }
   if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
     process.stdout.write(USAGE + '\n');
     return group === undefined ? 2 : 0;
   }
-  if (group === 'migrate-values') return runMigrateValues(argv.slice(1));
+  if (group === 'migrate-values') return runMigrateValues(args.slice(1));
   if (group !== 'capture') {
     process.stderr.write(`kubectl-retina: unknown command ${JSON.stringify(group)}\n${USAGE}\n`);
     return 2;
   }
   switch (sub) {
-    case 'create': return runCreate(rest, env);
-    case 'list': return runList(rest, env);
-    case 'delete': return runDelete(rest, env);
-    case 'download': return runDownload(rest);
+    case 'create': return runCreate(rest, env, kube);
+    case 'list': return runList(rest, env, kube);
+    case 'delete': return runDelete(rest, env, kube);
+    case 'download': return runDownload(rest, { env, kube });
     default:
       process.stderr.write(`kubectl-retina capture: unknown subcommand ${JSON.stringify(sub ?? '')}\n${USAGE}\n`);
       return 2;

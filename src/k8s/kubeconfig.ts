@@ -151,11 +151,20 @@ async function viaClientNode(path: string): Promise<RestConfig> {
   } catch (e) {
     throw new KubeconfigError(`cannot load kubeconfig ${path}: ${(e as Error).message}`, { cause: e });
   }
+  return restConfigFromKubeConfig(kc, `kubeconfig ${path}`);
+}
+
+/**
+ * The current context of a loaded client-node KubeConfig as a RestConfig (the kubectl plugin merges
+ * and overrides its kubeconfig itself, then talks through this). Its user's impersonateUser (the
+ * kubeconfig's `as`, kubectl's --as) becomes the Impersonate-User header, as client-node sends it.
+ */
+export function restConfigFromKubeConfig(kc: KubeConfigLike, source: string): RestConfig {
   const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new KubeconfigError(`kubeconfig ${path}: no current cluster`);
+  if (!cluster) throw new KubeconfigError(`${source}: no current cluster`);
   return {
     server: cluster.server.replace(/\/+$/, ''),
-    source: `kubeconfig ${path} (context ${kc.getCurrentContext()}, client-node)`,
+    source: `${source} (context ${kc.getCurrentContext()}, client-node)`,
     async authorize(o) {
       const headers = o.headers as Record<string, string>;
       await kc.applyToHTTPSOptions(o);
@@ -164,4 +173,11 @@ async function viaClientNode(path: string): Promise<RestConfig> {
       // it may also set an agent of its own; the transport's keep-alive agent is the one to use.
     },
   };
+}
+
+/** What restConfigFromKubeConfig uses of client-node's KubeConfig (a type, so this module does not load it). */
+export interface KubeConfigLike {
+  getCurrentCluster(): { readonly server: string } | null;
+  getCurrentContext(): string;
+  applyToHTTPSOptions(o: https.RequestOptions): Promise<void>;
 }

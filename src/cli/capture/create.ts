@@ -5,16 +5,18 @@
  * waits, prints per-node progress and then cleans up (as Retina).
  */
 import {
-  CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, TargetError, captureJobs, captureSecrets, captureSelector, defaultImages, referencedSecrets, resolveTargets, validateCaptureSpec,
+  CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, TargetError, captureJobs, captureSecrets, captureSelector, referencedSecrets, resolveTargets, validateCaptureSpec,
   captureDurationMs, JobNumLimitError, type Manifest,
 } from '../../capture/index.js';
 import { apiVersionOf, collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeList, type LabelSelector, type RestClient } from '../../k8s/index.js';
 import { version } from '../command.js';
 import { parseFlags, UsageError, type Flags } from '../args.js';
-import { KUBE_FLAGS, kubeClient } from './flags.js';
+import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
+import { NAME_FLAG, connect } from './flags.js';
+import { captureImages } from './image.js';
 import { deleteCaptureJobs, jobProgress, printProgress } from './list.js';
 
-export const CREATE_USAGE = `usage: kubectl-retina capture create [--name retina-capture] [-n NAMESPACE] [--kubeconfig FILE] [flags]
+export const CREATE_USAGE = `usage: kubectl-retina capture create [--name retina-capture] [-n NAMESPACE] [flags] [kubectl's flags: kubectl-retina options]
 
 Targets: --node-names a,b | --node-selectors k=v (default kubernetes.io/os=linux) | --pod-selectors k=v --namespace-selectors k=v | --pod-names ns/pod,...
 Capture: --duration 1m --max-size 100 --file-count 0 --packet-size 0 --interfaces eth0 --include-filter/--exclude-filter IP:port,...
@@ -24,10 +26,13 @@ Capture: --duration 1m --max-size 100 --file-count 0 --packet-size 0 --interface
   --print-data hex|hex-with-link|ascii|ascii-with-link
 Outputs: --host-path retina --host-path-base-dir /var/log/retina/captures --pvc NAME --blob-upload SAS_URL
   --s3-bucket B --s3-region R --s3-endpoint URL --s3-path retina/captures --s3-access-key-id ID --s3-secret-access-key KEY
-Run: --job-num-limit 0 --no-wait=true --cleanup-after-upload=false --debug=false (image from RETINA_AGENT_IMAGE) --use-operator=false`;
+Run: --job-num-limit 0 --no-wait=true --cleanup-after-upload=false --use-operator=false
+Image: --image IMAGE (the capture image; default: the image of the agent DaemonSet of the retina-ts chart
+  installed in the cluster, else ghcr.io/retina-ts/retina-ts:<version>) --windows-image IMAGE (default: --image,
+  else the chart's Windows agent image) --debug=false (as Retina: with --debug, RETINA_AGENT_IMAGE names the image)`;
 
 const STRINGS = {
-  ...KUBE_FLAGS,
+  ...NAME_FLAG, image: undefined, 'windows-image': undefined,
   duration: '1m', 'max-size': '100', 'file-count': '0', 'packet-size': '0', 'node-names': undefined, 'node-selectors': 'kubernetes.io/os=linux',
   'pod-names': undefined, 'pod-selectors': undefined, 'namespace-selectors': undefined, 'host-path': 'retina', 'host-path-base-dir': DEFAULT_HOSTPATH_BASE_DIR,
   pvc: undefined, 'blob-upload': undefined, 's3-region': undefined, 's3-endpoint': undefined, 's3-bucket': undefined, 's3-path': 'retina/captures',
@@ -41,7 +46,7 @@ const BOOLEANS = {
   debug: false, 'use-operator': false,
 };
 
-export const CREATE_FLAGS = { strings: STRINGS, booleans: BOOLEANS, short: { n: 'namespace' } };
+export const CREATE_FLAGS = { strings: STRINGS, booleans: BOOLEANS };
 
 /** `a=b,c=d` -> matchLabels. */
 function labels(flag: string, text: string): LabelSelector {
@@ -132,22 +137,24 @@ async function createSecrets(client: RestClient, name: string, ns: string, input
   return made;
 }
 
-export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     out(CREATE_USAGE);
     return 0;
   }
   let f: Flags;
   let input: CreateInput;
+  let kubeArgs: KubeFlags;
   try {
-    f = parseFlags(argv, CREATE_FLAGS);
+    const split = withKubeFlags(argv, kubeFlags);
+    kubeArgs = split.kube;
+    f = parseFlags(split.rest, CREATE_FLAGS);
     input = specFromFlags(f, f.str('name') as string);
   } catch (e) {
     err(`${(e as Error).message}\n${CREATE_USAGE}`);
     return 2;
   }
   const name = f.str('name') as string;
-  const ns = f.str('namespace') as string;
   const problems = validateCaptureSpec(input.spec);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 53) problems.unshift(`--name: ${JSON.stringify(name)} is not a valid capture name (lowercase letters, digits, -; at most 53)`);
   const baseDir = f.str('host-path-base-dir') as string;
@@ -156,7 +163,10 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
     err(`invalid capture:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     return 2;
   }
-  const client = await kubeClient(f.str('kubeconfig'), env);
+  const kube = await connect(kubeArgs, env, 'capture create');
+  if (!kube) return 1;
+  const ns = kube.namespace;
+  const client = kube.client();
   try {
     if (f.bool('use-operator')) {
       const made = await createSecrets(client, name, ns, input);
@@ -184,7 +194,10 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
       err(e.message);
       return 1;
     }
-    const images = defaultImages(version(), env, f.bool('debug'));
+    const images = await captureImages(client, { image: f.str('image'), windowsImage: f.str('windows-image'), debug: f.bool('debug') }, version(), env);
+    const os = new Set(nodes.map((n) => n.os));
+    if (os.has('linux')) err(`note: capture image ${images.linuxImage} (from ${images.linuxFrom})`);
+    if (os.has('windows')) err(`note: Windows capture image ${images.windowsImage} (from ${images.windowsFrom})`);
     const account = await captureAccount(client, ns);
     if (!account) {
       err(`note: no ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} in namespace ${ns}: the capture pods run as the default one and cannot annotate themselves with their file's name, so download lists each node's capture directory (the operator creates that account when it runs a capture in a namespace)`);
@@ -192,7 +205,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv)
     let jobs: Manifest[];
     try {
       jobs = captureJobs({ name, namespace: ns, spec: input.spec }, nodes, {
-        ...images, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'), deadlineSlackSeconds: 300, ...(account ? { serviceAccountName: account } : {}),
+        linuxImage: images.linuxImage, windowsImage: images.windowsImage, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'), deadlineSlackSeconds: 300, ...(account ? { serviceAccountName: account } : {}),
         startTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
       });
     } catch (e) {

@@ -5,10 +5,11 @@
  */
 import { isApiError, objectPath, resources, type RestClient } from '../../k8s/index.js';
 import { parseFlags, UsageError } from '../args.js';
-import { KUBE_FLAGS, kubeClient } from './flags.js';
+import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
+import { NAME_FLAG, connect } from './flags.js';
 import { deleteCaptureJobs } from './list.js';
 
-export const DELETE_USAGE = 'usage: kubectl-retina capture delete --name NAME [-n NAMESPACE] [--kubeconfig FILE]';
+export const DELETE_USAGE = 'usage: kubectl-retina capture delete --name NAME [-n NAMESPACE] [kubectl\'s flags: kubectl-retina options]';
 
 async function deleteResource(client: RestClient, ns: string, name: string): Promise<boolean> {
   try {
@@ -20,10 +21,13 @@ async function deleteResource(client: RestClient, ns: string, name: string): Pro
   }
 }
 
-export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Promise<number> {
   let f;
+  let kubeArgs: KubeFlags;
   try {
-    f = parseFlags(argv, { strings: { ...KUBE_FLAGS }, booleans: { help: false }, short: { n: 'namespace', h: 'help' } });
+    const split = withKubeFlags(argv, kubeFlags);
+    kubeArgs = split.kube;
+    f = parseFlags(split.rest, { strings: { ...NAME_FLAG }, booleans: { help: false }, short: { h: 'help' } });
   } catch (e) {
     process.stderr.write(`kubectl-retina capture delete: ${(e as UsageError).message}\n${DELETE_USAGE}\n`);
     return 2;
@@ -32,9 +36,11 @@ export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv)
     process.stdout.write(DELETE_USAGE + '\n');
     return 0;
   }
-  const ns = f.str('namespace') as string;
+  const kube = await connect(kubeArgs, env, 'capture delete');
+  if (!kube) return 1;
+  const ns = kube.namespace;
   const name = f.str('name') as string;
-  const client = await kubeClient(f.str('kubeconfig'), env);
+  const client = kube.client();
   try {
     if (await deleteResource(client, ns, name)) {
       process.stdout.write(`capture ${ns}/${name} deleted (Capture resource; the operator deletes its jobs and secrets)\n`);

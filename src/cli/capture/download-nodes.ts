@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
-import { BatchV1Api, CoreV1Api, Exec, KubeConfig, type V1Node, type V1Pod, type V1Status } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, Exec, KubeConfig, ServerConfiguration, createConfiguration, type ApiConstructor, type ApiType, type V1Node, type V1Pod, type V1Status } from '@kubernetes/client-node';
 import { isNodeTarball, tarballFromAnnotation } from '../../capture/index.js';
 import { Progress, type ProgressSink } from './download-progress.js';
 
@@ -47,6 +47,8 @@ export interface NodeDownloaderOptions {
   readonly linuxImage?: string;
   readonly windowsImage?: string;
   readonly podReadyTimeoutMs?: number;
+  /** kubectl's --request-timeout for each API request (not the exec streams); 0 or undefined: none. */
+  readonly requestTimeoutMs?: number;
   readonly log: (line: string) => void;
   readonly progress: ProgressSink;
   readonly signal: AbortSignal;
@@ -95,8 +97,8 @@ export class NodeDownloader {
   private readonly helpers = new Map<string, CaptureRef>();
 
   constructor(private readonly o: NodeDownloaderOptions) {
-    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
-    this.batch = o.kubeConfig.makeApiClient(BatchV1Api);
+    this.core = apiClient(o.kubeConfig, CoreV1Api, o.requestTimeoutMs ?? 0);
+    this.batch = apiClient(o.kubeConfig, BatchV1Api, o.requestTimeoutMs ?? 0);
     this.exec = new Exec(o.kubeConfig);
   }
 
@@ -442,6 +444,23 @@ function windowsLtsc(node: V1Node): string {
   if (img.includes('2025')) return 'ltsc2025';
   if (img.includes('2019')) return 'ltsc2019';
   return 'ltsc2022';
+}
+
+/** client-node's API client for the current context, each request aborted after `timeoutMs` (0: makeApiClient's, no limit). */
+function apiClient<T extends ApiType>(kc: KubeConfig, api: ApiConstructor<T>, timeoutMs: number): T {
+  const cluster = kc.getCurrentCluster();
+  if (!timeoutMs || !cluster) return kc.makeApiClient(api);
+  return new api(createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kc },
+    promiseMiddleware: [{
+      pre: async (ctx) => {
+        ctx.setSignal(AbortSignal.timeout(timeoutMs));
+        return ctx;
+      },
+      post: async (res) => res,
+    }],
+  }));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -8,10 +8,10 @@
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { create as tarCreate } from 'tar';
 import { allCapturesBundleName } from '../../capture/index.js';
 import { parseFlags, UsageError, type Flags as KubectlFlags } from '../args.js';
+import { KUBE_FLAGS_USAGE, loadKube, withKubeFlags, type KubeFlags } from '../kube-flags.js';
 import { DownloadError, NodeDownloader, type CaptureRef } from './download-nodes.js';
 import type { ProgressSink } from './download-progress.js';
 import { downloadFromBlob, downloadFromS3, redactSas } from './download-remote.js';
@@ -26,6 +26,8 @@ export interface DownloadIO {
   readonly now?: () => Date;
   /** Whether SIGINT/SIGTERM abort the download (default true; tests turn it off). */
   readonly handleSignals?: boolean;
+  /** kubectl's flags the main entry took out of the arguments. */
+  readonly kube?: KubeFlags;
 }
 
 const USAGE = `Usage: kubectl-retina capture download [flags]
@@ -45,23 +47,24 @@ from Azure Blob (--blob-url) or from S3 (--s3-bucket).
   --s3-access-key-id ID    or env AWS_ACCESS_KEY_ID
   --s3-secret-access-key K or env AWS_SECRET_ACCESS_KEY
   -o, --output DIR         where to write (default ./)
-  --kubeconfig FILE        (default $KUBECONFIG or ~/.kube/config)
   --download-image IMAGE   the Linux helper pod's image (env RETINA_DOWNLOAD_IMAGE;
                            default mcr.microsoft.com/azurelinux/busybox:1.36)
   --download-image-windows IMAGE  the Windows helper pod's image (env RETINA_DOWNLOAD_IMAGE_WINDOWS;
                            default mcr.microsoft.com/windows/nanoserver:<ltsc of the node>)
   --pod-timeout SECONDS    how long to wait for a helper pod to run (default 120)
+
+${KUBE_FLAGS_USAGE}
 `;
 
 interface Flags {
   name?: string;
-  namespace?: string;
   all: boolean;
   allNamespaces: boolean;
   blobUrl?: string;
   s3?: { bucket: string; endpoint?: string; region?: string; path: string; accessKeyId?: string; secretAccessKey?: string };
   output: string;
-  kubeconfig?: string;
+  /** kubectl's flags (--kubeconfig, --context, -n, --as, ...). */
+  kube: KubeFlags;
   linuxImage?: string;
   windowsImage?: string;
   podTimeoutMs: number;
@@ -73,13 +76,14 @@ function str(v: unknown): string | undefined {
 }
 
 const DOWNLOAD_STRINGS: Readonly<Record<string, undefined>> = Object.fromEntries(
-  ['name', 'namespace', 'blob-url', 's3-bucket', 's3-endpoint', 's3-region', 's3-path', 's3-access-key-id', 's3-secret-access-key',
-    'output', 'kubeconfig', 'download-image', 'download-image-windows', 'pod-timeout'].map((k) => [k, undefined]),
+  ['name', 'blob-url', 's3-bucket', 's3-endpoint', 's3-region', 's3-path', 's3-access-key-id', 's3-secret-access-key',
+    'output', 'download-image', 'download-image-windows', 'pod-timeout'].map((k) => [k, undefined]),
 );
 
-export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessEnv): Flags {
+export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Flags {
+  const split = withKubeFlags(argv, kubeFlags);
   // The kubectl-style parser of every command (--flag=value, --bool=false, -n, -A, -o).
-  const f: KubectlFlags = parseFlags(argv, { strings: DOWNLOAD_STRINGS, booleans: { all: false, 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', o: 'output', h: 'help' } });
+  const f: KubectlFlags = parseFlags(split.rest, { strings: DOWNLOAD_STRINGS, booleans: { all: false, 'all-namespaces': false, help: false }, short: { A: 'all-namespaces', o: 'output', h: 'help' } });
   const values: Record<string, string | boolean | undefined> = {
     ...Object.fromEntries(Object.keys(DOWNLOAD_STRINGS).map((k) => [k, f.str(k)])),
     all: f.bool('all'), 'all-namespaces': f.bool('all-namespaces'), help: f.bool('help'),
@@ -94,14 +98,13 @@ export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessE
     output: str(values['output']) ?? './',
     podTimeoutMs: secs * 1000,
     help: values['help'] === true,
+    kube: split.kube,
   };
   const set = <K extends keyof Flags>(k: K, v: Flags[K] | undefined): void => {
     if (v !== undefined) flags[k] = v;
   };
   set('name', str(values['name']));
-  set('namespace', str(values['namespace']));
   set('blobUrl', str(values['blob-url']));
-  set('kubeconfig', str(values['kubeconfig']));
   set('linuxImage', str(values['download-image']) ?? str(env['RETINA_DOWNLOAD_IMAGE']));
   set('windowsImage', str(values['download-image-windows']) ?? str(env['RETINA_DOWNLOAD_IMAGE_WINDOWS']));
   if (bucket !== undefined) {
@@ -136,7 +139,7 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
   const env = io.env ?? process.env;
   let flags: Flags;
   try {
-    flags = parseDownloadFlags(argv, env);
+    flags = parseDownloadFlags(argv, env, io.kube);
   } catch (e) {
     stderr.write(`error: ${(e as Error).message}\n\n${USAGE}`);
     return 2;
@@ -198,17 +201,17 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
     }
     const fromNodes = (flags.name !== undefined && !flags.blobUrl && !flags.s3) || flags.all;
     if (fromNodes) {
-      const kc = new KubeConfig();
+      let kube;
       try {
-        if (flags.kubeconfig) kc.loadFromFile(flags.kubeconfig);
-        else kc.loadFromDefault();
+        kube = await loadKube(flags.kube, env);
       } catch (e) {
-        throw new DownloadError(`cannot load the kubeconfig${flags.kubeconfig ? ` ${flags.kubeconfig}` : ''}: ${(e as Error).message}`, { cause: e });
+        throw new DownloadError((e as Error).message, { cause: e });
       }
-      if (!kc.getCurrentCluster()) throw new DownloadError('the kubeconfig has no current cluster (set --kubeconfig or KUBECONFIG)');
-      const namespace = flags.namespace ?? (kc.getContextObject(kc.getCurrentContext())?.namespace || 'default');
+      const kc = kube.kubeConfig;
+      const namespace = kube.namespace;
       nodes = new NodeDownloader({
         kubeConfig: kc,
+        requestTimeoutMs: kube.requestTimeoutMs,
         log,
         progress: stderr,
         signal: ac.signal,

@@ -1,18 +1,19 @@
 /**
- * What every `kubectl-retina capture ...` subcommand shares beside the flag parser (src/cli/args.ts):
- * the kube flags and the API client from --kubeconfig/KUBECONFIG/~/.kube/config/in-cluster.
+ * What every `kubectl-retina capture ...` subcommand shares beside the flag parser (src/cli/args.ts)
+ * and kubectl's common flags (src/cli/kube-flags.ts): Retina's --name default, and the cluster the
+ * subcommand talks to, or the message why there is none.
  */
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { createRestClient, loadRestConfig, type RestClient } from '../../k8s/index.js';
+import { loadKube, type Kube, type KubeFlags } from '../kube-flags.js';
 
-/** --kubeconfig, else $KUBECONFIG (first entry), else ~/.kube/config when it exists, else in-cluster. */
-export async function kubeClient(kubeconfig: string | undefined, env: NodeJS.ProcessEnv): Promise<RestClient> {
-  let path = kubeconfig || env['KUBECONFIG']?.split(':').find(Boolean);
-  if (!path && existsSync(join(homedir(), '.kube', 'config'))) path = join(homedir(), '.kube', 'config');
-  return createRestClient(await loadRestConfig({ kubeconfig: path, env }), { userAgent: 'kubectl-retina' });
+/** Retina's global --name flag and its default. */
+export const NAME_FLAG = { name: 'retina-capture' } as const;
+
+/** The cluster from kubectl's flags and the kubeconfig; undefined (the error printed) when it cannot be loaded. */
+export async function connect(kube: KubeFlags, env: NodeJS.ProcessEnv, command: string, stderr: { write(s: string): unknown } = process.stderr): Promise<Kube | undefined> {
+  try {
+    return await loadKube(kube, env);
+  } catch (e) {
+    stderr.write(`kubectl-retina ${command}: ${(e as Error).message}\n`);
+    return undefined;
+  }
 }
-
-/** The kube flags every subcommand takes (Retina: global --name, kubectl's --namespace, --kubeconfig). */
-export const KUBE_FLAGS = { name: 'retina-capture', namespace: 'default', kubeconfig: undefined } as const;

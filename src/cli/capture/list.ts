@@ -6,7 +6,8 @@
 import { CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, captureSelector, referencedSecrets } from '../../capture/index.js';
 import { collectionPath, isApiError, objectPath, resources, type Capture, type KubeList, type KubeObject, type RestClient } from '../../k8s/index.js';
 import { parseFlags, UsageError } from '../args.js';
-import { KUBE_FLAGS, kubeClient } from './flags.js';
+import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
+import { connect } from './flags.js';
 
 export interface JobWire extends KubeObject {
   spec?: { template?: { spec?: { nodeName?: string; volumes?: { secret?: { secretName?: string } }[] } } };
@@ -79,12 +80,15 @@ export async function deleteCaptureJobs(client: RestClient, ns: string, name: st
   return { jobs: nj, secrets: ns2 };
 }
 
-export const LIST_USAGE = 'usage: kubectl-retina capture list [-n NAMESPACE | -A/--all-namespaces] [--kubeconfig FILE]';
+export const LIST_USAGE = 'usage: kubectl-retina capture list [-n NAMESPACE | -A/--all-namespaces] [kubectl\'s flags: kubectl-retina options]';
 
-export async function runList(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function runList(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Promise<number> {
   let f;
+  let kubeArgs: KubeFlags;
   try {
-    f = parseFlags(argv, { strings: { namespace: KUBE_FLAGS.namespace, kubeconfig: undefined }, booleans: { 'all-namespaces': false, help: false }, short: { n: 'namespace', A: 'all-namespaces', h: 'help' } });
+    const split = withKubeFlags(argv, kubeFlags);
+    kubeArgs = split.kube;
+    f = parseFlags(split.rest, { strings: {}, booleans: { 'all-namespaces': false, help: false }, short: { A: 'all-namespaces', h: 'help' } });
   } catch (e) {
     process.stderr.write(`kubectl-retina capture list: ${(e as UsageError).message}\n${LIST_USAGE}\n`);
     return 2;
@@ -93,8 +97,10 @@ export async function runList(argv: readonly string[], env: NodeJS.ProcessEnv): 
     process.stdout.write(LIST_USAGE + '\n');
     return 0;
   }
-  const ns = f.bool('all-namespaces') ? undefined : (f.str('namespace') as string);
-  const client = await kubeClient(f.str('kubeconfig'), env);
+  const kube = await connect(kubeArgs, env, 'capture list');
+  if (!kube) return 1;
+  const ns = f.bool('all-namespaces') ? undefined : kube.namespace;
+  const client = kube.client();
   try {
     const jobs = await captureJobsLive(client, ns);
     const groups = new Map<string, JobWire[]>();
