@@ -89,7 +89,10 @@ before(async () => {
   peer.run('nft', ['-f', '-'], rules('  tcp dport 7 drop\n'));
   // infiniband is enabled on a host without InfiniBand on purpose: it is refused and shows as a plugin
   // down, which the health panels "Plugins not running" and "Plugin reconcile failures" must show.
-  agent = new NsAgent(node, 'enabledPlugin: [packetforward, dropreason, linuxutil, dns, tcpretrans, infiniband]\nmetricsIntervalDuration: 1s\npacketForwardInterfaces: [rtprom0]\n');
+  // interfaceStatsMode: the per-interface panels (RX/TX Packets by Interface, Dropped Rx/Tx Packets,
+  // Interface Errors) read link counters, which Retina's default all_interfaces shape does not carry
+  // (docs/metrics.md): this node's interfaces are veths, so with them.
+  agent = new NsAgent(node, 'enabledPlugin: [packetforward, dropreason, linuxutil, dns, tcpretrans, infiniband]\nmetricsIntervalDuration: 1s\npacketForwardInterfaces: [rtprom0]\ninterfaceStatsMode: per_interface_with_veths\n');
   await agent.started(['packetforward', 'dropreason', 'linuxutil', 'dns', 'tcpretrans']);
   dir = mkdtempSync(join(tmpdir(), 'rt-prom-'));
   writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({ global: { evaluation_interval: '2s' }, scrape_configs: [renderJob(agent.port)] }));

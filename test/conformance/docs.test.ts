@@ -257,7 +257,7 @@ describe('charts/retina/README.md values table', () => {
   });
 });
 
-interface Schema { properties?: Record<string, Schema>; $ref?: string; allOf?: Schema[] }
+interface Schema { properties?: Record<string, Schema>; $ref?: string; allOf?: Schema[]; 'x-retina'?: boolean }
 /** A local `$ref` followed (the generated schema may share definitions). */
 function deref(root: Schema, s: Schema): Schema {
   if (!s.$ref?.startsWith('#/')) return s;
@@ -268,6 +268,8 @@ function deref(root: Schema, s: Schema): Schema {
 /** Every value's dotted path: the schema's leaves (properties of `allOf` parts included). */
 function leaves(root: Schema, s: Schema, path: string[]): string[] {
   const node = deref(root, s);
+  // Microsoft Retina's keys, refused by the chart with our key named (docs/migrating-from-retina.md): not values of ours
+  if (node['x-retina']) return [];
   const props = Object.assign({}, node.properties, ...(node.allOf ?? []).map((p) => deref(root, p).properties ?? {})) as Record<string, Schema>;
   if (!Object.keys(props).length) return [path.join('.')];
   return Object.entries(props).flatMap(([k, v]) => leaves(root, v, [...path, k]));
