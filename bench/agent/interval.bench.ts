@@ -4,7 +4,10 @@
  * interval in one process, so the ratio holds on a shared, noisy machine:
  *   - linuxutil: read /proc/net (7 files), parse, build rows, replace its six gauge families
  *     (readAll + publish, the interface part with no links), in a registry of each side's own;
- *   - gauges: 3 300 series replaced with unchanged values (the scrape bench's pod-level count).
+ *   - gauges: 3 300 series replaced with unchanged values (the scrape bench's pod-level count);
+ *   - writes (this checkout only): 3 300 values written to prom-client that all changed, through
+ *     `gauge.set(labels, v)` and through bound children (`gauge.labels(...)`, made once), against
+ *     comparing with the last value first when none changed: which way of writing is cheapest.
  * Two /proc cases: `live` (this host's /proc: counters move with other traffic) and `quiet` (a copy
  * of /proc/net taken once: what a node with no traffic in between sees, e.g. an idle namespace).
  * Figures: CPU per interval (process.cpuUsage, user + system) in µs, median over the intervals, and
@@ -17,6 +20,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as currentMetrics from '../../src/metrics/index.js';
+import { Gauge } from '../../src/metrics/prom.js';
 import * as currentCollect from '../../src/plugins/linux/linuxutil/collect.js';
 import * as currentInterfaces from '../../src/plugins/linux/linuxutil/interfaces.js';
 import { PROC_FILES, ParseCache } from '../../src/plugins/linux/linuxutil/proc.js';
@@ -80,6 +84,18 @@ const cases: Record<string, (s: Side) => Job> = {
   gauges3300Unchanged: gaugesJob,
 };
 
+/** One way of writing 3 300 values, on a gauge of its own. */
+function writesJob(how: 'set' | 'child' | 'compare'): Job {
+  const g = new Gauge({ name: `rt_interval_${how}`, help: 'h', labelNames: ['interface_name', 'statistic_name'], registers: [] });
+  const rows = Array.from({ length: SERIES }, (_, i) => [{ interface_name: `lxc${i % 165}`, statistic_name: `stat_${Math.floor(i / 165)}` }, i] as const);
+  const children = rows.map(([l]) => g.labels(l));
+  const last = rows.map(([, v]) => v);
+  let round = 0;
+  if (how === 'set') return () => void rows.forEach(([l, v]) => g.set(l, v + ++round));
+  if (how === 'child') return () => void children.forEach((c, j) => c.set(j + ++round));
+  return () => void rows.forEach(([l, v], j) => v !== last[j] && g.set(l, v));
+}
+
 const out: Record<string, Record<string, unknown>> = {};
 try {
   for (const [name, make] of Object.entries(cases)) {
@@ -103,6 +119,19 @@ try {
     if (b) row['baseOverCurrent'] = Number((b.cpuUsPerIntervalP50 / Math.max(1, c.cpuUsPerIntervalP50)).toFixed(2));
     out[name] = row;
   }
+  const writes = (['set', 'child', 'compare'] as const).map((how) => ({ how, job: writesJob(how), us: [] as number[] }));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const w of r % 2 ? [...writes].reverse() : writes) {
+      const c0 = process.cpuUsage();
+      void w.job();
+      const d = process.cpuUsage(c0);
+      w.us.push(d.user + d.system);
+    }
+  }
+  out['writes3300'] = Object.fromEntries(writes.map((w) => [
+    { set: 'gaugeSetAllChanged', child: 'boundChildSetAllChanged', compare: 'compareNoneChanged' }[w.how],
+    { cpuUsP50: summarize(w.us.slice(Math.floor(ROUNDS / 10)), 0).p50 },
+  ]));
 } finally {
   rmSync(quiet, { recursive: true, force: true });
 }
