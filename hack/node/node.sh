@@ -118,7 +118,8 @@ clean_nft() {
   while read -r _ fam name; do
     grep -qx "table $fam $name" "$PRE/nft-tables" && continue
     case "$name" in filter|nat|mangle|raw|security) ;; *) continue ;; esac
-    nft list table "$fam" "$name" 2>/dev/null | grep -qE '^\s+(counter|jump|goto|accept|drop|meta|ip |ip6 |iifname|oifname|ct |tcp |udp |mark)' && continue
+    # any line that is not the table's or a chain's frame is a rule: then it is someone's, kept
+    nft list table "$fam" "$name" 2>/dev/null | grep -qvE '^\s*(table |chain |type |policy |flags |comment |\}|$)' && continue
     nft delete table "$fam" "$name" 2>/dev/null || true
   done < <(nft list tables 2>/dev/null)
 }
@@ -184,13 +185,13 @@ clean() {
 state() {
   local s h t ipt
   for s in "${SYSCTLS[@]}"; do [ -f "$(sysctl_path "$s")" ] && echo "sysctl $s=$(tr '\t' ' ' < "$(sysctl_path "$s")")"; done
-  ip -o link show "$BRIDGE" 2>/dev/null | awk '{print "link " $2}'
+  ip -o link show "$BRIDGE" 2>/dev/null | awk '{sub(":$", "", $2); print "link " $2}' || true
   ip -o link show type veth 2>/dev/null | awk '{print $2}' | grep -E '^veth[0-9a-f]{8}@' | sed 's/^/veth /' || true
   ls /run/netns 2>/dev/null | grep -E '^cni-' | sed 's/^/netns /' || true
   for ipt in iptables ip6tables; do
     for t in filter nat mangle raw; do $ipt -w -t $t -S 2>/dev/null | grep -E 'KUBE-|CNI-' | sed "s/^/$ipt -t $t /" || true; done
   done
-  nft list tables 2>/dev/null | grep -E 'kube-proxy' | sed 's/^/nft /' || true
+  nft list tables 2>/dev/null | grep -E ' (kube-proxy|filter|nat|mangle|raw|security)$' | sed 's/^/nft /' || true
   awk -v a="$VAR" -v b="$RUN" '{ if (index($5, a) == 1 || index($5, b) == 1) print "mount " $5 }' /proc/self/mountinfo
   for h in /sys/fs/cgroup/*/; do [ -d "${h}kubepods" ] && echo "cgroup ${h}kubepods"; done
   for d in "${HOST_DIRS[@]}" "$VAR" "$RUN"; do [ -e "$d" ] && echo "dir $d"; done
@@ -256,14 +257,16 @@ version = 4
 root = "$VAR/containerd"
 state = "$RUN/containerd"
 disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs", "io.containerd.mount-handler.v1.erofs"]
-[grpc]
+[plugins."io.containerd.server.v1.grpc"]
   address = "$RUN/containerd.sock"
-[ttrpc]
+[plugins."io.containerd.server.v1.ttrpc"]
   address = "$RUN/containerd.sock.ttrpc"
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "docker.io/retina-ts-node/pause:1"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$RUN/certs.d"
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
@@ -281,6 +284,10 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bl
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 TOML
+  # No registry: an image that is not imported is never pulled from the network. Every registry's
+  # endpoint is a closed port on loopback, so a pull fails at once and nothing leaves the machine.
+  mkdir -p "$RUN/certs.d/_default"
+  printf 'server = "http://127.0.0.1:9"\n\n[host."http://127.0.0.1:9"]\n  capabilities = ["pull", "resolve"]\n' > "$RUN/certs.d/_default/hosts.toml"
   cat > "$RUN/cni/net.d/10-retina-node.conflist" <<JSON
 {
   "cniVersion": "1.0.0",
@@ -373,7 +380,7 @@ up() {
   containerd_config "$N"
   PATH="$N:$PATH" start containerd "$N/containerd" --config "$RUN/containerd.toml"
   wait_for containerd 30 "$N/ctr" --address "$RUN/containerd.sock" version
-  "$N/ctr" --address "$RUN/containerd.sock" -n k8s.io images import --all-platforms "$N/pause.oci.tar" >/dev/null
+  import "$N/pause.oci.tar" >/dev/null
   kubelet_config
   start kubelet "$N/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$RUN/node.kubeconfig" --root-dir="$KUBELET_ROOT" \
     --cert-dir="$RUN/kubelet-pki" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
@@ -407,9 +414,23 @@ down() {
   log "stopped; the machine is restored"
 }
 
+# ctr keeps an archive's short names as they are ("retina-ts:0.1.0"), while kubelet asks the CRI for
+# the normalized one ("docker.io/library/retina-ts:0.1.0"): each short name gets its normalized tag.
+# Prints the images containerd has.
 import() {
-  local N; N=$(node_bin)
-  "$N/ctr" --address "$RUN/containerd.sock" -n k8s.io images import --all-platforms "$1"
+  local N ref full ctr
+  N=$(node_bin)
+  ctr=("$N/ctr" --address "$RUN/containerd.sock" -n k8s.io)
+  "${ctr[@]}" images import --all-platforms "$1" >/dev/null
+  for ref in $("${ctr[@]}" images ls -q 2>/dev/null); do
+    case "$ref" in
+      sha256:*) continue ;;
+      */*) case "${ref%%/*}" in *.*|*:*|localhost) continue ;; esac; full="docker.io/$ref" ;;
+      *) full="docker.io/library/$ref" ;;
+    esac
+    "${ctr[@]}" images tag --force "$ref" "$full" >/dev/null 2>&1
+  done
+  "${ctr[@]}" images ls -q 2>/dev/null | grep -v '^sha256:'
 }
 
 case "${1:-}" in
