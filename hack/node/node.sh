@@ -132,9 +132,17 @@ kill_containers() {
     for id in $(runc --root "$r" list -q 2>/dev/null); do runc --root "$r" kill -a "$id" KILL 2>/dev/null || true; done
     for id in $(runc --root "$r" list -q 2>/dev/null); do runc --root "$r" delete --force "$id" 2>/dev/null || true; done
   done
-  for f in $(find "$RUN/containerd" -name shim.pid 2>/dev/null); do
-    pid=$(cat "$f" 2>/dev/null) && [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  for pid in $(our_shims); do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+# The shims our containerd started: they outlive it, and keep no pid file; each one's command line
+# names our containerd's socket (-address $RUN/containerd.sock).
+our_shims() {
+  local p
+  for p in /proc/[0-9]*; do
+    { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q -- "containerd-shim-runc-v2 .*-address $RUN/containerd.sock" && echo "${p#/proc/}"
   done
+  return 0
 }
 
 clean_mounts() { # everything mounted under our dirs, deepest first
@@ -196,6 +204,7 @@ state() {
   for h in /sys/fs/cgroup/*/; do [ -d "${h}kubepods" ] && echo "cgroup ${h}kubepods"; done
   for d in "${HOST_DIRS[@]}" "$VAR" "$RUN"; do [ -e "$d" ] && echo "dir $d"; done
   for t in "$RUN"/*.pid; do [ -f "$t" ] && kill -0 "$(cat "$t")" 2>/dev/null && echo "process $(basename "$t" .pid)"; done
+  [ -n "$(our_shims)" ] && echo "process containerd-shim-runc-v2"
   return 0
 }
 
