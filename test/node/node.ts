@@ -18,6 +18,8 @@ export const NODE_KUBECONFIG = `${ROOT}.cache/node/kubeconfig`;
 export const NODE_NAME = 'retina-node';
 export const NODE_IP = '10.251.0.1';
 export const BRIDGE = 'rtsnode0';
+/** The `kubernetes` Service's ClusterIP (the first of hack/node/node.sh's Service range). */
+export const API_SERVICE_IP = '10.252.0.1';
 export const POD_CIDR_PREFIX = '10.251.0.';
 export const LOCK = '/run/retina-ts-node.lock';
 

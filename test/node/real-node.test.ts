@@ -8,6 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { Exec, KubeConfig } from '@kubernetes/client-node';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type KubeObject, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { get } from '../e2e/agent-process.js';
@@ -17,7 +19,7 @@ import { DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traf
 import { PodNs } from '../integration/pod-flows-net.js';
 import { CHART, profileFile, tool } from '../chart/helm.js';
 import { createNamespace, eventually, listAll } from '../integration/harness.js';
-import { BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
+import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
 
 const N = 40;
@@ -195,10 +197,13 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     assert.ok(cli && srv, 'the pods of the previous case');
     const labels = { reason: 'NETFILTER_DROP', ...side('cli', 'source', cli.ip), ...side('srv', 'destination', srv.ip) };
     const nodeDrops = async (): Promise<number> => total(await find('networkobservability_drop_count', { reason: 'NETFILTER_DROP' }));
-    // The node-wide counter also sees drops of anything else on the machine: up to three bursts until one is exact.
-    let lastNode = '';
+    // The node-wide counter also sees every other drop on the machine (other suites' netns tests): a
+    // burst counts when the node was quiet for 2 s before it; up to five bursts until one is exact.
+    const tries: string[] = [];
     for (let burst = 1; ; burst++) {
       const pod0 = total(await find(`${ADV}drop_count`, labels));
+      const quiet0 = await nodeDrops();
+      await new Promise((r) => setTimeout(r, 2000));
       const node0 = await nodeDrops();
       await cli.ns.node(UDP_SEND, [String(N), srv.ip, '9999', '64']);
       const got = await eventually('adv_drop_count cli -> srv', 30_000, async () => {
@@ -209,8 +214,8 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       await new Promise((r) => setTimeout(r, 1500));
       const nodeDelta = (await nodeDrops()) - node0;
       if (nodeDelta === N) break;
-      lastNode = `burst ${burst}: node drop_count +${nodeDelta}`;
-      assert.ok(burst < 3, `node-level drop_count never moved by exactly ${N}: ${lastNode}`);
+      tries.push(`burst ${burst}: node drop_count +${nodeDelta} (+${node0 - quiet0} in the 2 s before it)`);
+      assert.ok(burst < 5, `node-level drop_count never moved by exactly ${N}: ${tries.join('; ')}`);
     }
   });
 
@@ -283,12 +288,44 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     console.log(JSON.stringify({ figure: 'real-node-pod-created-to-first-enriched-series', ms: first - t0, readyMs: running }));
   });
 
+  it('retina-agent diagnose through pods/exec (API server -> kubelet -> containerd\'s stream server) in the agent pod', async (t) => {
+    const [agent] = await agentPods(client);
+    assert.ok(agent);
+    const kc = new KubeConfig();
+    kc.loadFromFile(node.kubeconfig);
+    let out = '';
+    let err = '';
+    const stdout = new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } });
+    const stderr = new Writable({ write(c: Buffer, _e, cb) { err += c.toString(); cb(); } });
+    const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
+      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, 'retina-agent', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
+        stdout, stderr, null, false, (st) => resolve(st as { status?: string })).catch(reject);
+    });
+    assert.equal(status.status, 'Success', `diagnose exited: ${JSON.stringify(status)} ${err.slice(-1000)}`);
+    type Section = { ok: boolean; error?: string; data?: Record<string, unknown> };
+    const doc = JSON.parse(out) as { schema: string; sections: Record<string, Section> };
+    assert.equal(doc.schema, 'retina-ts/diagnose/v1');
+    const k8s = doc.sections['kubernetes'];
+    assert.ok(k8s?.ok, `kubernetes section: ${k8s?.error}`);
+    assert.equal(k8s.data?.['reachable'], true, `in-cluster config reaches the API server: ${JSON.stringify(k8s.data)}`);
+    assert.equal(k8s.data?.['server'], `https://${API_SERVICE_IP}:443`, 'in-cluster: the kubernetes Service, through kube-proxy');
+    const running = doc.sections['agent'];
+    assert.ok(running?.ok, `agent section: ${running?.error}`);
+    assert.equal(running.data?.['running'], true, `the running agent answered: ${JSON.stringify(running.data).slice(0, 500)}`);
+    t.diagnostic(`sections: ${Object.entries(doc.sections).map(([k, v]) => `${k}=${v.ok ? 'ok' : v.error ?? 'failed'}`).join(', ')}`);
+  });
+
   it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
     const [agent] = await agentPods(client);
     assert.ok(agent?.metadata.uid);
     const mem = containerCgroup(agent, 'memory');
     const cpu = containerCgroup(agent, 'cpuacct');
-    const rssMiB = (): number => Number(/^total_rss (\d+)$/m.exec(readFileSync(`${mem}/memory.stat`, 'utf8'))?.[1] ?? NaN) / 1048576;
+    // resident = anonymous (total_rss) + file pages mapped (total_mapped_file: node's own text, the bundle)
+    const rssMiB = (): number => {
+      const stat = readFileSync(`${mem}/memory.stat`, 'utf8');
+      const v = (k: string): number => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(stat)?.[1] ?? NaN);
+      return (v('total_rss') + v('total_mapped_file')) / 1048576;
+    };
     const cpuNs = (): number => Number(readFileSync(`${cpu}/cpuacct.usage`, 'utf8'));
     const window = async (ms: number, load?: () => Promise<string>): Promise<{ cores: number; rssMiB: number; out?: string }> => {
       const c0 = cpuNs();
@@ -297,12 +334,17 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       const wallNs = Number(process.hrtime.bigint() - t0);
       return { cores: (cpuNs() - c0) / wallNs, rssMiB: rssMiB(), ...(out ? { out } : {}) };
     };
-    const idle = await window(10_000);
+    // the process's own resident set too: the image's files are shared page cache, charged to whichever
+    // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
+    const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
+    const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+    const idle = { ...await window(10_000), vmRssMiB: vmRssMiB() };
     const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
+    const busyVmRss = vmRssMiB();
     const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
     assert.ok(sent, `the paced sender's report: ${busy.out}`);
     const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
-    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), rssMiB: +idle.rssMiB.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), rssMiB: +busy.rssMiB.toFixed(1) } };
+    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idle.vmRssMiB.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
     t.diagnostic(JSON.stringify(fig));
     console.log(JSON.stringify(fig));
     assert.ok(idle.rssMiB > 10 && idle.rssMiB < 512, 'a plausible RSS under the chart\'s limit');
