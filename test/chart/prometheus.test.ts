@@ -58,7 +58,7 @@ function renderJob(agentPort: number): unknown {
   assert.deepEqual(sd, [{ role: 'pod' }], 'the job discovers pods');
   const pod = (name: string, scrape: string): Record<string, string> => ({
     __meta_kubernetes_pod_ip: '127.0.0.1', __meta_kubernetes_pod_node_name: name, __meta_kubernetes_namespace: 'kube-system',
-    __meta_kubernetes_pod_name: `retina-agent-${name}`, __meta_kubernetes_pod_label_app_kubernetes_io_name: 'retina',
+    __meta_kubernetes_pod_name: `retina-agent-${name}`, __meta_kubernetes_pod_label_app_kubernetes_io_name: 'retina', __meta_kubernetes_pod_label_app_kubernetes_io_component: 'agent',
     __meta_kubernetes_pod_annotation_prometheus_io_scrape: scrape, __meta_kubernetes_pod_annotation_prometheus_io_port: String(agentPort),
   });
   // Shorter interval than the chart's 30s, so that rate() has samples within seconds.

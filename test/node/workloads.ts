@@ -15,7 +15,7 @@ export const RELEASE = 'retina';
 export const RELEASE_NS = 'kube-system';
 
 export interface Pod extends KubeObject {
-  spec: { nodeName?: string; volumes?: { name: string; projected?: unknown }[]; containers: { name: string }[] };
+  spec: { nodeName?: string; volumes?: { name: string; projected?: unknown }[]; containers: { name: string; ports?: { containerPort: number; name?: string; protocol?: string }[] }[] };
   status?: {
     phase?: string; podIP?: string;
     containerStatuses?: { name: string; ready: boolean; restartCount: number; lastState?: unknown; state?: unknown }[];
