@@ -7,7 +7,9 @@
  * Needs root and the node's tools (make node-bins); never skips: a node that cannot come up fails.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +23,8 @@ import { parseExposition, series, type Sample } from '../e2e/exposition.js';
 import { bpfIdsOf, leftoversAfterStop, sh } from '../ebpf/netns.js';
 import { DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { PodNs } from '../integration/pod-flows-net.js';
-import { CHART, profileFile, tool } from '../chart/helm.js';
+import { extract, pcapLines } from '../capture/workload-run.js';
+import { CHART, ROOT, profileFile, tool } from '../chart/helm.js';
 import { createNamespace, eventually, listAll } from '../integration/harness.js';
 import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
@@ -69,6 +72,7 @@ for (let i = 0; i < n; i++) {
 s.close();
 console.log('answers', got);
 `;
+const run = promisify(execFile);
 const PROM = '127.0.0.1:19393';
 const AGENT_PORT = 10093; // the chart's default (config.apiServer.port), on the node's host network
 
@@ -372,6 +376,51 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     assert.ok(running?.ok, `agent section: ${running?.error}`);
     assert.equal(running.data?.['running'], true, `the running agent answered: ${JSON.stringify(running.data).slice(0, 500)}`);
     t.diagnostic(`sections: ${Object.entries(doc.sections).map(([k, v]) => `${k}=${v.ok ? 'ok' : v.error ?? 'failed'}`).join(', ')}`);
+  });
+
+  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk.
+  // `capture download` is not run here: its helper pod needs a shell image (busybox), which this node
+  // has no registry to pull and the suite does not build.
+  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk', async (t) => {
+    const captureNs = 'rn-capture';
+    const PORT = 39_617;
+    const hadLogDir = existsSync('/var/log/retina');
+    await createNamespace(client, captureNs);
+    try {
+      const t0 = Date.now();
+      const created = await run(`${ROOT}bin/kubectl-retina`, ['capture', 'create', '--name', 'rn-cap', '--namespace', captureNs, '--node-names', NODE_NAME, '--duration', '6s',
+        '--host-path', 'rn', '--interfaces', 'lo', '--include-filter', `127.0.0.1:${PORT}`, '--include-metadata=false', '--debug=true', '--kubeconfig', node.kubeconfig],
+      { env: { ...process.env, RETINA_AGENT_IMAGE: imageRef }, timeout: 120_000 }).catch((e: unknown) => assert.fail(`capture create: ${String((e as { stderr?: string }).stderr ?? e)}`));
+      assert.ok(created.stdout.length >= 0);
+      const pod = await eventually('the capture pod Running', 120_000, async () => {
+        const ps = await listAll<Pod>(client, resources.pods, captureNs, { labelSelector: 'capture-name=rn-cap' });
+        return ps.find((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded');
+      }, 250);
+      assert.equal(pod.spec.nodeName, NODE_NAME);
+      await new Promise((r) => setTimeout(r, 1500)); // tcpdump attached
+      const s = createSocket('udp4');
+      for (let i = 0; i < 15; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`rn-${i}`), PORT, '127.0.0.1', (e) => (e ? rej(e) : res())));
+      for (let i = 0; i < 10; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`other-${i}`), PORT + 1, '127.0.0.1', (e) => (e ? rej(e) : res())));
+      s.close();
+      // Without the operator's retina-capture ServiceAccount the pod cannot annotate itself (kubectl-retina
+      // says so at create; download then lists the node's directory): the tarball is found on the disk.
+      await eventually('the capture pod Succeeded', 60_000, async () =>
+        (await client.request<Pod>('GET', objectPath(resources.pods, captureNs, pod.metadata.name))).status?.phase === 'Succeeded', 500);
+      const dir = '/var/log/retina/captures/rn';
+      const tarballs = existsSync(dir) ? sh('ls', [dir]).split('\n').filter((f) => f.endsWith('.tar.gz')) : [];
+      assert.equal(tarballs.length, 1, `one tarball in ${dir} on the node's disk: ${tarballs.join(', ')}`);
+      assert.match(tarballs[0] ?? '', new RegExp(`^rn-cap-${NODE_NAME}-\\d{14}UTC\\.tar\\.gz$`));
+      const tarball = join(dir, tarballs[0] ?? '');
+      const x = extract(tarball);
+      const pcap = x.manifest.files[0]?.name ?? '';
+      const lines = pcapLines(join(x.folder, pcap));
+      assert.equal(lines.length, 15, lines.join('\n'));
+      assert.ok(lines.every((l) => l.includes(`.${PORT}`)), 'only the filtered port');
+      t.diagnostic(`capture create -> the Job's pod done, its tarball verified: ${Date.now() - t0} ms (6 s capturing)`);
+    } finally {
+      await client.request('DELETE', objectPath(resources.namespaces, undefined, captureNs)).catch(() => undefined);
+      rmSync(hadLogDir ? '/var/log/retina/captures/rn' : '/var/log/retina', { recursive: true, force: true });
+    }
   });
 
   it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
