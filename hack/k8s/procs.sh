@@ -3,7 +3,8 @@
 #   start NAME CMD...       unless NAME is alive
 #   stop NAME               SIGTERM, SIGKILL after 10 s
 #   alive NAME
-#   wait_for NAME SECS CMD...   until CMD succeeds; else NAME's last log lines and status 1
+#   wait_for NAME SECS CMD...   until CMD succeeds, for SECS seconds of wall time (CMD's own time
+#                               included: give it a timeout); else NAME's last log lines and status 1
 alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
 start() {
@@ -27,7 +28,8 @@ stop() {
 
 wait_for() {
   local what=$1 secs=$2; shift 2
-  for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  local end=$((SECONDS + secs))
+  while [ "$SECONDS" -lt "$end" ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
   log "$what did not become ready in ${secs}s; last log lines:"; tail -30 "${LOGS:-$RUN}/$what.log" >&2 || true
   return 1
 }

@@ -248,7 +248,7 @@ KC
 }
 
 api() { # method path [json]
-  curl -sS --fail-with-body --cacert "$RUN/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN/pki/admin.token")" \
+  curl -sS --max-time 10 --fail-with-body --cacert "$RUN/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN/pki/admin.token")" \
     -H 'Content-Type: application/json' -X "$1" "https://$NODE_IP:$API_PORT$2" ${3:+--data-binary "$3"}
 }
 
@@ -370,7 +370,7 @@ up() {
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
     --initial-cluster "retina-node=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls "" --unsafe-no-fsync --log-level=warn
-  wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+  wait_for etcd 30 curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
   start kube-apiserver "$K/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" --bind-address="$NODE_IP" --advertise-address="$NODE_IP" \
     --secure-port="$API_PORT" --tls-cert-file="$RUN/pki/apiserver.crt" --tls-private-key-file="$RUN/pki/apiserver.key" \
@@ -379,7 +379,7 @@ up() {
     --service-account-key-file="$RUN/pki/sa.pub" --service-account-signing-key-file="$RUN/pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc --api-audiences=https://kubernetes.default.svc \
     --service-cluster-ip-range="$SVC_CIDR" --allow-privileged=true --profiling=false --cert-dir="$RUN/pki"
-  wait_for kube-apiserver 90 curl -sf --cacert "$RUN/pki/ca.crt" "https://$NODE_IP:$API_PORT/readyz"
+  wait_for kube-apiserver 90 curl -sf --max-time 2 --cacert "$RUN/pki/ca.crt" "https://$NODE_IP:$API_PORT/readyz"
   cp "$RUN/admin.kubeconfig" "$KUBECONFIG_OUT.tmp" && mv "$KUBECONFIG_OUT.tmp" "$KUBECONFIG_OUT"
   start kube-controller-manager "$K/kube-controller-manager" --kubeconfig="$RUN/admin.kubeconfig" --leader-elect=false --secure-port=0 \
     --controllers=serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,deployment-controller,replicaset-controller,daemonset-controller,job-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller,ttl-controller \
@@ -395,6 +395,8 @@ up() {
     --cert-dir="$RUN/kubelet-pki" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
   start kube-proxy "$N/kube-proxy" --config="$RUN/kube-proxy.yaml"
   wait_for kubelet 120 node_ready
+  # kube-proxy's healthz answers 200 once its first nftables sync is done: Services work from here on
+  wait_for kube-proxy 60 curl -sf --max-time 2 http://127.0.0.1:10256/healthz
   # kubelet rewrote kernel.panic, panic_on_oops, overcommit, ... at its start: back to what they were
   restore_sysctls
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do

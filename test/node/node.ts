@@ -80,9 +80,15 @@ export async function startNode(lockWaitS = 1200): Promise<RealNode> {
   let client = holder.includes(`root=${ROOT}\n`) && holder.startsWith('pid=0\n') ? await nodeClient() : undefined;
   const owned = !client;
   if (!client) {
-    await nodeSh(['up'], { RETINA_NODE_HOLDER_PID: String(process.pid), RETINA_NODE_LOCK_WAIT: String(lockWaitS) });
-    client = await nodeClient();
-    if (!client) throw new Error(`the node came up but its API server is not reachable with ${NODE_KUBECONFIG}`);
+    try {
+      await nodeSh(['up'], { RETINA_NODE_HOLDER_PID: String(process.pid), RETINA_NODE_LOCK_WAIT: String(lockWaitS) });
+      client = await nodeClient();
+      if (!client) throw new Error(`the node came up but its API server is not reachable with ${NODE_KUBECONFIG}`);
+    } catch (e) {
+      // a node that came up half way is taken down again (the machine restored) unless another checkout holds it
+      if (lockHolder().includes(`pid=${process.pid}\n`)) await nodeSh(['down']).catch(() => undefined);
+      throw e;
+    }
   }
   const c = client;
   return {
