@@ -7,6 +7,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/versions.sh"
+. "$HERE/module.sh"
 KEY="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}"
 TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
 BIN="$TOOLS/k8s/bin/$KEY"
@@ -35,40 +36,9 @@ build_etcd() {
 build_k8s() {
   [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && [ -x "$BIN/kube-scheduler" ] && return 0
   log "kubernetes $K8S_VERSION"
-  local d="$WORK/kubernetes-$K8S_VERSION"; mkdir -p "$d"
-  local staging="v0.${K8S_VERSION#v1.}"
-  (
-    cd "$d"
-    cat > go.mod <<MOD
-module retina-ts/k8s-harness
-
-go 1.25.0
-
-require k8s.io/kubernetes $K8S_VERSION
-MOD
-    cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-)
-GO
-    # every k8s.io/* staging module that k8s.io/kubernetes requires at v0.0.0 -> its published v0.x
-    local mods
-    mods=$(curl -fsS "${GOPROXY%%,*}/k8s.io/kubernetes/@v/$K8S_VERSION.mod" | awk '/^\t?k8s.io\/[^ ]+ => \.\/staging/ {print $1}')
-    [ -n "$mods" ] || { echo "could not read staging modules" >&2; exit 1; }
-    for m in $mods; do go mod edit -replace "$m=$m@$staging"; done
-    go mod tidy -e >/dev/null 2>&1 || true
-    go mod download
-    local pkg=k8s.io/component-base/version
-    local ld="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2) -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-    ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
-    go build -tags tools -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
-  )
+  local d="$WORK/kubernetes-$K8S_VERSION" cmds=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+  k8s_module "$d" "${cmds[@]}"
+  (cd "$d" && go build -tags tools -ldflags "$(k8s_ldflags)" -o "$BIN/" "${cmds[@]}")
 }
 
 build_kwok() {

@@ -13,6 +13,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/versions.sh"
+. "$HERE/procs.sh"
 K8S_DIR="$ROOT/.cache/k8s"
 RUN="$K8S_DIR/run"
 KUBECONFIG_OUT="$K8S_DIR/kubeconfig"
@@ -28,27 +29,6 @@ KWOK_PORT=${RETINA_K8S_KWOK_PORT:-$((API_PORT + 1))}
 log() { echo "[k8s $(date -u +%H:%M:%S)] $*" >&2; }
 
 bin_dir() { "$HERE/build.sh"; }
-
-alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
-
-start() { # name, command...
-  local name=$1; shift
-  if alive "$name"; then return 0; fi
-  setsid "$@" >>"$RUN/$name.log" 2>&1 < /dev/null &
-  echo $! > "$RUN/$name.pid"
-}
-
-stop() { # name: SIGTERM the recorded pid, then SIGKILL after 10 s
-  local name=$1 pid
-  [ -f "$RUN/$name.pid" ] || return 0
-  pid=$(cat "$RUN/$name.pid")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$RUN/$name.pid"
-}
 
 kill9() { # name: SIGKILL the recorded pid, wait until it is gone
   local name=$1 pid
@@ -99,13 +79,6 @@ KC
 api() { # method path [json]
   curl -sS --fail-with-body --cacert "$RUN/pki/ca.crt" -H "Authorization: Bearer $(cat "$RUN/pki/token")" \
     -H 'Content-Type: application/json' -X "$1" "https://127.0.0.1:$API_PORT$2" ${3:+--data-binary "$3"}
-}
-
-wait_for() { # what, seconds, command...
-  local what=$1 secs=$2; shift 2
-  for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  log "$what did not become ready in ${secs}s; last log lines:"; tail -20 "$RUN/$what.log" >&2 || true
-  return 1
 }
 
 start_apiserver() {

@@ -1,0 +1,518 @@
+/**
+ * The chart, the image and the agent on a real kubelet (issue 23): `make image`'s archive imported
+ * into the real node's containerd, `helm install` of charts/retina with only image.* overridden, and
+ * the operator Deployment and the Linux agent DaemonSet Running and Ready as real pods through the
+ * chart's own probes, RBAC, mounts, capabilities and in-cluster config (the ServiceAccount admission
+ * gives them projected tokens; the API server is reached through the `kubernetes` Service, i.e. kube-proxy).
+ * Needs root and the node's tools (make node-bins); never skips: a node that cannot come up fails.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { promisify } from 'node:util';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { Writable } from 'node:stream';
+import { Exec, KubeConfig } from '@kubernetes/client-node';
+import { after, before, describe, it } from 'node:test';
+import { collectionPath, objectPath, resources, type KubeObject, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { get } from '../e2e/agent-process.js';
+import { parseExposition, series, type Sample } from '../e2e/exposition.js';
+import { bpfIdsOf, leftoversAfterStop, sh } from '../ebpf/netns.js';
+import { DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
+import { PodNs } from '../integration/pod-flows-net.js';
+import { extract, pcapLines } from '../capture/workload-run.js';
+import { CHART, ROOT, profileFile, tool } from '../chart/helm.js';
+import { createNamespace, eventually, listAll } from '../integration/harness.js';
+import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
+import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
+
+const N = 40;
+const ADV = 'networkobservability_adv_';
+const CTX = ['namespace', 'podname', 'workload'];
+const CTX_IP = [...CTX, 'ip'];
+
+/** argv[2] A queries rn<i>.real-node.test over UDP/IPv4 to argv[3]:53, one at a time; prints "answers N". */
+/** UDP datagrams to argv[1]:argv[2] at argv[3] per second for argv[4] ms (batches every 10 ms); prints "sent N in T ms". */
+const UDP_PACED = `
+import dgram from 'node:dgram';
+const [host, port, rate, ms] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
+const s = dgram.createSocket('udp4');
+s.on('error', () => {});
+const buf = Buffer.alloc(64, 0x61);
+const t0 = Date.now();
+let sent = 0;
+while (Date.now() - t0 < ms) {
+  const due = Math.floor(((Date.now() - t0) / 1000) * rate);
+  const batch = [];
+  for (; sent < due; sent++) batch.push(new Promise((r) => s.send(buf, port, host, r)));
+  await Promise.all(batch);
+  await new Promise((r) => setTimeout(r, 10));
+}
+s.close();
+console.log('sent', sent, 'in', Date.now() - t0, 'ms');
+`;
+
+const DNS_UDP4 = `
+import dgram from 'node:dgram';
+const [n, host] = [Number(process.argv[1]), process.argv[2]];
+const s = dgram.createSocket('udp4');
+let got = 0;
+for (let i = 0; i < n; i++) {
+  const labels = ['rn' + i, 'real-node', 'test'].map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
+  const h = Buffer.alloc(12); h.writeUInt16BE(i, 0); h.writeUInt16BE(0x0100, 2); h.writeUInt16BE(1, 4);
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('no answer')), 5000);
+    s.once('message', () => { clearTimeout(t); got++; resolve(); });
+    s.send(Buffer.concat([h, ...labels, Buffer.from([0, 0, 1, 0, 1])]), 53, host);
+  });
+}
+s.close();
+console.log('answers', got);
+`;
+const run = promisify(execFile);
+const PROM = '127.0.0.1:19393';
+const AGENT_PORT = 10093; // the chart's default (config.apiServer.port), on the node's host network
+
+describe('real node: helm install of the chart with the real image', { timeout: 1_500_000 }, () => {
+  let node: RealNode;
+  let client: RestClient;
+  let imageRef = '';
+  const helm = (args: string[]): ReturnType<typeof tool> => tool('helm', [...args, '--kubeconfig', node.kubeconfig], {}, 600_000);
+
+  before(async () => {
+    if (!existsSync(IMAGE_ARCHIVE)) throw new Error(`${IMAGE_ARCHIVE} is missing: run make image`);
+    node = await startNode();
+    client = node.client;
+    const out = await importImage(IMAGE_ARCHIVE);
+    imageRef = `docker.io/library/retina-ts:${IMAGE_VERSION}`;
+    assert.ok(out.split('\n').includes(imageRef), `containerd has no ${imageRef} after the import: ${out}`);
+  });
+
+  after(async () => {
+    await node?.[Symbol.asyncDispose]();
+  });
+
+  it('helm install (image.* only): operator and Linux agent Ready through the chart\'s probes; RBAC, token, mounts and capabilities as a kubelet gives them', async (t) => {
+    const repo = imageRef.slice(0, imageRef.lastIndexOf(':'));
+    const t0 = Date.now();
+    const inst = await helm(['install', RELEASE, CHART, '-n', RELEASE_NS, '--set', `image.linux.repository=${repo}`, '--set', `image.linux.tag=${IMAGE_VERSION}`, '--set', 'image.linux.pullPolicy=Never']);
+    assert.equal(inst.code, 0, `helm install: ${inst.stderr}\n${inst.stdout}`);
+    const ready = await eventually('the agent DaemonSet and the operator Deployment Ready', 300_000, async () => {
+      const [ds] = await listAll<KubeObject & { status: { numberReady?: number; desiredNumberScheduled?: number } }>(client, daemonSetsRes, RELEASE_NS, { labelSelector: `app.kubernetes.io/instance=${RELEASE}` });
+      const [op] = await listAll<KubeObject & { spec: { replicas: number }; status: { readyReplicas?: number } }>(client, deploymentsRes, RELEASE_NS, { labelSelector: `app.kubernetes.io/instance=${RELEASE}` });
+      return ds && op && ds.status.desiredNumberScheduled === 1 && ds.status.numberReady === 1 && op.status.readyReplicas === op.spec.replicas && Date.now();
+    }, 250).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+    t.diagnostic(`helm install -> all agents and the operator Ready: ${ready - t0} ms`);
+    console.log(JSON.stringify({ figure: 'real-node-helm-install-to-ready', ms: ready - t0 }));
+
+    const [agent] = await agentPods(client);
+    assert.ok(agent, 'an agent pod');
+    assert.equal(agent.spec.nodeName, NODE_NAME);
+    assert.equal(agent.status?.podIP, NODE_IP, 'host network: the node\'s address');
+    for (const c of agent.status?.containerStatuses ?? []) assert.equal(c.restartCount, 0, `${c.name} restarted: ${JSON.stringify(c.lastState)}`);
+    assert.ok(agent.spec.volumes?.some((v) => v.name.startsWith('kube-api-access-') && v.projected), 'the ServiceAccount admission gave the pod its projected token');
+    const log = await podLog(client, agent);
+    const started = log.filter((l) => l['msg'] === 'plugin started').map((l) => String(l['plugin'])).sort();
+    assert.deepEqual(started, ['dns', 'dropreason', 'linuxutil', 'packetforward'], `the chart's default plugins all started in the pod:\n${log.map((l) => JSON.stringify(l)).join('\n').slice(-4000)}`);
+
+    const m = await get(AGENT_PORT, '/metrics');
+    assert.equal(m.status, 200);
+    const text = m.body.split('\n').filter((l) => l.startsWith('networkobservability_')).join('\n');
+    const e = parseExposition(text);
+    assert.ok(series(e, 'networkobservability_forward_count').length > 0, 'packetforward series');
+    assert.ok(series(e, 'networkobservability_tcp_state').length > 0 || series(e, 'networkobservability_ip_connection_stats').length > 0, 'linuxutil series');
+  });
+
+  // ---- advanced-remote: real pods, real veths, real Services ----
+  const nsA = 'rn-a';
+  const nsB = 'rn-b';
+  const pods = {} as Record<'cli' | 'srv', { name: string; namespace: string; ip: string; ns: PodNs }>;
+  let svcIp = '';
+  const scrape = async (): Promise<readonly Sample[]> => {
+    const r = await get(AGENT_PORT, '/metrics');
+    assert.equal(r.status, 200);
+    return parseExposition(r.body.split('\n').filter((l) => l.startsWith('networkobservability_')).join('\n')).samples;
+  };
+  const find = async (name: string, labels: Record<string, string>): Promise<Sample[]> => series({ types: new Map(), samples: await scrape() }, name, labels);
+  const total = (xs: readonly Sample[]): number => xs.reduce((a, x) => a + x.value, 0);
+  const side = (p: 'cli' | 'srv', prefix: 'source' | 'destination', ip?: string): Record<string, string> => ({
+    [`${prefix}_namespace`]: pods[p].namespace, [`${prefix}_podname`]: pods[p].name,
+    [`${prefix}_workload_kind`]: 'Deployment', [`${prefix}_workload_name`]: p,
+    ...(ip ? { [`${prefix}_ip`]: ip } : {}),
+  });
+
+  it('helm upgrade to the advanced-remote profile: the agent rolls, real pods get RetinaEndpoints from the operator', async (t) => {
+    const repo = imageRef.slice(0, imageRef.lastIndexOf(':'));
+    const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '-f', profileFile('advanced-remote'), '--set', `image.linux.repository=${repo}`, '--set', `image.linux.tag=${IMAGE_VERSION}`, '--set', 'image.linux.pullPolicy=Never']);
+    assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
+    await eventually('the upgraded agent Ready', 300_000, async () => {
+      const [ds] = await listAll<KubeObject & { metadata: { generation?: number }; status: { numberReady?: number; updatedNumberScheduled?: number; observedGeneration?: number } }>(client, daemonSetsRes, RELEASE_NS);
+      return ds && ds.status.observedGeneration === ds.metadata.generation && ds.status.updatedNumberScheduled === 1 && ds.status.numberReady === 1;
+    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+    await eventually('the upgraded agent pod serving', 60_000, async () => (await get(AGENT_PORT, '/readyz')).status === 200, 500);
+
+    for (const n of [nsA, nsB]) await createNamespace(client, n);
+    await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'cli', imageRef, [{ name: 'main', script: SLEEPER }]) });
+    await client.request('POST', collectionPath(deploymentsRes, nsB), {
+      body: scriptDeployment(nsB, 'srv', imageRef, [
+        { name: 'sink', script: TCP_SINK, args: ['0.0.0.0', '8080'], readyPort: 8080 },
+        { name: 'dns', script: DNS_SERVER, args: ['$(POD_IP)', '::1'] },
+        { name: 'udp', script: UDP_SINK, args: ['0.0.0.0', '7000'] },
+      ]),
+    });
+    await client.request('POST', collectionPath(resources.services, nsB), {
+      body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'srv', namespace: nsB }, spec: { selector: { app: 'srv' }, ports: [{ name: 'tcp', port: 80, targetPort: 8080, protocol: 'TCP' }] } },
+    });
+    for (const [app, namespace] of [['cli', nsA], ['srv', nsB]] as const) {
+      const p = await readyPod(client, namespace, app);
+      assert.equal(p.spec.nodeName, NODE_NAME);
+      assert.ok(p.status.podIP.startsWith(POD_CIDR_PREFIX), `${app}: a bridge CNI address (${p.status.podIP})`);
+      const netns = netnsOf(p.status.podIP);
+      pods[app] = { name: p.metadata.name, namespace, ip: p.status.podIP, ns: new PodNs(netns, '', p.status.podIP, '') };
+    }
+    svcIp = (await client.request<{ spec: { clusterIP: string } }>('GET', objectPath(resources.services, nsB, 'srv'))).spec.clusterIP;
+    // The server pod drops UDP to 9999 (the dropped pod of the suite).
+    pods.srv.ns.run('nft', ['-f', '-'], 'table inet rndrop {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+
+    await eventually('RetinaEndpoints of both pods from the real Pods', 60_000, async () => {
+      const res = [...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsA), ...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsB)];
+      return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ip)));
+    }, 500);
+    const mc = {
+      apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name: 'real-node' },
+      spec: {
+        contextOptions: [
+          { metricName: 'forward_count', sourceLabels: CTX_IP, destinationLabels: CTX_IP },
+          { metricName: 'drop_count', sourceLabels: CTX_IP, destinationLabels: CTX_IP },
+          { metricName: 'dns_request_count', sourceLabels: CTX, destinationLabels: CTX },
+          { metricName: 'dns_response_count', sourceLabels: CTX, destinationLabels: CTX },
+        ],
+        namespaces: { include: [nsA, nsB] },
+      },
+    };
+    await client.request('POST', collectionPath(resources.metricsConfigurations), { body: mc });
+    await eventually('MetricsConfiguration Accepted', 60_000, async () => (await client.request<MetricsConfiguration>('GET', objectPath(resources.metricsConfigurations, undefined, 'real-node'))).status?.state === 'Accepted');
+    const [agent] = await agentPods(client);
+    assert.ok(agent);
+    await eventually('the agent applied the MetricsConfiguration', 60_000, async () => (await podLog(client, agent)).some((l) => l['msg'] === 'advanced metrics spec applied'), 1000);
+    t.diagnostic(`cli ${pods.cli.ip} (${pods.cli.ns.name}), srv ${pods.srv.ip} (${pods.srv.ns.name}), Service srv ${svcIp}`);
+  });
+
+  it('an nftables DROP in the server pod: adv_drop_count by pod and workload and the node\'s drop_count are exact', async () => {
+    const { cli, srv } = pods;
+    assert.ok(cli && srv, 'the pods of the previous case');
+    const labels = { reason: 'NETFILTER_DROP', ...side('cli', 'source', cli.ip), ...side('srv', 'destination', srv.ip) };
+    const nodeDrops = async (): Promise<number> => total(await find('networkobservability_drop_count', { reason: 'NETFILTER_DROP' }));
+    // The node-wide counter moves once per metricsIntervalDuration (the chart's 10s) and also sees every
+    // other drop on the machine (other suites' netns tests): read it once it held still for a whole
+    // interval, before and after a burst; up to three bursts until one is exact.
+    const settled = async (): Promise<number> => {
+      let v = await nodeDrops();
+      for (let i = 0; i < 5; i++) {
+        await new Promise((r) => setTimeout(r, 11_000));
+        const w = await nodeDrops();
+        if (w === v) return v;
+        v = w;
+      }
+      return v; // never still: the burst cannot be exact and is tried again
+    };
+    const tries: string[] = [];
+    for (let burst = 1; ; burst++) {
+      const pod0 = total(await find(`${ADV}drop_count`, labels));
+      const node0 = await settled();
+      await cli.ns.node(UDP_SEND, [String(N), srv.ip, '9999', '64']);
+      const got = await eventually('adv_drop_count cli -> srv', 30_000, async () => {
+        const v = total(await find(`${ADV}drop_count`, labels)) - pod0;
+        return v >= N && v;
+      }, 250);
+      assert.equal(got, N, `adv_drop_count: exactly the ${N} datagrams`);
+      const nodeDelta = (await settled()) - node0;
+      if (nodeDelta === N) break;
+      tries.push(`burst ${burst}: node drop_count +${nodeDelta}`);
+      assert.ok(burst < 3, `node-level drop_count never moved by exactly ${N}: ${tries.join('; ')}`);
+    }
+  });
+
+  it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
+    const { cli, srv } = pods;
+    const sentByCli = cli.ns.countSent([srv.ip]);
+    const sentBySrv = srv.ns.countSent([cli.ip]);
+    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from].ip), ...side(to, 'destination', pods[to].ip) }));
+    const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
+    let before = await pair();
+    for (let stable = 0; stable < 3;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await pair();
+      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
+      before = now;
+    }
+    const s0 = [sentByCli.read(srv.ip), sentBySrv.read(cli.ip)];
+    await cli.ns.node(TCP_SEND, ['100000', srv.ip, '8080']);
+    const want = (): number[] => [sentByCli.read(srv.ip) - (s0[0] ?? 0), sentBySrv.read(cli.ip) - (s0[1] ?? 0)];
+    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${want()[0]})`);
+    let last = '';
+    const got = await eventually('adv_forward_count = the nftables counts', 30_000, async () => {
+      const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
+      const w = want();
+      last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
+      return JSON.stringify(g) === JSON.stringify(w) && g;
+    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
+    t.diagnostic(`cli -> srv ${got[0]} packets, srv -> cli ${got[1]}`);
+  });
+
+  it('through the ClusterIP Service (kube-proxy nftables): the bytes reach the server pod and its flows carry both pods', async () => {
+    const { cli } = pods;
+    const fromCli = async (): Promise<number> => total(await find(`${ADV}forward_count`, { ...side('cli', 'source'), ...side('srv', 'destination') }));
+    const f0 = await fromCli();
+    const out = await cli.ns.node(TCP_SEND, ['50000', svcIp, '80']);
+    assert.match(out, /sent 50000/);
+    const [srvPod] = await listAll<Pod>(client, resources.pods, nsB, { labelSelector: 'app=srv' });
+    assert.ok(srvPod);
+    const log = await getText(client, `/api/v1/namespaces/${nsB}/pods/${srvPod.metadata.name}/log?container=sink`);
+    assert.match(log, /got 50000/, 'the sink in the server pod read the 50 000 bytes sent to the Service');
+    await eventually('flows cli -> srv after the Service DNAT', 30_000, async () => (await fromCli()) > f0, 500);
+  });
+
+  it('DNS: queries from the client pod to the DNS container of the server pod give adv_dns_request_count and adv_dns_response_count', async () => {
+    const { cli } = pods;
+    const out = await cli.ns.node(DNS_UDP4, ['3', pods.srv.ip]);
+    assert.equal(out.trim(), 'answers 3');
+    const request = { query: 'rn0.real-node.test.', query_type: 'A', ...side('cli', 'source'), ...side('srv', 'destination') };
+    await eventually('adv_dns_request_count for rn0', 30_000, async () => total(await find(`${ADV}dns_request_count`, request)) >= 1, 250);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(total(await find(`${ADV}dns_request_count`, request)), 1, 'one query for rn0, counted once');
+    const resp = await eventually('adv_dns_response_count for rn0', 30_000, async () => {
+      const v = total(await find(`${ADV}dns_response_count`, { query: 'rn0.real-node.test.', return_code: 'NOERROR', response: '192.0.2.1' }));
+      return v >= 1 && v;
+    }, 250);
+    assert.equal(resp, 1);
+  });
+
+  it('a new pod: time from its creation to its first enriched series', async (t) => {
+    const t0 = Date.now();
+    await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'late', imageRef, [{ name: 'main', script: SLEEPER }]) });
+    const late = await readyPod(client, nsA, 'late');
+    const running = Date.now() - t0;
+    const ns = new PodNs(netnsOf(late.status.podIP), '', late.status.podIP, '');
+    const first = await eventually('an adv_ series naming the new pod', 60_000, async () => {
+      await ns.node(UDP_SEND, ['1', pods.srv.ip, '9999', '16']);
+      return (await find(`${ADV}drop_count`, { source_podname: late.metadata.name, source_workload_name: 'late' })).length > 0 && Date.now();
+    }, 200);
+    t.diagnostic(`pod created -> Ready ${running} ms, -> first enriched series ${first - t0} ms`);
+    console.log(JSON.stringify({ figure: 'real-node-pod-created-to-first-enriched-series', ms: first - t0, readyMs: running }));
+  });
+
+  // Debian's prometheus (2.42) is built without Kubernetes service discovery: the chart's job runs with
+  // its kubernetes_sd_configs replaced by a file_sd file holding what role: pod discovery gives for the
+  // cluster's real Pods (one target per container port, or one per pod without ports; the same
+  // __meta_kubernetes_* labels), so the chart's relabeling meets the real API objects.
+  it('a real Prometheus with the chart\'s scrape job over the real Pods\' discovery labels: exactly the agent, up == 1, pod series', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rn-prom-'));
+    const jobs = parse(readFileSync(join(CHART, 'scrape', 'prometheus-job.yaml'), 'utf8')) as Record<string, unknown>[];
+    assert.equal(jobs.length, 1);
+    const { kubernetes_sd_configs: sd, ...job } = jobs[0] as Record<string, unknown>;
+    assert.deepEqual(sd, [{ role: 'pod' }]);
+    const all = await listAll<Pod>(client, resources.pods);
+    writeFileSync(join(dir, 'pods.json'), JSON.stringify(podDiscovery(all)));
+    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({ global: { scrape_interval: '2s', evaluation_interval: '2s' }, scrape_configs: [{ ...job, scrape_interval: '2s', scrape_timeout: '2s', file_sd_configs: [{ files: [join(dir, 'pods.json')] }] }] }));
+    const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${PROM}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let promErr = '';
+    prom.stderr.on('data', (d: Buffer) => (promErr += d.toString()));
+    const exited = new Promise((r) => prom.once('exit', r));
+    const api = async (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => {
+      const r = await fetch(`http://${PROM}${path}?${new URLSearchParams(params).toString()}`);
+      return (await r.json()) as { status: string; data: unknown };
+    };
+    try {
+      type Target = { labels: Record<string, string>; health: string; scrapeUrl: string; lastError: string };
+      const active = await eventually('the scrape job\'s targets scraped', 60_000, async () => {
+        if (prom.exitCode !== null) throw new Error(`prometheus exited ${prom.exitCode}: ${promErr.slice(-2000)}`);
+        const a = ((await api('/api/v1/targets')).data as { activeTargets: Target[] }).activeTargets;
+        return a.length > 0 && a.every((x) => x.health !== 'unknown') && a;
+      }, 1000);
+      const [agent] = await agentPods(client);
+      assert.ok(agent);
+      t.diagnostic(`targets: ${active.map((x) => `${x.scrapeUrl} ${x.health} ${JSON.stringify(x.labels)}`).join('; ')}`);
+      assert.deepEqual(active.map((x) => [x.labels['job'], x.labels['instance'], x.labels['namespace'], x.labels['pod'], x.scrapeUrl, x.health]),
+        [['network-observability', NODE_NAME, RELEASE_NS, agent.metadata.name, `http://${NODE_IP}:${AGENT_PORT}/metrics`, 'up']], 'exactly the agent, named by its node');
+      await eventually('up == 1', 30_000, async () => ((await api('/api/v1/query', { query: 'up{job="network-observability"} == 1' })).data as { result: unknown[] }).result.length === 1, 1000);
+      const adv = await eventually('pod-level series through Prometheus', 30_000, async () => {
+        const r = (await api('/api/v1/query', { query: `sum by (source_podname) (networkobservability_adv_forward_count{source_namespace="${nsA}"})` })).data as { result: { metric: Record<string, string> }[] };
+        return r.result.length > 0 && r.result;
+      }, 1000);
+      assert.ok(adv.some((x) => x.metric['source_podname'] === pods.cli.name), JSON.stringify(adv));
+    } finally {
+      if (prom.exitCode === null) prom.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('retina-agent diagnose through pods/exec (API server -> kubelet -> containerd\'s stream server) in the agent pod', async (t) => {
+    const [agent] = await agentPods(client);
+    assert.ok(agent);
+    const kc = new KubeConfig();
+    kc.loadFromFile(node.kubeconfig);
+    let out = '';
+    let err = '';
+    const stdout = new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } });
+    const stderr = new Writable({ write(c: Buffer, _e, cb) { err += c.toString(); cb(); } });
+    const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
+      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, 'retina-agent', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
+        stdout, stderr, null, false, (st) => resolve(st as { status?: string })).catch(reject);
+    });
+    assert.equal(status.status, 'Success', `diagnose exited: ${JSON.stringify(status)} ${err.slice(-1000)}`);
+    type Section = { ok: boolean; error?: string; data?: Record<string, unknown> };
+    const doc = JSON.parse(out) as { schema: string; sections: Record<string, Section> };
+    assert.equal(doc.schema, 'retina-ts/diagnose/v1');
+    const k8s = doc.sections['kubernetes'];
+    assert.ok(k8s?.ok, `kubernetes section: ${k8s?.error}`);
+    assert.equal(k8s.data?.['reachable'], true, `in-cluster config reaches the API server: ${JSON.stringify(k8s.data)}`);
+    assert.equal(k8s.data?.['server'], `https://${API_SERVICE_IP}:443`, 'in-cluster: the kubernetes Service, through kube-proxy');
+    const running = doc.sections['agent'];
+    assert.ok(running?.ok, `agent section: ${running?.error}`);
+    assert.equal(running.data?.['running'], true, `the running agent answered: ${JSON.stringify(running.data).slice(0, 500)}`);
+    t.diagnostic(`sections: ${Object.entries(doc.sections).map(([k, v]) => `${k}=${v.ok ? 'ok' : v.error ?? 'failed'}`).join(', ')}`);
+  });
+
+  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk.
+  // `capture download` is not run here: its helper pod needs a shell image (busybox), which this node
+  // has no registry to pull and the suite does not build.
+  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk', async (t) => {
+    const captureNs = 'rn-capture';
+    const PORT = 39_617;
+    const hadLogDir = existsSync('/var/log/retina');
+    await createNamespace(client, captureNs);
+    try {
+      const t0 = Date.now();
+      const created = await run(`${ROOT}bin/kubectl-retina`, ['capture', 'create', '--name', 'rn-cap', '--namespace', captureNs, '--node-names', NODE_NAME, '--duration', '6s',
+        '--host-path', 'rn', '--interfaces', 'lo', '--include-filter', `127.0.0.1:${PORT}`, '--include-metadata=false', '--debug=true', '--kubeconfig', node.kubeconfig],
+      { env: { ...process.env, RETINA_AGENT_IMAGE: imageRef }, timeout: 120_000 }).catch((e: unknown) => assert.fail(`capture create: ${String((e as { stderr?: string }).stderr ?? e)}`));
+      assert.ok(created.stdout.length >= 0);
+      const pod = await eventually('the capture pod Running', 120_000, async () => {
+        const ps = await listAll<Pod>(client, resources.pods, captureNs, { labelSelector: 'capture-name=rn-cap' });
+        return ps.find((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded');
+      }, 250);
+      assert.equal(pod.spec.nodeName, NODE_NAME);
+      await new Promise((r) => setTimeout(r, 1500)); // tcpdump attached
+      const s = createSocket('udp4');
+      for (let i = 0; i < 15; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`rn-${i}`), PORT, '127.0.0.1', (e) => (e ? rej(e) : res())));
+      for (let i = 0; i < 10; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`other-${i}`), PORT + 1, '127.0.0.1', (e) => (e ? rej(e) : res())));
+      s.close();
+      // Without the operator's retina-capture ServiceAccount the pod cannot annotate itself (kubectl-retina
+      // says so at create; download then lists the node's directory): the tarball is found on the disk.
+      await eventually('the capture pod Succeeded', 60_000, async () =>
+        (await client.request<Pod>('GET', objectPath(resources.pods, captureNs, pod.metadata.name))).status?.phase === 'Succeeded', 500);
+      const dir = '/var/log/retina/captures/rn';
+      const tarballs = existsSync(dir) ? sh('ls', [dir]).split('\n').filter((f) => f.endsWith('.tar.gz')) : [];
+      assert.equal(tarballs.length, 1, `one tarball in ${dir} on the node's disk: ${tarballs.join(', ')}`);
+      assert.match(tarballs[0] ?? '', new RegExp(`^rn-cap-${NODE_NAME}-\\d{14}UTC\\.tar\\.gz$`));
+      const tarball = join(dir, tarballs[0] ?? '');
+      const x = extract(tarball);
+      const pcap = x.manifest.files[0]?.name ?? '';
+      const lines = pcapLines(join(x.folder, pcap));
+      assert.equal(lines.length, 15, lines.join('\n'));
+      assert.ok(lines.every((l) => l.includes(`.${PORT}`)), 'only the filtered port');
+      t.diagnostic(`capture create -> the Job's pod done, its tarball verified: ${Date.now() - t0} ms (6 s capturing)`);
+    } finally {
+      await client.request('DELETE', objectPath(resources.namespaces, undefined, captureNs)).catch(() => undefined);
+      rmSync(hadLogDir ? '/var/log/retina/captures/rn' : '/var/log/retina', { recursive: true, force: true });
+    }
+  });
+
+  it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
+    const [agent] = await agentPods(client);
+    assert.ok(agent?.metadata.uid);
+    const mem = containerCgroup(agent, 'memory');
+    const cpu = containerCgroup(agent, 'cpuacct');
+    // resident = anonymous (total_rss) + file pages mapped (total_mapped_file: node's own text, the bundle)
+    const rssMiB = (): number => {
+      const stat = readFileSync(`${mem}/memory.stat`, 'utf8');
+      const v = (k: string): number => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(stat)?.[1] ?? NaN);
+      return (v('total_rss') + v('total_mapped_file')) / 1048576;
+    };
+    const cpuNs = (): number => Number(readFileSync(`${cpu}/cpuacct.usage`, 'utf8'));
+    const window = async (ms: number, load?: () => Promise<string>): Promise<{ cores: number; rssMiB: number; out?: string }> => {
+      const c0 = cpuNs();
+      const t0 = process.hrtime.bigint();
+      const out = load ? await load() : (await new Promise((r) => setTimeout(r, ms)), undefined);
+      const wallNs = Number(process.hrtime.bigint() - t0);
+      return { cores: (cpuNs() - c0) / wallNs, rssMiB: rssMiB(), ...(out ? { out } : {}) };
+    };
+    // the process's own resident set too: the image's files are shared page cache, charged to whichever
+    // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
+    const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
+    const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+    const idle = { ...await window(10_000), vmRssMiB: vmRssMiB() };
+    const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
+    const busyVmRss = vmRssMiB();
+    const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
+    assert.ok(sent, `the paced sender's report: ${busy.out}`);
+    const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
+    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idle.vmRssMiB.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
+    t.diagnostic(JSON.stringify(fig));
+    console.log(JSON.stringify(fig));
+    assert.ok(idle.rssMiB > 10 && idle.rssMiB < 512, 'a plausible RSS under the chart\'s limit');
+    assert.ok(busy.cores > idle.cores, 'the agent works for the traffic');
+  });
+
+  it('helm uninstall: the agent pod goes and leaves no tc filter, TCX link, BPF program or pinned map', async () => {
+    const [agent] = await agentPods(client);
+    assert.ok(agent);
+    const pid = Number(readFileSync(`${containerCgroup(agent, 'memory')}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
+    assert.ok(pid > 0, 'the agent\'s host pid');
+    const owned = bpfIdsOf(pid);
+    assert.ok(owned.progs.length > 0, 'the agent holds BPF programs');
+    // the node's interfaces: the bridge, the pods' host-side veths on it, the default route's
+    const names = (args: string[]): string[] => sh('ip', ['-o', ...args]).split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1]).filter((n): n is string => Boolean(n));
+    const defaultDev = /dev (\S+)/.exec(sh('ip', ['-4', 'route', 'show', 'default']))?.[1];
+    const ifnames = [BRIDGE, ...names(['link', 'show', 'master', BRIDGE]), ...(defaultDev ? [defaultDev] : [])];
+    const pinned = (): string[] => (existsSync('/sys/fs/bpf') ? sh('find', ['/sys/fs/bpf', '-mindepth', '1']).split('\n').filter(Boolean) : []);
+    const pinned0 = pinned();
+    const un = await helm(['uninstall', RELEASE, '-n', RELEASE_NS, '--wait', '--timeout', '5m']);
+    assert.equal(un.code, 0, `helm uninstall: ${un.stderr}`);
+    await eventually('the agent pod gone', 120_000, async () => (await agentPods(client)).length === 0, 500);
+    const tcOnOurs = ifnames.filter((i) => { try { sh('ip', ['link', 'show', i]); return true; } catch { return false; } });
+    assert.deepEqual(await leftoversAfterStop(undefined, tcOnOurs, owned, 10_000), []);
+    assert.deepEqual(pinned().filter((f) => !pinned0.includes(f) || /retina/i.test(f)), [], 'no pinned map of ours under /sys/fs/bpf');
+  });
+});
+
+/** Prometheus's role: pod discovery of `pods` as file_sd target groups (one per container port; one per pod without ports). */
+function podDiscovery(pods: readonly Pod[]): unknown[] {
+  const clean = (k: string): string => k.replace(/[^a-zA-Z0-9_]/g, '_');
+  const out: unknown[] = [];
+  for (const p of pods) {
+    const ip = p.status?.podIP;
+    if (!ip) continue;
+    const base: Record<string, string> = {
+      __meta_kubernetes_namespace: p.metadata.namespace ?? '', __meta_kubernetes_pod_name: p.metadata.name, __meta_kubernetes_pod_ip: ip,
+      __meta_kubernetes_pod_node_name: p.spec.nodeName ?? '',
+    };
+    for (const [k, v] of Object.entries(p.metadata.labels ?? {})) base[`__meta_kubernetes_pod_label_${clean(k)}`] = v;
+    for (const [k, v] of Object.entries(p.metadata.annotations ?? {})) base[`__meta_kubernetes_pod_annotation_${clean(k)}`] = v;
+    const ports = p.spec.containers.flatMap((c) => (c.ports ?? []).map((port) => ({ c, port })));
+    if (ports.length === 0) out.push({ targets: [ip], labels: base });
+    for (const { c, port } of ports) {
+      out.push({ targets: [`${ip}:${port.containerPort}`], labels: { ...base, __meta_kubernetes_pod_container_name: c.name, __meta_kubernetes_pod_container_port_name: port.name ?? '', __meta_kubernetes_pod_container_port_number: String(port.containerPort), __meta_kubernetes_pod_container_port_protocol: port.protocol ?? 'TCP' } });
+    }
+  }
+  return out;
+}
+
+/** What the pods of the release say when they are not Ready: status, events and last log lines. */
+async function diagnosis(client: RestClient): Promise<string> {
+  const pods = await listAll<Pod>(client, resources.pods, RELEASE_NS).catch(() => []);
+  const out: string[] = [];
+  for (const p of pods) {
+    out.push(`pod ${p.metadata.name}: ${JSON.stringify(p.status?.containerStatuses ?? p.status)}`);
+    out.push(...(await podLog(client, p).catch(() => [])).slice(-15).map((l) => `  ${JSON.stringify(l)}`));
+  }
+  const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${RELEASE_NS}/events`).catch(() => ({ items: [] }));
+  out.push(...ev.items.map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`));
+  return out.join('\n');
+}
+
