@@ -1,0 +1,182 @@
+/**
+ * Hubble followers, side by side: today's grpc-js path (each GetFlowsResponse written by grpc-js, one
+ * HTTP/2 DATA frame and one socket write per message: `rawWrites: false`) and the raw path
+ * (src/server/hubble/frames.ts: each flow encoded once for every follower, many messages per HTTP/2
+ * write), alternated round by round in one process with the real enricher, ring and gRPC server.
+ * For 1 and 4 follow clients and flows offered at 100 000/s and flat out (batches of 256, the
+ * producer never waits), prints per run the flows each client received per second (total over the
+ * clients), the flows they were told they lost (LostEvent), and the flows written.
+ * Clients: grpc-js (a worker thread each, its own event loop, as `hubble observe -f` would be its own
+ * process; it reads raw messages and counts the oneof tag, since a Go client decodes far faster than
+ * protobufjs), and, when hack/hubble/build.sh has built it, the real `hubble observe --follow -o
+ * jsonpb` with its output counted line by line.
+ * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2).
+ *
+ * Figures: see bench/hubble/README.md.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createEnricher } from '../../src/enricher/index.js';
+import { createFlow, type Endpoint, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { createLogger } from '../../src/log/index.js';
+import { createMetricsRegistry } from '../../src/metrics/index.js';
+import { createFlowRing, loadHubbleProtos, startHubbleServer } from '../../src/server/hubble/index.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const PROTO_DIR = `${ROOT}proto/hubble`;
+const log = createLogger({ level: 'error', component: 'bench' });
+const protos = loadHubbleProtos(PROTO_DIR);
+
+const endpoints: Endpoint[] = Array.from({ length: 200 }, (_, i) => Object.freeze({
+  namespace: `ns-${i % 20}`, podName: `web-${i}-5d4f8c9b7-x${i}`, workloadKind: 'Deployment', workloadName: `web-${i}`,
+  service: i % 3 === 0 ? `svc-${i}` : '', nodeName: 'node-0', zone: 'z1', labels: Object.freeze({ app: `web-${i}`, 'pod-template-hash': '5d4f8c9b7' }),
+}));
+const ipOf = (i: number): string => `10.0.${i >> 8}.${i & 255}`;
+const byIp = new Map(endpoints.map((e, i) => [ipOf(i), e]));
+const lookup = { byIp: (ip: string) => byIp.get(ip) };
+
+/** A fresh batch of n flows (decoders make new Flow objects per record). */
+function batch(n: number, seq: number): Flow[] {
+  const out: Flow[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = seq + i;
+    out.push(createFlow({
+      srcIp: ipOf(k % 200), dstIp: ipOf((k * 7) % 200), verdict: k % 10 === 0 ? 'DROPPED' : 'FORWARDED', dropReason: k % 10 === 0 ? 'NETFILTER_DROP' : '',
+      proto: k % 3 === 0 ? 17 : 6, srcPort: 30000 + (k % 20000), dstPort: 80, tcpFlags: 16, direction: 'EGRESS', observationPoint: 'FROM_ENDPOINT', isReply: false, bytes: 100, timeMs: Date.now(),
+    }));
+  }
+  return out;
+}
+
+const CLIENT = `
+import { workerData, parentPort } from 'node:worker_threads';
+const grpc = await import(workerData.grpc);
+const { loadHubbleProtos } = await import(workerData.protos);
+const p = loadHubbleProtos(workerData.dir);
+const c = new grpc.Client(workerData.addr, grpc.credentials.createInsecure());
+const def = p.observer.GetFlows;
+let flows = 0, lost = 0;
+// Raw messages: only the oneof tag is read (field 1 flow: 0x0a; field 3 lost_events: 0x1a, decoded).
+const call = c.makeServerStreamRequest(def.path, def.requestSerialize, (b) => b, { follow: true });
+call.on('data', (b) => { if (b[0] === 0x0a) flows++; else if (b[0] === 0x1a) lost += def.responseDeserialize(b).lost_events.num_events_lost; });
+call.on('error', () => undefined);
+parentPort.postMessage('ready');
+parentPort.on('message', (msg) => {
+  if (msg === 'stop') { call.cancel(); c.close(); parentPort.postMessage({ flows, lost }); }
+});
+`;
+
+interface Counts { flows: number; lost: number }
+interface Client { stop(): Promise<Counts> }
+
+async function grpcClient(addr: string): Promise<Client> {
+  const worker = new Worker(CLIENT, {
+    eval: true,
+    workerData: { grpc: import.meta.resolve('@grpc/grpc-js'), protos: new URL('../../src/server/hubble/index.js', import.meta.url).href, dir: PROTO_DIR, addr },
+  });
+  const next = (): Promise<unknown> => new Promise((r) => worker.once('message', r));
+  await next();
+  return {
+    async stop() {
+      worker.postMessage('stop');
+      const got = (await next()) as Counts;
+      await worker.terminate();
+      return got;
+    },
+  };
+}
+
+/** The real hubble CLI's directory, or undefined when hack/hubble/build.sh has not built it. */
+function hubbleTools(): string | undefined {
+  const r = spawnSync('bash', [`${ROOT}hack/hubble/build.sh`], { encoding: 'utf8', env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+async function cliClient(tools: string, addr: string): Promise<Client> {
+  const c = spawn(`${tools}/hubble`, ['observe', '--server', addr, '--follow', '-o', 'jsonpb'], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, HUBBLE_CONFIG: '/dev/null' } });
+  const counts: Counts = { flows: 0, lost: 0 };
+  let rest = '';
+  c.stdout.on('data', (d: Buffer) => {
+    const lines = (rest + d.toString('latin1')).split('\n');
+    rest = lines.pop() ?? '';
+    for (const l of lines) {
+      if (l.startsWith('{"flow"')) counts.flows++;
+      else if (l.startsWith('{"lost_events"')) counts.lost += Number(/"num_events_lost":"?(\d+)/.exec(l)?.[1] ?? 0);
+    }
+  });
+  // The CLI connects, then asks: give it a moment (it prints nothing until flows come).
+  await new Promise((r) => setTimeout(r, 700));
+  return {
+    async stop() {
+      await new Promise<void>((r) => {
+        c.once('close', () => r());
+        c.kill('SIGINT');
+      });
+      return counts;
+    },
+  };
+}
+
+type Kind = 'grpc-js' | 'hubble-cli';
+
+async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const ring = createFlowRing(4096);
+  const server = await startHubbleServer({
+    protos, ring, listen: { host: '127.0.45.9', port: 0 }, nodeName: 'node-0', version: 'bench', rawWrites,
+    peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) }, log, metrics,
+  });
+  const addr = `127.0.45.9:${server.port}`;
+  const cs: Client[] = [];
+  for (let i = 0; i < clients; i++) cs.push(kind === 'grpc-js' ? await grpcClient(addr) : await cliClient(tools as string, addr));
+  await new Promise((r) => setTimeout(r, 400));
+  const c: FlowConsumer = createEnricher(lookup, ring);
+  // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
+  // because the ring has dropped them long before they come round again (16 384 > 4 096).
+  const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
+  const t0 = performance.now();
+  let written = 0;
+  for (let i = 0; performance.now() - t0 < ms; i++) {
+    c.consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
+    written += 256;
+    const wait = t0 + (written * 1000) / rate - performance.now();
+    await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
+  }
+  const elapsed = performance.now() - t0;
+  // What was written in time but is still on its way: give it a moment, counted against the same window.
+  await new Promise((r) => setTimeout(r, 300));
+  const got: Counts[] = [];
+  for (const cl of cs) got.push(await cl.stop());
+  await server[Symbol.asyncDispose]();
+  const flows = got.reduce((a, g) => a + g.flows, 0);
+  const lost = got.reduce((a, g) => a + g.lost, 0);
+  return {
+    path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
+    deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, written,
+    missing: written * clients - flows - lost,
+  };
+}
+
+const ms = Number(process.env['BENCH_FOLLOW_MS'] ?? 2000);
+const rounds = Number(process.env['BENCH_FOLLOW_ROUNDS'] ?? 2);
+const tools = hubbleTools();
+await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported
+await run(false, 1, 20_000, 1000, 'grpc-js', tools);
+const results: Record<string, unknown>[] = [];
+const kinds: Kind[] = tools ? ['grpc-js', 'hubble-cli'] : ['grpc-js'];
+for (let r = 0; r < rounds; r++) {
+  for (const kind of kinds) {
+    for (const clients of [1, 4]) {
+      for (const rate of [100_000, 1e9]) {
+        // Alternated: old then new in one round, new then old in the next.
+        for (const raw of r % 2 === 0 ? [false, true] : [true, false]) {
+          const res = await run(raw, clients, rate, ms, kind, tools);
+          results.push({ round: r, ...res });
+          process.stderr.write(JSON.stringify(results.at(-1)) + '\n');
+        }
+      }
+    }
+  }
+}
+process.stdout.write(JSON.stringify({ bench: 'hubble-follow', ms, rounds, hubbleCli: tools !== undefined, runs: results }) + '\n');
