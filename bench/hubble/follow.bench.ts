@@ -10,7 +10,10 @@
  * process; it reads raw messages and counts the oneof tag, since a Go client decodes far faster than
  * protobufjs), and, when hack/hubble/build.sh has built it, the real `hubble observe --follow -o
  * jsonpb` with its output counted line by line.
- * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2).
+ * A third client, `http2`, reads the stream with node:http2 and splits the messages itself: the
+ * server's own limit, with a client as cheap as a Go decode loop.
+ * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2), BENCH_FOLLOW_CLIENTS
+ * (grpc-js,http2,hubble-cli).
  *
  * Figures: see bench/hubble/README.md.
  */
@@ -54,7 +57,7 @@ import { workerData, parentPort } from 'node:worker_threads';
 const grpc = await import(workerData.grpc);
 const { loadHubbleProtos } = await import(workerData.protos);
 const p = loadHubbleProtos(workerData.dir);
-const c = new grpc.Client(workerData.addr, grpc.credentials.createInsecure());
+const c = new grpc.Client(workerData.addr, grpc.credentials.createInsecure(), { 'grpc-node.flow_control_window': workerData.window });
 const def = p.observer.GetFlows;
 let flows = 0, lost = 0;
 // Raw messages: only the oneof tag is read (field 1 flow: 0x0a; field 3 lost_events: 0x1a, decoded).
@@ -67,13 +70,53 @@ parentPort.on('message', (msg) => {
 });
 `;
 
+/**
+ * A bare gRPC reader over node:http2: it frames the request and splits the response into its
+ * length-prefixed messages itself, counting them by their oneof tag. It shows what the server sends
+ * when the client is not the limit (grpc-js's client costs ~30 µs per message on this machine).
+ */
+const H2_CLIENT = `
+import { workerData, parentPort } from 'node:worker_threads';
+import http2 from 'node:http2';
+const { loadHubbleProtos } = await import(workerData.protos);
+const def = loadHubbleProtos(workerData.dir).observer.GetFlows;
+const session = http2.connect('http://' + workerData.addr, { settings: { initialWindowSize: workerData.window } });
+session.on('connect', () => session.setLocalWindowSize(workerData.window));
+const req = session.request({ ':method': 'POST', ':path': '/observer.Observer/GetFlows', 'content-type': 'application/grpc', te: 'trailers' });
+const body = Buffer.from([0x18, 0x01]); // follow: true (field 3, varint 1)
+const head = Buffer.alloc(5); head.writeUInt32BE(body.length, 1);
+req.end(Buffer.concat([head, body]));
+let flows = 0, lost = 0, pending = Buffer.alloc(0);
+req.on('data', (d) => {
+  let b = pending.length ? Buffer.concat([pending, d]) : d;
+  let pos = 0;
+  while (b.length - pos >= 5) {
+    const len = b.readUInt32BE(pos + 1);
+    if (b.length - pos < 5 + len) break;
+    const tag = b[pos + 5];
+    if (tag === 0x0a) flows++;
+    else if (tag === 0x1a) lost += def.responseDeserialize(b.subarray(pos + 5, pos + 5 + len)).lost_events.num_events_lost;
+    pos += 5 + len;
+  }
+  pending = b.subarray(pos);
+});
+req.on('error', () => undefined);
+parentPort.postMessage('ready');
+parentPort.on('message', (msg) => {
+  if (msg === 'stop') { req.close(); session.close(); parentPort.postMessage({ flows, lost }); }
+});
+`;
+
+/** The clients' HTTP/2 receive window: 4 MiB, as a Go client's BDP estimator grows it (Node's default is 64 KiB). */
+const WINDOW = 4 << 20;
+
 interface Counts { flows: number; lost: number }
 interface Client { stop(): Promise<Counts> }
 
-async function grpcClient(addr: string): Promise<Client> {
-  const worker = new Worker(CLIENT, {
+async function workerClient(script: string, addr: string): Promise<Client> {
+  const worker = new Worker(script, {
     eval: true,
-    workerData: { grpc: import.meta.resolve('@grpc/grpc-js'), protos: new URL('../../src/server/hubble/index.js', import.meta.url).href, dir: PROTO_DIR, addr },
+    workerData: { grpc: import.meta.resolve('@grpc/grpc-js'), protos: new URL('../../src/server/hubble/index.js', import.meta.url).href, dir: PROTO_DIR, addr, window: WINDOW },
   });
   const next = (): Promise<unknown> => new Promise((r) => worker.once('message', r));
   await next();
@@ -118,7 +161,7 @@ async function cliClient(tools: string, addr: string): Promise<Client> {
   };
 }
 
-type Kind = 'grpc-js' | 'hubble-cli';
+type Kind = 'grpc-js' | 'http2' | 'hubble-cli';
 
 async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
   const metrics = createMetricsRegistry({ processMetrics: false });
@@ -129,7 +172,7 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   });
   const addr = `127.0.45.9:${server.port}`;
   const cs: Client[] = [];
-  for (let i = 0; i < clients; i++) cs.push(kind === 'grpc-js' ? await grpcClient(addr) : await cliClient(tools as string, addr));
+  for (let i = 0; i < clients; i++) cs.push(kind === 'hubble-cli' ? await cliClient(tools as string, addr) : await workerClient(kind === 'http2' ? H2_CLIENT : CLIENT, addr));
   await new Promise((r) => setTimeout(r, 400));
   const c: FlowConsumer = createEnricher(lookup, ring);
   // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
@@ -164,7 +207,7 @@ const tools = hubbleTools();
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported
 await run(false, 1, 20_000, 1000, 'grpc-js', tools);
 const results: Record<string, unknown>[] = [];
-const kinds: Kind[] = tools ? ['grpc-js', 'hubble-cli'] : ['grpc-js'];
+const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['grpc-js', 'http2', 'hubble-cli']).filter((k) => k !== 'hubble-cli' || tools !== undefined) as Kind[];
 for (let r = 0; r < rounds; r++) {
   for (const kind of kinds) {
     for (const clients of [1, 4]) {
