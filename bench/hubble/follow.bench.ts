@@ -13,7 +13,8 @@
  * A third client, `http2`, reads the stream with node:http2 and splits the messages itself: the
  * server's own limit, with a client as cheap as a Go decode loop.
  * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2), BENCH_FOLLOW_CLIENTS
- * (grpc-js,http2,hubble-cli).
+ * (grpc-js,http2,hubble-cli), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g.
+ * raw,1,http2,max).
  *
  * Figures: see bench/hubble/README.md.
  */
@@ -204,6 +205,13 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
 const ms = Number(process.env['BENCH_FOLLOW_MS'] ?? 2000);
 const rounds = Number(process.env['BENCH_FOLLOW_ROUNDS'] ?? 2);
 const tools = hubbleTools();
+const only = process.env['BENCH_FOLLOW_ONLY']?.split(',');
+if (only) {
+  // One run, e.g. for a CPU profile: BENCH_FOLLOW_ONLY=raw,1,http2,max (path, clients, client, offered).
+  const [path, n, kind, rate] = only;
+  process.stdout.write(JSON.stringify(await run(path === 'raw', Number(n), rate === 'max' ? 1e9 : Number(rate), ms, kind as Kind, tools)) + '\n');
+  process.exit(0);
+}
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported
 await run(false, 1, 20_000, 1000, 'grpc-js', tools);
 const results: Record<string, unknown>[] = [];

@@ -6,7 +6,7 @@ import { createFlow, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
 import { createMetricsRegistry } from '../../metrics/index.js';
 import { rawStreamOf } from './frames.js';
-import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from './index.js';
+import { createFlowRing, loadHubbleProtos, startHubbleServer, timestamp, toHubbleFlow, type HubbleServer } from './index.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));
 const protos = loadHubbleProtos(PROTO_DIR);
@@ -22,6 +22,37 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /** The seq each flow message carries (its source port, and its time for ports that wrap). */
 const seqOf = (m: Obj): number => Number(m['flow']['time']['seconds']) * 1000 + Math.round(Number(m['flow']['time']['nanos'] ?? 0) / 1e6) - 1_700_000_000_000;
+
+describe('encode.ts writes GetFlowsResponse frames protobufjs decodes as its own', () => {
+  const method = protos.observer['GetFlows'] as grpc.MethodDefinition<Obj, Obj>;
+  const ep = { namespace: 'ns-1', podName: 'web-1', workloadKind: 'Deployment', workloadName: 'web', service: 'svc', nodeName: 'n1', zone: '', labels: { app: 'web', ['a'.repeat(150)]: 'long label: a two-byte length' } };
+  const cases: Flow[] = [
+    flowAt(1),
+    flowAt(7),
+    flowAt(3, { proto: 17, ipVersion: 6, srcIp: 'fd00::1', dstIp: 'fd00::2', direction: 'INGRESS', observationPoint: 'TO_ENDPOINT', isReply: true, source: ep, destination: ep }),
+    flowAt(4, { proto: 1, isReply: false, source: ep }),
+    flowAt(5, { proto: 58, tcpFlags: 0, timeMs: 1_700_000_000_123.456 }),
+    flowAt(6, { verdict: 'DNS', proto: 17, dns: { query: 'example.com', qtype: 'A', rcode: 'NXDOMAIN', isResponse: true, answers: ['1.2.3.4', 'x.example.'], numAnswers: 2 } }),
+    flowAt(8, { verdict: 'DNS', proto: 17, dns: { query: 'q.test', qtype: 'AAAA', rcode: 'RCODE17', isResponse: false, answers: [], numAnswers: 0 } }),
+    flowAt(9, { verdict: 'RETRANSMISSION', tcpFlags: 0x1ff, dropReason: 'ü'.repeat(100) }),
+  ];
+  it('every kind of flow we map decodes to the same message', () => {
+    for (const f of cases) {
+      const msg = { flow: toHubbleFlow(f, 'node-a'), node_name: 'node-a', time: timestamp(f.timeMs) };
+      const frame = protos.flowsFrame(msg);
+      assert.equal(frame[0], 0);
+      assert.equal(frame.readUInt32BE(1), frame.length - 5);
+      const ours = method.responseDeserialize(frame.subarray(5));
+      const theirs = method.responseDeserialize(Buffer.from(method.responseSerialize(msg)));
+      assert.deepEqual(ours, theirs);
+    }
+  });
+  it('a lost event, and what it cannot write throws (the caller falls back to protobufjs)', () => {
+    const lost = { lost_events: { source: 'HUBBLE_RING_BUFFER', num_events_lost: 300 }, node_name: 'n', time: { seconds: 1_700_000_000, nanos: 5 } };
+    assert.deepEqual(method.responseDeserialize(protos.flowsFrame(lost).subarray(5)), method.responseDeserialize(Buffer.from(method.responseSerialize(lost))));
+    assert.throws(() => protos.flowsFrame({ flow: { verdict: 'NO_SUCH_VERDICT' } }), /no enum value/);
+  });
+});
 
 describe('hubble GetFlows below grpc-js (frames.ts)', () => {
   const ring = createFlowRing(50_000);

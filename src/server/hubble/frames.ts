@@ -15,6 +15,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { Flow } from '../../flow/index.js';
+import type { Encoder } from './encode.js';
 import { timestamp, toHubbleFlow, type HubbleObject } from './map.js';
 import type { FlowRing } from './ring.js';
 
@@ -63,7 +64,14 @@ export interface EncodedFlows {
  * `slots` flows are kept mapped, by seq, and encoded the first time one is sent (a flow the filters
  * reject is mapped, never encoded); a reader further behind maps its own.
  */
-export function createEncodedFlows(ring: FlowRing, nodeName: string, serialize: (msg: HubbleObject) => Uint8Array, slots: number): EncodedFlows {
+export function createEncodedFlows(ring: FlowRing, nodeName: string, encode: Encoder, serialize: (msg: HubbleObject) => Uint8Array, slots: number): EncodedFlows {
+  const frameOf = (msg: HubbleObject): Buffer => {
+    try {
+      return encode(msg);
+    } catch {
+      return grpcFrame(serialize(msg)); // what encode.ts does not write, protobufjs does
+    }
+  };
   class Entry implements EncodedFlow {
     readonly hubble: HubbleObject;
     readonly timeMs: number;
@@ -73,7 +81,7 @@ export function createEncodedFlows(ring: FlowRing, nodeName: string, serialize: 
       this.timeMs = flow.timeMs;
     }
     get frame(): Buffer {
-      return (this.#frame ??= grpcFrame(serialize({ flow: this.hubble, node_name: nodeName, time: timestamp(this.timeMs) })));
+      return (this.#frame ??= frameOf({ flow: this.hubble, node_name: nodeName, time: timestamp(this.timeMs) }));
     }
   }
   let cache: (Entry | undefined)[] = [];

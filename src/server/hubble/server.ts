@@ -105,7 +105,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const uptimeNs = (): number => Number(process.hrtime.bigint() - started);
 
   const serialize = (o.protos.observer['GetFlows'] as grpc.MethodDefinition<HubbleObject, HubbleObject>).responseSerialize;
-  const encoded = createEncodedFlows(ring, nodeName, serialize, Math.min(ring.capacity, 4096));
+  const encoded = createEncodedFlows(ring, nodeName, o.protos.flowsFrame, serialize, Math.min(ring.capacity, 4096));
   /** GetFlows calls on the raw path; the encoded flows are forgotten when the last one ends. */
   let rawCalls = 0;
   const respond = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
