@@ -5,7 +5,10 @@
  * write), alternated round by round in one process with the real enricher, ring and gRPC server.
  * For 1 and 4 follow clients and flows offered at 100 000/s and flat out (batches of 256, the
  * producer never waits), prints per run the flows each client received per second (total over the
- * clients), the flows they were told they lost (LostEvent), and the flows written.
+ * clients), the flows they were told they lost (LostEvent), the flows written, and the main thread's
+ * busy µs per flow delivered (event-loop utilization: producer, enricher, ring and server; on this
+ * shared machine a steadier figure than the rates, since the producer, the server and the clients
+ * compete for 2 cores with other work).
  * Clients: grpc-js (a worker thread each, its own event loop, as `hubble observe -f` would be its own
  * process; it reads raw messages and counts the oneof tag, since a Go client decodes far faster than
  * protobufjs), and, when hack/hubble/build.sh has built it, the real `hubble observe --follow -o
@@ -22,7 +25,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createEnricher } from '../../src/enricher/index.js';
-import { createFlow, type Endpoint, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { batch, lookup } from './flows.js';
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer } from '../../src/server/hubble/index.js';
@@ -32,26 +36,6 @@ const PROTO_DIR = `${ROOT}proto/hubble`;
 const log = createLogger({ level: 'error', component: 'bench' });
 const protos = loadHubbleProtos(PROTO_DIR);
 
-const endpoints: Endpoint[] = Array.from({ length: 200 }, (_, i) => Object.freeze({
-  namespace: `ns-${i % 20}`, podName: `web-${i}-5d4f8c9b7-x${i}`, workloadKind: 'Deployment', workloadName: `web-${i}`,
-  service: i % 3 === 0 ? `svc-${i}` : '', nodeName: 'node-0', zone: 'z1', labels: Object.freeze({ app: `web-${i}`, 'pod-template-hash': '5d4f8c9b7' }),
-}));
-const ipOf = (i: number): string => `10.0.${i >> 8}.${i & 255}`;
-const byIp = new Map(endpoints.map((e, i) => [ipOf(i), e]));
-const lookup = { byIp: (ip: string) => byIp.get(ip) };
-
-/** A fresh batch of n flows (decoders make new Flow objects per record). */
-function batch(n: number, seq: number): Flow[] {
-  const out: Flow[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = seq + i;
-    out.push(createFlow({
-      srcIp: ipOf(k % 200), dstIp: ipOf((k * 7) % 200), verdict: k % 10 === 0 ? 'DROPPED' : 'FORWARDED', dropReason: k % 10 === 0 ? 'NETFILTER_DROP' : '',
-      proto: k % 3 === 0 ? 17 : 6, srcPort: 30000 + (k % 20000), dstPort: 80, tcpFlags: 16, direction: 'EGRESS', observationPoint: 'FROM_ENDPOINT', isReply: false, bytes: 100, timeMs: Date.now(),
-    }));
-  }
-  return out;
-}
 
 const CLIENT = `
 import { workerData, parentPort } from 'node:worker_threads';
@@ -179,6 +163,7 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
   // because the ring has dropped them long before they come round again (16 384 > 4 096).
   const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
+  const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   let written = 0;
   for (let i = 0; performance.now() - t0 < ms; i++) {
@@ -188,6 +173,7 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
     await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
   }
   const elapsed = performance.now() - t0;
+  const busyMs = performance.eventLoopUtilization(elu0).active;
   // What was written in time but is still on its way: give it a moment, counted against the same window.
   await new Promise((r) => setTimeout(r, 300));
   const got: Counts[] = [];
@@ -199,6 +185,8 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
     path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
     deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, written,
     missing: written * clients - flows - lost,
+    // The main thread's busy time (producer, enricher, ring and server) per flow delivered: what a quiet core's rate would be.
+    busyUsPerFlow: Number(((busyMs * 1000) / Math.max(1, flows)).toFixed(2)),
   };
 }
 
