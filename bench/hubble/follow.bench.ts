@@ -15,13 +15,16 @@
  * jsonpb` with its output counted line by line.
  * A third client, `http2`, reads the stream with node:http2 and splits the messages itself: the
  * server's own limit, with a client as cheap as a Go decode loop.
+ * `relay`: the real Hubble Relay over two agents (both servers in this process, each given half the
+ * flows), read by the `http2` client.
  * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2), BENCH_FOLLOW_CLIENTS
- * (grpc-js,http2,hubble-cli), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g.
+ * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g.
  * raw,1,http2,max).
  *
  * Figures: see bench/hubble/README.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createEnricher } from '../../src/enricher/index.js';
@@ -29,7 +32,7 @@ import { type Flow, type FlowConsumer } from '../../src/flow/index.js';
 import { batch, lookup } from './flows.js';
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createFlowRing, loadHubbleProtos, startHubbleServer } from '../../src/server/hubble/index.js';
+import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PROTO_DIR = `${ROOT}proto/hubble`;
@@ -72,15 +75,25 @@ const body = Buffer.from([0x18, 0x01]); // follow: true (field 3, varint 1)
 const head = Buffer.alloc(5); head.writeUInt32BE(body.length, 1);
 req.end(Buffer.concat([head, body]));
 let flows = 0, lost = 0, pending = Buffer.alloc(0);
+// The response's oneof field (1 flow, 3 lost_events, ...): its fields come in any order (Hubble Relay writes node_name first).
+const oneof = (b, p, end) => {
+  const varint = () => { let v = 0, m = 1, x; do { x = b[p++]; v += (x & 0x7f) * m; m *= 128; } while (x & 0x80); return v; };
+  while (p < end) {
+    const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+    if (field === 1 || field === 3) return field;
+    if (wire === 0) varint(); else if (wire === 2) p += varint(); else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
+  }
+  return 0;
+};
 req.on('data', (d) => {
   let b = pending.length ? Buffer.concat([pending, d]) : d;
   let pos = 0;
   while (b.length - pos >= 5) {
     const len = b.readUInt32BE(pos + 1);
     if (b.length - pos < 5 + len) break;
-    const tag = b[pos + 5];
-    if (tag === 0x0a) flows++;
-    else if (tag === 0x1a) lost += def.responseDeserialize(b.subarray(pos + 5, pos + 5 + len)).lost_events.num_events_lost;
+    const kind = oneof(b, pos + 5, pos + 5 + len);
+    if (kind === 1) flows++;
+    else if (kind === 3) lost += def.responseDeserialize(b.subarray(pos + 5, pos + 5 + len)).lost_events.num_events_lost;
     pos += 5 + len;
   }
   pending = b.subarray(pos);
@@ -146,20 +159,45 @@ async function cliClient(tools: string, addr: string): Promise<Client> {
   };
 }
 
-type Kind = 'grpc-js' | 'http2' | 'hubble-cli';
+type Kind = 'grpc-js' | 'http2' | 'hubble-cli' | 'relay';
+
+/** Hubble Relay (the real one) over the agents at `peers`, listening on a free port of 127.0.45.9; stops with SIGKILL. */
+async function startRelay(tools: string, peerService: string): Promise<{ addr: string; stop(): void }> {
+  const free = (): Promise<number> => new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.45.9', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+  const port = await free();
+  const relay = spawn(`${tools}/hubble-relay`, ['serve', '--peer-service', peerService, '--disable-client-tls', '--disable-server-tls',
+    '--listen-address', `127.0.45.9:${port}`, '--health-listen-address', `127.0.45.9:${await free()}`, '--gops=false', '--retry-timeout', '1s'], { stdio: ['ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore'] });
+  // The relay asks the peer service, then connects to each agent.
+  await new Promise((r) => setTimeout(r, 3000));
+  return { addr: `127.0.45.9:${port}`, stop: () => relay.kill('SIGKILL') };
+}
 
 async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
   const metrics = createMetricsRegistry({ processMetrics: false });
-  const ring = createFlowRing(4096);
-  const server = await startHubbleServer({
-    protos, ring, listen: { host: '127.0.45.9', port: 0 }, nodeName: 'node-0', version: 'bench', rawWrites,
-    peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) }, log, metrics,
-  });
-  const addr = `127.0.45.9:${server.port}`;
+  // Through the relay: two agents (both in this process, on its one main thread), each with half the flows.
+  const agents = kind === 'relay' ? 2 : 1;
+  const rings = Array.from({ length: agents }, () => createFlowRing(4096));
+  const peers: { name: string; address: string }[] = [];
+  const servers: HubbleServer[] = [];
+  for (const [i, ring] of rings.entries()) {
+    const server = await startHubbleServer({
+      protos, ring, listen: { host: '127.0.45.9', port: 0 }, nodeName: `node-${i}`, version: 'bench', rawWrites,
+      peers: { list: () => peers, subscribe: () => ({ [Symbol.dispose]: () => undefined }) }, log, metrics,
+    });
+    servers.push(server);
+    peers.push({ name: `node-${i}`, address: `127.0.45.9:${server.port}` });
+  }
+  const relay = kind === 'relay' ? await startRelay(tools as string, peers[0]?.address as string) : undefined;
+  const addr = relay?.addr ?? (peers[0]?.address as string);
   const cs: Client[] = [];
-  for (let i = 0; i < clients; i++) cs.push(kind === 'hubble-cli' ? await cliClient(tools as string, addr) : await workerClient(kind === 'http2' ? H2_CLIENT : CLIENT, addr));
+  for (let i = 0; i < clients; i++) cs.push(kind === 'hubble-cli' ? await cliClient(tools as string, addr) : await workerClient(kind === 'grpc-js' ? CLIENT : H2_CLIENT, addr));
   await new Promise((r) => setTimeout(r, 400));
-  const c: FlowConsumer = createEnricher(lookup, ring);
+  const cs2: FlowConsumer[] = rings.map((ring) => createEnricher(lookup, ring));
   // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
   // because the ring has dropped them long before they come round again (16 384 > 4 096).
   const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
@@ -167,7 +205,7 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   const t0 = performance.now();
   let written = 0;
   for (let i = 0; performance.now() - t0 < ms; i++) {
-    c.consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
+    (cs2[i % agents] as FlowConsumer).consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
     written += 256;
     const wait = t0 + (written * 1000) / rate - performance.now();
     await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
@@ -178,7 +216,8 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   await new Promise((r) => setTimeout(r, 300));
   const got: Counts[] = [];
   for (const cl of cs) got.push(await cl.stop());
-  await server[Symbol.asyncDispose]();
+  relay?.stop();
+  for (const server of servers) await server[Symbol.asyncDispose]();
   const flows = got.reduce((a, g) => a + g.flows, 0);
   const lost = got.reduce((a, g) => a + g.lost, 0);
   return {
@@ -203,7 +242,7 @@ if (only) {
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported
 await run(false, 1, 20_000, 1000, 'grpc-js', tools);
 const results: Record<string, unknown>[] = [];
-const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['grpc-js', 'http2', 'hubble-cli']).filter((k) => k !== 'hubble-cli' || tools !== undefined) as Kind[];
+const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['grpc-js', 'http2', 'hubble-cli', 'relay']).filter((k) => (k !== 'hubble-cli' && k !== 'relay') || tools !== undefined) as Kind[];
 for (let r = 0; r < rounds; r++) {
   for (const kind of kinds) {
     for (const clients of [1, 4]) {
