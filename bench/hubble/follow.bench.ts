@@ -93,7 +93,7 @@ req.on('data', (d) => {
     if (b.length - pos < 5 + len) break;
     const kind = oneof(b, pos + 5, pos + 5 + len);
     if (kind === 1) flows++;
-    else if (kind === 3) lost += def.responseDeserialize(b.subarray(pos + 5, pos + 5 + len)).lost_events.num_events_lost;
+    else if (kind === 3) lost += def.responseDeserialize(b.subarray(pos + 5, pos + 5 + len)).lost_events?.num_events_lost ?? 0;
     pos += 5 + len;
   }
   pending = b.subarray(pos);
