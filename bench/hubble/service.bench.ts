@@ -1,10 +1,7 @@
 /**
  * The Hubble service's costs (src/server/hubble), in one process with the real ring, mapping and
  * gRPC server (@grpc/grpc-js over loopback):
- * - `follow`: flows/s one `follow` client (a worker thread, its own event loop, as `hubble observe
- *   -f` would be its own process) receives while the producer writes batches of 256 enriched flows
- *   at 20 000/s, 100 000/s and as fast as the event loop allows; `lost`: the flows it was told it
- *   lost (LostEvent) when it could not keep up — the producer never waits for it.
+ * (Followers, the old grpc-js writes beside the raw path: follow.bench.ts.)
  * - `drainNsPerFlow` off / on: the drain path's cost per flow with the service off (enricher →
  *   discard) and on with no client (enricher → ring + seen counter), and `cpuPctAt20k` the CPU
  *   share of a steady 20 000 flows/s, off vs on (the goal: within noise).
@@ -15,10 +12,9 @@
  * Prints one JSON line. Run with `node --expose-gc` (make bench does).
  *
  * Figures, 2026-11-23, 2 vCPU VM shared with other builds (load 0.7–3), Node 22, three runs:
- * - follow: 10 000–17 000 flows/s delivered, whatever is offered beyond that (20k, 100k, flat out);
- *   the rest is reported lost by LostEvents, the producer never waits. The server's cost is grpc-js
- *   itself: one HTTP/2 DATA frame and one socket write per message (~60–70 µs of the event loop);
- *   our mapping and protobuf encoding are ~5 µs of it (warm).
+ * - follow (then measured here, since moved to follow.bench.ts): 10 000–17 000 flows/s delivered,
+ *   whatever was offered beyond that; grpc-js wrote one HTTP/2 DATA frame and one socket write per
+ *   message (~60–70 µs of the event loop); our mapping and protobuf encoding were ~5 µs of it.
  * - drain path: 70–103 ns/flow off vs 76–111 on (enricher included): +5–15 ns per flow, a store
  *   and a counter; CPU at 20 000 flows/s 2.2–2.7% off vs 2.4–2.8% on: within noise.
  * - RSS of the service (grpc-js, protobufjs, protos, server): 11–22 MB (noisy; loaded only with
@@ -26,37 +22,15 @@
  */
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { Worker } from 'node:worker_threads';
 import { createEnricher } from '../../src/enricher/index.js';
-import { createFlow, discardFlows, type Endpoint, type Flow, type FlowConsumer } from '../../src/flow/index.js';
-import { createLogger } from '../../src/log/index.js';
+import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { batch, lookup } from './flows.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
-import { createFlowRing, loadHubbleProtos, startHubbleServer } from '../../src/server/hubble/index.js';
+import { createFlowRing } from '../../src/server/hubble/index.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../../proto/hubble', import.meta.url));
 const gc = (globalThis as { gc?: () => void }).gc;
-const log = createLogger({ level: 'error', component: 'bench' });
 
-const endpoints: Endpoint[] = Array.from({ length: 200 }, (_, i) => Object.freeze({
-  namespace: `ns-${i % 20}`, podName: `web-${i}-5d4f8c9b7-x${i}`, workloadKind: 'Deployment', workloadName: `web-${i}`,
-  service: i % 3 === 0 ? `svc-${i}` : '', nodeName: 'node-0', zone: 'z1', labels: Object.freeze({ app: `web-${i}`, 'pod-template-hash': '5d4f8c9b7' }),
-}));
-const ipOf = (i: number): string => `10.0.${i >> 8}.${i & 255}`;
-const byIp = new Map(endpoints.map((e, i) => [ipOf(i), e]));
-const lookup = { byIp: (ip: string) => byIp.get(ip) };
-
-/** A fresh batch of n flows (decoders make new Flow objects per record). */
-function batch(n: number, seq: number): Flow[] {
-  const out: Flow[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = seq + i;
-    out.push(createFlow({
-      srcIp: ipOf(k % 200), dstIp: ipOf((k * 7) % 200), verdict: k % 10 === 0 ? 'DROPPED' : 'FORWARDED', dropReason: k % 10 === 0 ? 'NETFILTER_DROP' : '',
-      proto: k % 3 === 0 ? 17 : 6, srcPort: 30000 + (k % 20000), dstPort: 80, tcpFlags: 16, direction: 'EGRESS', observationPoint: 'FROM_ENDPOINT', isReply: false, bytes: 100, timeMs: Date.now(),
-    }));
-  }
-  return out;
-}
 
 const pipeline = (next: FlowConsumer): FlowConsumer => createEnricher(lookup, next);
 
@@ -101,62 +75,6 @@ function heapKept(): number {
   return after - before;
 }
 
-const CLIENT = `
-import { workerData, parentPort } from 'node:worker_threads';
-const grpc = await import(workerData.grpc);
-const { loadHubbleProtos } = await import(workerData.protos);
-const p = loadHubbleProtos(workerData.dir);
-const c = new grpc.Client(workerData.addr, grpc.credentials.createInsecure());
-const def = p.observer.GetFlows;
-let flows = 0, lost = 0;
-// Raw messages: a Go client (hubble observe) decodes far faster than protobufjs, so only the
-// oneof tag is read here (field 1 flow: 0x0a; field 3 lost_events: 0x1a, decoded).
-const call = c.makeServerStreamRequest(def.path, def.requestSerialize, (b) => b, { follow: true });
-call.on('data', (b) => { if (b[0] === 0x0a) flows++; else if (b[0] === 0x1a) lost += def.responseDeserialize(b).lost_events.num_events_lost; });
-call.on('error', () => undefined);
-parentPort.on('message', (msg) => {
-  if (msg === 'read') parentPort.postMessage({ flows, lost });
-  if (msg === 'stop') { call.cancel(); c.close(); parentPort.postMessage({ flows, lost }); }
-});
-parentPort.postMessage('ready');
-`;
-
-async function follow(ms: number, rate: number): Promise<{ rate: number; flowsPerSec: number; lost: number; written: number }> {
-  const metrics = createMetricsRegistry({ processMetrics: false });
-  const ring = createFlowRing(4096);
-  const server = await startHubbleServer({
-    protos: loadHubbleProtos(PROTO_DIR), ring, listen: { host: '127.0.45.9', port: 0 }, nodeName: 'node-0', version: 'bench',
-    peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) }, log, metrics,
-  });
-  const worker = new Worker(CLIENT, {
-    eval: true,
-    workerData: {
-      grpc: import.meta.resolve('@grpc/grpc-js'), protos: new URL('../../src/server/hubble/index.js', import.meta.url).href, dir: PROTO_DIR, addr: `127.0.45.9:${server.port}`,
-    },
-  });
-  const next = (): Promise<{ flows: number; lost: number } | 'ready'> => new Promise((r) => worker.once('message', r));
-  await next();
-  await new Promise((r) => setTimeout(r, 300));
-  const c = pipeline(ring);
-  const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
-  const t0 = performance.now();
-  let written = 0;
-  for (let i = 0; performance.now() - t0 < ms; i++) {
-    // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin
-    // only because the ring has dropped them long before they come round again (16 384 > 4 096).
-    c.consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
-    written += 256;
-    const wait = t0 + (written * 1000) / rate - performance.now();
-    await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
-  }
-  const elapsed = performance.now() - t0;
-  worker.postMessage('stop');
-  const got = (await next()) as { flows: number; lost: number };
-  await worker.terminate();
-  await server[Symbol.asyncDispose]();
-  return { rate, flowsPerSec: Math.round((got.flows / elapsed) * 1000), lost: got.lost, written };
-}
-
 /** The agent's ring stage: the ring and the seen counter (src/server/hubble/service.ts). */
 function ringStage(): FlowConsumer {
   const ring = createFlowRing(4096);
@@ -186,12 +104,8 @@ const on = drainNsPerFlow(ringStage());
 const heap = heapKept();
 const cpuOff = await cpuAt(discardFlows, 20_000, 2000);
 const cpuOn = await cpuAt(ringStage(), 20_000, 2000);
-await follow(1000, 20_000); // warm-up (JIT, the first connection); not reported
-const follows = [];
-for (const rate of [20_000, 100_000, 1e9]) follows.push(await follow(Number(process.env['BENCH_FOLLOW_MS'] ?? 2000), rate));
 process.stdout.write(JSON.stringify({
   bench: 'hubble-service',
-  follow: follows.map((f) => ({ offeredPerSec: f.rate >= 1e9 ? 'max' : f.rate, deliveredPerSec: f.flowsPerSec, lost: f.lost, written: f.written })),
   drainNsPerFlow: { off: Math.round(off), on: Math.round(on) },
   cpuPctAt20k: { off: Number(cpuOff.toFixed(1)), on: Number(cpuOn.toFixed(1)) },
   serviceRssBytes: serviceRss(), addedHeapBytes4096: heap, addedHeapBytesPerFlow: Math.round(heap / 4096),

@@ -1,14 +1,17 @@
 /**
  * Hubble's GetFlows over the flow ring: history first (the last `number` matching flows, or the
  * first `number` with `first`, within `since`/`until`; every held flow when `number` is 0), then with
- * `follow` the new flows as they are written. A follower writes as fast as its client reads (HTTP/2
+ * `follow` the new flows as they are written. Responses are encoded once per flow and many go in one
+ * HTTP/2 write, below grpc-js (frames.ts). A follower writes as fast as its client reads (HTTP/2
  * flow control); when the ring has overwritten flows it had not sent yet, it sends one LostEvent
  * (source HUBBLE_RING_BUFFER) with how many, and carries on from the oldest flow still held. The
  * drain path never waits for a client.
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/index.js';
+import type { Encoder } from './encode.js';
 import { compileFlowFilters, FilterError, type FlowMatcher } from './filter.js';
+import { createEncodedFlows, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
 import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from './map.js';
 import type { FlowRing } from './ring.js';
 import type { FlowEnums } from './proto.js';
@@ -27,8 +30,19 @@ export interface GetFlowsDeps {
   readonly log: Logger;
   /** Flows sent before a follower yields to the event loop. */
   readonly slice: number;
-  /** Messages a follower may have queued for its client before it waits for it. */
+  /** grpc-js path: messages a follower may have queued for its client before it waits for it. */
   readonly buffered: number;
+  /**
+   * GetFlows messages encoded once per flow and written many per HTTP/2 write below grpc-js
+   * (frames.ts). false: grpc-js writes each message (the benchmark's baseline).
+   */
+  readonly rawWrites: boolean;
+  /** Raw path: bytes of messages gathered into one write. */
+  readonly chunkBytes: number;
+  /** GetFlowsResponse's serializer (the grpc-js method definition's). */
+  readonly serialize: (msg: HubbleObject) => Uint8Array;
+  /** A GetFlowsResponse as one gRPC frame (proto.ts `flowsFrame`). */
+  readonly flowsFrame: Encoder;
   /** hubble_flows_lost: flows a follower missed (overwritten before it sent them). */
   readonly lost: { inc(labels: Record<string, string>, n: number): void } | undefined;
   /** Registers an open stream and how to end it (server stop); returns its release. */
@@ -36,30 +50,13 @@ export interface GetFlowsDeps {
 }
 
 export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<void> {
-  const { ring, nodeName, log, slice, buffered, track } = d;
+  const { ring, nodeName, log, slice, buffered, track, rawWrites, chunkBytes, serialize } = d;
   const lostCounter = d.lost;
 
-  const response = (flow: HubbleObject, ms: number): HubbleObject => ({ flow, node_name: nodeName, time: timestamp(ms) });
-
-  /** Resolves when the client has read enough for more writes, or the call is gone. */
-  const drained = (call: FlowsCall): Promise<void> => new Promise<void>((resolve) => {
-    const done = (): void => {
-      call.off('drain', done);
-      call.off('cancelled', done);
-      call.off('close', done);
-      resolve();
-    };
-    call.on('drain', done);
-    call.on('cancelled', done);
-    call.on('close', done);
-  });
-
-  /** Writes, then waits for the client when HTTP/2's window is full; false once the call is gone. */
-  const send = async (call: FlowsCall, msg: HubbleObject, gone: () => boolean): Promise<boolean> => {
-    if (gone()) return false;
-    if (!call.write(msg)) await drained(call);
-    return !gone();
-  };
+  const encoded = createEncodedFlows(ring, nodeName, d.flowsFrame, serialize, Math.min(ring.capacity, 4096));
+  /** GetFlows calls on the raw path; the encoded flows are forgotten when the last one ends. */
+  let rawCalls = 0;
+  const respond = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
 
   async function getFlows(call: FlowsCall): Promise<void> {
     const req = call.request;
@@ -89,6 +86,13 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, `number: ${String(req['number'])} is not a count of flows`));
       return;
     }
+    const raw = rawWrites ? rawStreamOf(call) : undefined;
+    if (raw) {
+      // grpc-js sends the headers (and later the status and trailers); the messages go below it.
+      call.sendMetadata(new grpc.Metadata());
+      rawCalls++;
+    }
+    const sink = raw ? rawSink(raw, chunkBytes, serialize, respond) : grpcSink(call, buffered, respond);
     let cancelled = false;
     let wake: (() => void) | undefined;
     const stop = (): void => {
@@ -103,42 +107,45 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     });
     call.on('cancelled', stop);
     call.on('close', stop);
-    const gone = (): boolean => cancelled;
     const cmp = (ms: number, b: { s: number; n: number }): number => {
       const ts = timestamp(ms);
       return ts.seconds !== b.s ? ts.seconds - b.s : ts.nanos - b.n;
     };
     const afterUntil = (ms: number): boolean => until !== undefined && cmp(ms, until) > 0;
     const inRange = (ms: number): boolean => (since === undefined || cmp(ms, since) >= 0) && !afterUntil(ms);
-    /** The Hubble flow at seq when it is in range and matches, else undefined. */
-    const pick = (seq: number): HubbleObject | undefined => {
+    /** The flow at seq when it is in range and matches, else undefined. */
+    const pick = (seq: number): PickedFlow | undefined => {
       const f = ring.at(seq);
       if (f === undefined || !inRange(f.timeMs)) return undefined;
-      const h = toHubbleFlow(f, nodeName);
-      return matcher.match(h) ? h : undefined;
+      const p: PickedFlow | undefined = raw ? encoded.at(seq) : { hubble: toHubbleFlow(f, nodeName), timeMs: f.timeMs };
+      return p !== undefined && matcher.match(p.hubble) ? p : undefined;
     };
     try {
       const head = ring.head();
       const tail = ring.tail();
       // History: picked in one synchronous pass (nothing is written meanwhile), then sent.
-      const history: [HubbleObject, number][] = [];
+      const history: PickedFlow[] = [];
       if (!follow || wantsHistory || since !== undefined) {
         if (first || number === 0) {
           for (let s = tail; s < head && (number === 0 || history.length < number); s++) {
-            const h = pick(s);
-            if (h) history.push([h, (ring.at(s) as { timeMs: number }).timeMs]);
+            const p = pick(s);
+            if (p) history.push(p);
           }
         } else {
           for (let s = head - 1; s >= tail && history.length < number; s--) {
-            const h = pick(s);
-            if (h) history.push([h, (ring.at(s) as { timeMs: number }).timeMs]);
+            const p = pick(s);
+            if (p) history.push(p);
           }
           history.reverse();
         }
       }
-      for (const [h, ms] of history) if (!(await send(call, response(h, ms), gone))) return;
+      for (const p of history) {
+        if (cancelled) return;
+        if (sink.add(p)) await sink.flush();
+      }
+      await sink.flush();
       if (!follow) {
-        call.end();
+        if (!cancelled) call.end();
         return;
       }
       let cursor = head;
@@ -159,39 +166,35 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
           const lost = oldest - cursor;
           cursor = oldest;
           lostCounter?.inc({}, lost);
-          const msg = { lost_events: { source: 'HUBBLE_RING_BUFFER', num_events_lost: lost }, node_name: nodeName, time: timestamp(Date.now()) };
-          if (!(await send(call, msg, gone))) return;
-          continue;
+          sink.message({ lost_events: { source: 'HUBBLE_RING_BUFFER', num_events_lost: lost }, node_name: nodeName, time: timestamp(Date.now()) });
         }
         const end = Math.min(ring.head(), cursor + slice);
-        let waited = false;
+        let full = false;
         for (; cursor < end && !cancelled; ) {
           const seq = cursor++;
           const f = ring.at(seq);
           if (f === undefined) break;
           if (afterUntil(f.timeMs)) {
-            call.end();
+            await sink.flush();
+            if (!cancelled) call.end();
             return;
           }
-          const h = pick(seq);
-          if (h === undefined) continue;
-          // grpc-js's writable says "full" at 16 messages; up to `buffered` may wait for the socket
-          // (bounded memory per client, and far fewer event-loop turns per flow).
-          call.write(response(h, f.timeMs));
-          if (call.writableLength >= buffered) {
-            // The client reads slower than flows come: wait for it; the ring carries on meanwhile.
-            await drained(call);
-            waited = true;
+          const p = pick(seq);
+          // Full: send, and when the client reads slower than flows come wait for it; the ring
+          // carries on meanwhile (a LostEvent tells the client what it missed).
+          if (p !== undefined && sink.add(p)) {
+            full = true;
             break;
           }
         }
-        if (!waited) await new Promise<void>((r) => setImmediate(r));
+        if (!(await sink.flush()) && !full) await new Promise<void>((r) => setImmediate(r));
       }
     } catch (e) {
       log.warn('GetFlows stream failed', { error: (e as Error).message });
       if (!cancelled) call.emit('error', grpcError(grpc.status.INTERNAL, (e as Error).message));
     } finally {
       untrack();
+      if (raw && --rawCalls === 0) encoded.clear();
     }
   }
 

@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { join } from 'node:path';
+import { createFrameEncoder, type Encoder } from './encode.js';
 
 export const PROTO_OPTIONS: protoLoader.Options = Object.freeze({ keepCase: true, enums: String, longs: Number, defaults: false, oneofs: true });
 
@@ -24,6 +25,8 @@ export interface HubbleProtos {
   readonly observer: grpc.ServiceDefinition;
   readonly peer: grpc.ServiceDefinition;
   readonly health: grpc.ServiceDefinition;
+  /** A GetFlowsResponse as one gRPC frame (encode.ts; throws on what it cannot write). */
+  readonly flowsFrame: Encoder;
   /** Client constructors, for tests and tools. */
   readonly ObserverClient: grpc.ServiceClientConstructor;
   readonly PeerClient: grpc.ServiceClientConstructor;
@@ -64,6 +67,7 @@ export function loadHubbleProtos(dir: string): HubbleProtos {
   };
   const health = pkg.grpc.health.v1.Health;
   return {
+    flowsFrame: createFrameEncoder(def, 'observer.GetFlowsResponse'),
     observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, health: health.service,
     ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer, HealthClient: health, enums: flowEnums(def),
   };

@@ -1,7 +1,8 @@
 /**
  * The agent's Hubble gRPC server (@grpc/grpc-js): `observer.Observer` (GetFlows, ServerStatus,
  * GetNodes; the other RPCs answer UNIMPLEMENTED) and `peer.Peer` (Notify), over the flow ring, on a
- * TCP address and optionally a unix socket. GetFlows (history, follow, lost events): get-flows.ts.
+ * TCP address and optionally a unix socket. GetFlows (history, follow, lost events): get-flows.ts;
+ * its responses are encoded once per flow and many go in one HTTP/2 write, below grpc-js (frames.ts).
  */
 import * as grpc from '@grpc/grpc-js';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -41,8 +42,15 @@ export interface HubbleServerOptions {
   readonly metrics?: MetricWriters;
   /** Flows sent before a follower yields to the event loop (default 512). */
   readonly sliceSize?: number;
-  /** Messages a follower may have queued for its client before it waits for it (default 256). */
+  /** grpc-js path: messages a follower may have queued for its client before it waits for it (default 256). */
   readonly maxBuffered?: number;
+  /**
+   * GetFlows messages encoded once per flow and written many per HTTP/2 write below grpc-js
+   * (frames.ts; default true). false: grpc-js writes each message, as before (the benchmark's baseline).
+   */
+  readonly rawWrites?: boolean;
+  /** Raw path: bytes of messages gathered into one write (default 64 KiB). */
+  readonly chunkBytes?: number;
 }
 
 export interface HubbleServer extends AsyncDisposable {
@@ -63,6 +71,8 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const started = process.hrtime.bigint();
   const slice = o.sliceSize ?? 512;
   const buffered = o.maxBuffered ?? 256;
+  const rawWrites = o.rawWrites ?? true;
+  const chunkBytes = o.chunkBytes ?? 64 * 1024;
   const lostCounter = o.metrics?.counter(catalog.hubbleFlowsLost);
   const clients = o.metrics?.gauge(catalog.hubbleClients);
   /** How to end each open stream (server stop). */
@@ -80,7 +90,11 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   };
   const uptimeNs = (): number => Number(process.hrtime.bigint() - started);
 
-  const getFlows = createGetFlows({ ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track });
+  const serialize = (o.protos.observer['GetFlows'] as grpc.MethodDefinition<HubbleObject, HubbleObject>).responseSerialize;
+  const getFlows = createGetFlows({
+    ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track,
+    rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame,
+  });
 
   const serverStatus = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
     const st = ring.stats();
