@@ -361,7 +361,8 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     const stdout = new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } });
     const stderr = new Writable({ write(c: Buffer, _e, cb) { err += c.toString(); cb(); } });
     const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
-      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, 'retina-agent', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
+      // the chart's agent container: `retina`, as Retina names it (agent.linux.containerName)
+      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, agent.status?.containerStatuses?.[0]?.name ?? 'retina', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
         stdout, stderr, null, false, (st) => resolve(st as { status?: string })).catch(reject);
     });
     assert.equal(status.status, 'Success', `diagnose exited: ${JSON.stringify(status)} ${err.slice(-1000)}`);
