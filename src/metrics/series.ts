@@ -13,6 +13,7 @@
  * caller that keeps indexes drops them all when that count has moved.
  */
 import type { MetricType } from './catalog.js';
+import { escapeHelp, escapeLabel, valueText } from './exposition.js';
 
 /** Separates label values inside a series key; `cleanLabelValue` keeps it out of values. */
 export const SEP = '\x1f';
@@ -58,6 +59,8 @@ export class SeriesFamily {
   readonly #index = new Map<string, Map<string, number>>();
   readonly #prefixOf: (string | undefined)[] = [];
   readonly #tailOf: (string | undefined)[] = [];
+  /** Each series' exposition line up to its value (`name{a="x"} `), made at its first scrape. */
+  readonly #lineOf: (string | undefined)[] = [];
   readonly #free: number[] = [];
   #next = 0;
   #size = 0;
@@ -129,6 +132,7 @@ export class SeriesFamily {
     this.touched[i] = nowMs;
     this.#prefixOf[i] = prefix;
     this.#tailOf[i] = tail;
+    this.#lineOf[i] = undefined;
     this.#size++;
     return i;
   }
@@ -148,6 +152,7 @@ export class SeriesFamily {
     this.values[i] = 0;
     this.#prefixOf[i] = undefined;
     this.#tailOf[i] = undefined;
+    this.#lineOf[i] = undefined;
     if (i === this.#overflowAt) this.#overflowAt = -1;
     this.#free.push(i);
     this.#size--;
@@ -210,6 +215,31 @@ export class SeriesFamily {
 
   clear(): void {
     this.#deleteWhere(() => true);
+  }
+
+  /**
+   * The family's text exposition block, what formatExposition writes from `get()` (a test checks
+   * they agree), without building a label object per series per scrape: each series' line up to
+   * its value is made once and kept until the series is removed.
+   */
+  exposition(): string {
+    const name = escapeHelp(this.name);
+    const names = this.labelNames;
+    let out = `# HELP ${name} ${escapeHelp(this.help)}\n# TYPE ${name} ${this.type}`;
+    for (const [prefix, inner] of this.#index) {
+      for (const [tail, i] of inner) {
+        let line = this.#lineOf[i];
+        if (line === undefined) {
+          const parts = (prefix + tail).split(SEP);
+          line = name;
+          for (let k = 0; k < names.length; k++) line += (k === 0 ? '{' : ',') + (names[k] as string) + '="' + escapeLabel(parts[k] ?? '') + '"';
+          if (names.length > 0) line += '}';
+          this.#lineOf[i] = line += ' ';
+        }
+        out += '\n' + line + valueText(this.values[i] as number);
+      }
+    }
+    return out;
   }
 
   /** prom-client's metric interface. */
