@@ -59,8 +59,6 @@ export class SeriesFamily {
   readonly #index = new Map<string, Map<string, number>>();
   readonly #prefixOf: (string | undefined)[] = [];
   readonly #tailOf: (string | undefined)[] = [];
-  /** Each series' exposition line up to its value (`name{a="x"} `), made at its first scrape. */
-  readonly #lineOf: (string | undefined)[] = [];
   readonly #free: number[] = [];
   #next = 0;
   #size = 0;
@@ -132,7 +130,6 @@ export class SeriesFamily {
     this.touched[i] = nowMs;
     this.#prefixOf[i] = prefix;
     this.#tailOf[i] = tail;
-    this.#lineOf[i] = undefined;
     this.#size++;
     return i;
   }
@@ -152,7 +149,6 @@ export class SeriesFamily {
     this.values[i] = 0;
     this.#prefixOf[i] = undefined;
     this.#tailOf[i] = undefined;
-    this.#lineOf[i] = undefined;
     if (i === this.#overflowAt) this.#overflowAt = -1;
     this.#free.push(i);
     this.#size--;
@@ -219,8 +215,10 @@ export class SeriesFamily {
 
   /**
    * The family's text exposition block, what formatExposition writes from `get()` (a test checks
-   * they agree), without building a label object per series per scrape: each series' line up to
-   * its value is made once and kept until the series is removed.
+   * they agree), without building a label object per series per scrape. Each series' line is made
+   * anew: keeping them between scrapes (an array by series index) made the deleted pods' endpoints
+   * outlive three full GCs in test/churn/memo-retention.test.ts (freed by a fourth, or by a heap
+   * snapshot's GC; no strong path from it to them was found), so they are not kept.
    */
   exposition(): string {
     const name = escapeHelp(this.name);
@@ -228,15 +226,11 @@ export class SeriesFamily {
     let out = `# HELP ${name} ${escapeHelp(this.help)}\n# TYPE ${name} ${this.type}`;
     for (const [prefix, inner] of this.#index) {
       for (const [tail, i] of inner) {
-        let line = this.#lineOf[i];
-        if (line === undefined) {
-          const parts = (prefix + tail).split(SEP);
-          line = name;
-          for (let k = 0; k < names.length; k++) line += (k === 0 ? '{' : ',') + (names[k] as string) + '="' + escapeLabel(parts[k] ?? '') + '"';
-          if (names.length > 0) line += '}';
-          this.#lineOf[i] = line += ' ';
-        }
-        out += '\n' + line + valueText(this.values[i] as number);
+        const parts = (prefix + tail).split(SEP);
+        let line = name;
+        for (let k = 0; k < names.length; k++) line += (k === 0 ? '{' : ',') + (names[k] as string) + '="' + escapeLabel(parts[k] ?? '') + '"';
+        if (names.length > 0) line += '}';
+        out += '\n' + line + ' ' + valueText(this.values[i] as number);
       }
     }
     return out;
