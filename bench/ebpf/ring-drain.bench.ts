@@ -2,11 +2,14 @@
  * Ring-buffer drain into JavaScript: records per second decoded into typed records (tcpretrans's
  * RetransRecord), with zero loss, on the main thread (one core), from a synthetic producer
  * (ringbench via BPF_PROG_TEST_RUN in a worker thread, paced so the ring never overflows). The same
- * run also measures the drain with a bare callback (no decoding) for the ratio. One JSON line.
+ * run also measures the drain with a bare callback (no decoding) for the ratio, and the event loop's
+ * lag (a 5 ms timer's lateness) with drains bounded to maxPerDrain records (the default) against
+ * unbounded drains (maxPerDrain Infinity: the reader before bounded slices), alternated ABBA. One JSON line.
  * Env: BENCH_RING_EVENTS (6000000), BENCH_RING_PER_RUN (64). Needs root and kernel BTF.
  */
 import { cpus, release } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { summarize } from '../server/summary.js';
 import { openBpfObject, openRingBuffer, type RecordDecoder } from '../../src/ffi/linux/index.js';
 import { decodeRetrans } from '../../src/plugins/linux/tcpretrans/decode.js';
 
@@ -15,9 +18,9 @@ const PER_RUN = Number(process.env['BENCH_RING_PER_RUN'] ?? 64);
 const RING_BYTES = 1 << 26;
 const WINDOW = 400_000;
 
-interface Result { events: number; seconds: number; perSecond: number; lost: number; drains: number; cpuSeconds: number }
+interface Result { events: number; seconds: number; perSecond: number; lost: number; drains: number; cpuSeconds: number; lagMs: number[] }
 
-async function run<T>(decode: RecordDecoder<T>): Promise<Result> {
+async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number): Promise<Result> {
   using obj = openBpfObject('ringbench', { rodata: { per_run: PER_RUN }, maxEntries: { retina_ringbench_events: RING_BYTES } });
   const shared = new SharedArrayBuffer(24);
   const counters = new Float64Array(shared, 0, 2);
@@ -29,6 +32,7 @@ async function run<T>(decode: RecordDecoder<T>): Promise<Result> {
   using ring = openRingBuffer(obj.map('retina_ringbench_events'), {
     decode,
     lostMap: obj.map('retina_ringbench_lost'),
+    ...(maxPerDrain !== undefined ? { maxPerDrain } : {}),
     onBatch: (records) => {
       consumed += records.length;
       sink += records.length && records[records.length - 1] ? 1 : 0;
@@ -38,6 +42,15 @@ async function run<T>(decode: RecordDecoder<T>): Promise<Result> {
       if (consumed >= TOTAL) done();
     },
   });
+  const lagMs: number[] = [];
+  let sampling = true;
+  const lagger = (async () => {
+    while (sampling) {
+      const t = performance.now();
+      await new Promise((r) => setTimeout(r, 5));
+      lagMs.push(Math.max(0, performance.now() - t - 5));
+    }
+  })();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   const worker = new Worker(new URL('./ring-producer.js', import.meta.url), {
@@ -49,16 +62,28 @@ async function run<T>(decode: RecordDecoder<T>): Promise<Result> {
   await finished;
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
+  sampling = false;
+  await lagger;
   await worker.terminate();
   if (sink < 0) throw new Error('unreachable');
   // The worker's CPU is in process.cpuUsage too; report the process total honestly.
-  return { events: consumed, seconds, perSecond: consumed / seconds, lost: ring.takeLost(), drains: ring.stats.drains, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+  return { events: consumed, seconds, perSecond: consumed / seconds, lost: ring.takeLost(), drains: ring.stats.drains, cpuSeconds: (cpu.user + cpu.system) / 1e6, lagMs };
 }
 
 const bare: RecordDecoder<number> = (_v, off) => off;
 await run(decodeRetrans); // warm-up (JIT, page faults in the ring)
 const decoded = await run(decodeRetrans);
 const bareRun = await run(bare);
+const slices: Record<'bounded' | 'unbounded', Result[]> = { bounded: [], unbounded: [] };
+for (const kind of ['bounded', 'unbounded', 'unbounded', 'bounded'] as const) {
+  slices[kind].push(await run(decodeRetrans, kind === 'bounded' ? undefined : Infinity));
+}
+const sliceFigures = (rs: Result[]) => ({
+  decodedPerSecond: Math.round(rs.reduce((a, r) => a + r.perSecond, 0) / rs.length),
+  eventLoopLagMs: summarize(rs.flatMap((r) => r.lagMs), 2),
+  eventsPerDrain: Math.round(rs.reduce((a, r) => a + r.events, 0) / rs.reduce((a, r) => a + r.drains, 0)),
+  lost: rs.reduce((a, r) => a + r.lost, 0),
+});
 console.log(JSON.stringify({
   name: 'ebpf/ring-drain',
   fixture: `ringbench, ${PER_RUN} records of 56 bytes per BPF_PROG_TEST_RUN, ring ${RING_BYTES} bytes, producer paced to ${WINDOW} records ahead`,
@@ -72,4 +97,6 @@ console.log(JSON.stringify({
   drains: decoded.drains,
   eventsPerDrain: Math.round(decoded.events / decoded.drains),
   goalDecodedPerSecond: 3_000_000,
+  boundedDrains: sliceFigures(slices.bounded),
+  unboundedDrains: sliceFigures(slices.unbounded),
 }));

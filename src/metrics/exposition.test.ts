@@ -32,3 +32,24 @@ describe('exposition', () => {
     assert.doesNotMatch(body, /nodejs_active_handles_total/);
   });
 });
+
+describe('SeriesFamily exposition', () => {
+  it('is what prom-client writes from its values, through changes, removals and reused indexes', async () => {
+    const m = createMetricsRegistry({ processMetrics: false });
+    const fam = new SeriesFamily({ name: 'networkobservability_adv_drop_count', help: 'a \\ help', type: 'counter', labelNames: ['reason', 'direction', 'podname'], fixedLabels: 2, maxSeries: 4 });
+    m.attach(fam);
+    const same = async (): Promise<void> => assert.equal(await formatExposition(m.registry), await m.registry.metrics());
+    fam.add('drop\x1fEGRESS', '\x1fweb-0', 1, 0);
+    fam.add('drop\x1fINGRESS', '\x1fw"e\\b\nx', 2.5, 0);
+    await same();
+    fam.add('drop\x1fEGRESS', '\x1fweb-0', 4, 10);
+    await same();
+    assert.match(await formatExposition(m.registry), /^networkobservability_adv_drop_count\{reason="drop",direction="EGRESS",podname="web-0"\} 5$/m);
+    fam.removeTails((t) => t === '\x1fweb-0');
+    fam.add('drop\x1fEGRESS', '\x1fweb-1', 7, 20); // takes the freed index: its line is made afresh
+    await same();
+    assert.doesNotMatch(await formatExposition(m.registry), /web-0/);
+    for (let i = 0; i < 6; i++) fam.add('drop\x1fEGRESS', `\x1fp${i}`, 1, 30); // past maxSeries: the overflow series
+    await same();
+  });
+});

@@ -13,21 +13,23 @@ interface Value {
 }
 
 interface MetricLike {
+  /** A family that writes its own block (series.ts: its series lines are kept between scrapes). */
+  exposition?(): string;
   get(): Promise<{ name: string; help: string; type: string; values?: readonly Value[] }> | { name: string; help: string; type: string; values?: readonly Value[] };
 }
 
 const NEEDS_ESCAPE = /[\\\n"]/;
 
-function escapeHelp(s: string): string {
+export function escapeHelp(s: string): string {
   return s.includes('\\') || s.includes('\n') ? s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : s;
 }
 
-function escapeLabel(v: string | number | undefined): string {
+export function escapeLabel(v: string | number | undefined): string {
   if (typeof v !== 'string') return String(v);
   return NEEDS_ESCAPE.test(v) ? v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"') : v;
 }
 
-function valueText(v: number): string {
+export function valueText(v: number): string {
   if (Number.isNaN(v)) return 'Nan';
   if (!Number.isFinite(v)) return v < 0 ? '-Inf' : '+Inf';
   return `${v}`;
@@ -36,6 +38,7 @@ function valueText(v: number): string {
 export async function formatExposition(registry: Registry): Promise<string> {
   const metrics = registry.getMetricsAsArray() as unknown as MetricLike[];
   const blocks = await Promise.all(metrics.map(async (m) => {
+    if (m.exposition) return m.exposition();
     const { name, help, type, values } = await m.get();
     const escName = escapeHelp(name);
     let out = `# HELP ${escName} ${escapeHelp(help)}\n# TYPE ${escName} ${type}`;

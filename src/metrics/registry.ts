@@ -102,11 +102,55 @@ export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegist
   };
 }
 
+/** What `replaceSeries` last wrote to a gauge: its series store, the label sets in order, and their values. */
+interface Written {
+  readonly store: unknown;
+  readonly labels: Readonly<Record<string, string | number | undefined>>[];
+  readonly values: number[];
+}
+const written = new WeakMap<object, Written>();
+
+/** prom-client's series store of a gauge: `reset()` replaces it, so a new one means it was reset. */
+const storeOf = (g: Gauge<string>): unknown => (g as unknown as { hashMap: unknown }).hashMap;
+
+function sameLabels(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): boolean {
+  let n = 0;
+  for (const k in a) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const k in b) if (--n < 0 || !(k in a)) return false;
+  return n === 0;
+}
+
+/** How many prom-client writes `replaceSeries` made (tests: an unchanged reading costs none). */
+export const replaceSeriesWrites = { n: 0 };
+
 /**
  * Replaces all series of a gauge with `rows` in one synchronous step (no scrape can see a half
- * state: the event loop does not interleave). Series absent from `rows` disappear.
+ * state: the event loop does not interleave). Series absent from `rows` disappear. The gauge's
+ * series are the caller's alone (nothing else writes to it but `reset()`).
+ *
+ * An interval's cost follows what changed: when the rows carry the same label sets in the same
+ * order as last time (and the gauge was not reset since), only values that moved go to prom-client
+ * (each `set` hashes its label set); otherwise the family is rebuilt, in the rows' order, so the
+ * exposition is what a rebuild every time would give.
  */
 export function replaceSeries<L extends string>(g: Gauge<L>, rows: Iterable<readonly [Labels<L>, number]>): void {
+  const list = Array.isArray(rows) ? (rows as readonly (readonly [Labels<L>, number])[]) : [...rows];
+  const last = written.get(g);
+  if (last && last.store === storeOf(g) && last.labels.length === list.length && list.every(([l], i) => sameLabels(l, last.labels[i] as Labels<L>))) {
+    for (let i = 0; i < list.length; i++) {
+      const [labels, value] = list[i] as readonly [Labels<L>, number];
+      if (Object.is(value, last.values[i])) continue;
+      g.set(labels, value);
+      replaceSeriesWrites.n++;
+      last.values[i] = value;
+    }
+    return;
+  }
   g.reset();
-  for (const [labels, value] of rows) g.set(labels, value);
+  for (const [labels, value] of list) g.set(labels, value);
+  replaceSeriesWrites.n += list.length;
+  written.set(g, { store: storeOf(g), labels: list.map(([l]) => l), values: list.map(([, v]) => v) });
 }

@@ -39,6 +39,39 @@ test('every record arrives through the event loop, in order, decoded', async () 
   assert.equal(ring.takeLost(), 0);
 });
 
+test('a backlog drains in bounded slices, in order, with other callbacks run between them', async () => {
+  requireKernel();
+  using obj = openBpfObject('ringbench', { rodata: { per_run: 50 }, maxEntries: { retina_ringbench_events: 1 << 22 } });
+  const got: RetransRecord[] = [];
+  const sizes: number[] = [];
+  using ring = openRingBuffer(obj.map('retina_ringbench_events'), {
+    decode: decodeRetrans,
+    lostMap: obj.map('retina_ringbench_lost'),
+    maxPerDrain: 1000,
+    onBatch: (r) => {
+      sizes.push(r.length);
+      for (const x of r) got.push(x);
+    },
+  });
+  const runs = 400;
+  testRunProgram(obj.program('ringbench_produce'), PACKET, runs); // 20 000 records before the first drain
+  // A callback queued now, as a scrape's I/O would be, runs before the backlog is all drained.
+  let seenAtTick = -1;
+  const tick = setInterval(() => {
+    if (got.length > 0 && seenAtTick < 0) seenAtTick = got.length;
+  }, 0);
+  const deadline = Date.now() + 10_000;
+  while (got.length < runs * 50 && Date.now() < deadline) await sleep(20);
+  clearInterval(tick);
+  assert.equal(got.length, runs * 50);
+  assert.ok(Math.max(...sizes) <= 1000, `no slice over 1000 records (${Math.max(...sizes)})`);
+  assert.ok(ring.stats.slicesCut >= 19, `the backlog was cut into slices (${ring.stats.slicesCut} cut)`);
+  assert.ok(seenAtTick > 0 && seenAtTick < got.length, `a timer ran mid-backlog (at ${seenAtTick} records)`);
+  for (let i = 1; i < got.length; i++) assert.equal((got[i] as RetransRecord).tsNs, (got[i - 1] as RetransRecord).tsNs + 1);
+  assert.equal(ring.takeLost(), 0);
+  assert.equal(ring.stats.errors, 0);
+});
+
 test('a full ring loses records, and the loss is counted', () => {
   requireKernel();
   using obj = openBpfObject('ringbench', { rodata: { per_run: 200 }, maxEntries: { retina_ringbench_events: 4096 } });

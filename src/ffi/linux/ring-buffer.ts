@@ -11,6 +11,11 @@
  * one page, length one page plus twice the ring's size). No second mapping of the data area: each
  * mapping of a ring counts twice its size in RSS (the kernel maps every page at mmap time).
  * The records of one drain are handed on as one batch (or several of at most maxBatch records).
+ * Drains from the event loop are bounded (maxPerDrain records): the callback stops libbpf's loop by
+ * returning a negative value (libbpf has already moved the consumer past that record, which we keep),
+ * and the rest is drained by a setImmediate, after the I/O that came meanwhile (a scrape, a watch
+ * event): a backlog of 100 000 records no longer holds the event loop for its whole drain.
+ * (ring_buffer__consume_n does this in libbpf 1.4; Debian 12 ships 1.1.)
  */
 import { readFileSync } from 'node:fs';
 import { koffi, errnoText, lastErrno, libbpfLogTail, loadLibbpf } from './libbpf.js';
@@ -48,15 +53,23 @@ export interface RingBufferOptions<T> {
    * Unset: drain on wake-ups only.
    */
   readonly followUpMs?: number;
+  /**
+   * Most records one event-loop drain takes before it lets other callbacks run (default 4096, one
+   * batch); the rest follows at once from a setImmediate. `drain()` called by hand is not bounded.
+   */
+  readonly maxPerDrain?: number;
 }
 
 export interface RingBufferReader extends Disposable {
-  /** One ring_buffer__consume; returns how many records it delivered. */
+  /** One ring_buffer__consume to the end of the ring; returns how many records it delivered. */
   drain(): number;
   /** Records the kernel dropped since the previous call (ring full). */
   takeLost(): number;
-  readonly stats: { readonly drains: number; readonly records: number; readonly errors: number };
+  readonly stats: { readonly drains: number; readonly records: number; readonly errors: number; readonly slicesCut: number };
 }
+
+/** What the sample callback returns to stop libbpf's loop (any negative value; it is returned by ring_buffer__consume). */
+const STOP = -125; // -ECANCELED
 
 /** A DataView of `length` bytes at a raw address (memory that someone else mapped and keeps). */
 function viewAt(address: number, length: number): DataView {
@@ -84,7 +97,11 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const page = sys.pageSize;
   const { decode, onBatch } = opts;
   const onError = opts.onError ?? (() => undefined);
-  const stats = { drains: 0, records: 0, errors: 0 };
+  const stats = { drains: 0, records: 0, errors: 0, slicesCut: 0 };
+  const maxPerDrain = opts.maxPerDrain ?? 4096;
+  /** Records the current consume may still take, and whether the callback stopped it. */
+  let budget = Infinity;
+  let cut = false;
   let batch: T[] = [];
   const maxBatch = opts.maxBatch ?? 4096;
   const flush = (): void => {
@@ -109,6 +126,10 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       onError(e, 1);
     }
     if (batch.length >= maxBatch) flush();
+    if (--budget <= 0) {
+      cut = true;
+      return STOP;
+    }
     return 0;
   };
   const cb = koffi.register(sample, koffi.pointer(l.sampleProto));
@@ -131,10 +152,20 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;
-  const drain = (): number => {
+  /** One ring_buffer__consume of at most `limit` records (`cut` says whether it stopped there). */
+  const consume = (limit: number): number => {
+    cut = false;
     if (closed) return 0;
+    budget = limit;
     const n = l.rbConsume(rb) as number;
+    const taken = limit - budget;
+    budget = Infinity;
     stats.drains++;
+    if (cut) {
+      stats.slicesCut++;
+      if (batch.length) flush();
+      return taken;
+    }
     if (n < 0) {
       stats.errors++;
       const err = new Error(`ring_buffer__consume(${map.name}): ${errnoText(-n)}`);
@@ -144,6 +175,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     if (batch.length) flush();
     return Math.max(n, 0);
   };
+  const drain = (): number => consume(Infinity);
   // Wake on data only: each epoll wake-up drains, then arms one follow-up drain; a follow-up that
   // found records arms the next. No fixed-rate timer, so an idle ring costs no wake-ups.
   const followUpMs = opts.poll === false ? undefined : opts.followUpMs;
@@ -152,14 +184,32 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     if (followUpMs === undefined || followUp || closed) return;
     followUp = setTimeout(() => {
       followUp = undefined;
-      if (drain() > 0) arm();
+      run(false);
     }, followUpMs);
     followUp.unref();
   };
-  const poller = opts.poll === false ? undefined : koffi.node.poll(l.rbEpollFd(rb) as number, { readable: true }, () => {
-    drain();
-    arm();
-  });
+  // A drain from the event loop: bounded slices, chained by setImmediate while a slice was cut; at
+  // its end a follow-up is armed after a wake-up, or after a follow-up that found records.
+  let more: NodeJS.Immediate | undefined;
+  let found = 0;
+  let woken = false;
+  const step = (): void => {
+    more = undefined;
+    found += consume(maxPerDrain);
+    if (closed) return;
+    if (cut) {
+      more = setImmediate(step);
+      return;
+    }
+    if (woken || found > 0) arm();
+  };
+  const run = (wake: boolean): void => {
+    if (more) return; // a chain is under way: it drains to the end
+    woken = wake;
+    found = 0;
+    step();
+  };
+  const poller = opts.poll === false ? undefined : koffi.node.poll(l.rbEpollFd(rb) as number, { readable: true }, () => run(true));
   return {
     stats,
     drain,
@@ -174,6 +224,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       if (closed) return;
       closed = true;
       clearTimeout(followUp);
+      clearImmediate(more);
       poller?.close();
       l.rbFree(rb);
       koffi.unregister(cb);

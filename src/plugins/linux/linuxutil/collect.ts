@@ -7,7 +7,7 @@ import { catalog, replaceSeries, type MetricWriters } from '../../../metrics/ind
 import { PartialReadError } from '../../../plugin/index.js';
 import type { ProtocolRows, Row } from './curated.js';
 import type { InterfaceReader } from './interfaces.js';
-import { readProc, type ReadFailure } from './proc.js';
+import { ParseCache, readProc, type ReadFailure } from './proc.js';
 
 export interface Reading extends ProtocolRows {
   readonly interfaceStats: readonly Row[];
@@ -16,8 +16,8 @@ export interface Reading extends ProtocolRows {
 }
 
 /** Reads /proc/net and the interfaces at once. Never throws: failures are part of the reading. */
-export async function readAll(interfaces: InterfaceReader, procRoot = '/proc'): Promise<Reading> {
-  const [proc, ifs] = await Promise.all([readProc(procRoot), interfaces.read()]);
+export async function readAll(interfaces: InterfaceReader, procRoot = '/proc', cache = new ParseCache()): Promise<Reading> {
+  const [proc, ifs] = await Promise.all([readProc(procRoot, cache), interfaces.read()]);
   return { ...proc.rows, interfaceStats: ifs.rows, failures: [...proc.failures, ...ifs.failures], issues: proc.issues };
 }
 

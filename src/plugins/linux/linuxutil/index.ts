@@ -7,7 +7,7 @@ import { ResourceStack, definePlugin, errMessage, poll, type HookSpec, type Plug
 import { EMITS, degradedReason, publish, readAll } from './collect.js';
 import { linuxutilConfig, type LinuxutilConfig } from './config.js';
 import { InterfaceReader, type LinkSource } from './interfaces.js';
-import { PROC_FILES } from './proc.js';
+import { PROC_FILES, ParseCache } from './proc.js';
 
 export const PROC = '/proc';
 
@@ -55,9 +55,11 @@ export function createLinuxutilPlugin(sources: LinuxutilSources = {}): PluginDef
         }
         const interfaces = new InterfaceReader(links, ctx.config.interfaceStatsExclude, ethtool, ctx.config.interfaceStatsMode);
         let lastReason: string | undefined;
+        // Between ticks: a /proc file whose text did not change is not parsed again.
+        const parsed = new ParseCache();
         // Released in reverse: the poll (waiting for a tick in flight) first, then the ethtool socket.
         await poll(s, ctx.agent.metricsIntervalMs, async (signal) => {
-          const reading = await readAll(interfaces, procRoot);
+          const reading = await readAll(interfaces, procRoot, parsed);
           if (signal.aborted) return;
           publish(ctx.metrics, reading);
           const reason = degradedReason(reading, ethtoolUnavailable);

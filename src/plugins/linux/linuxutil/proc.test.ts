@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ALL_IPS, IP_STATS, TCP_STATS, UDP_ACTIVE, UDP_STATS, type Row } from './curated.js';
-import { readProc } from './proc.js';
+import { ParseCache, readProc } from './proc.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../../../test/fixtures/linuxutil/', import.meta.url));
 const roots: string[] = [];
@@ -84,5 +84,25 @@ describe('readProc', () => {
       `${join(root, 'net/udp6')}: empty file (expected a header line)`,
     ]);
     assert.equal(value(r.rows.ipConnectionStats, 'statistic_name', 'InCsumErrors'), 2);
+  });
+});
+
+describe('readProc with a ParseCache', () => {
+  it('parses a file again only when its text changed, and the change reaches the rows', async () => {
+    const root = procRoot(recorded);
+    const cache = new ParseCache();
+    const first = await readProc(root, cache);
+    assert.equal(cache.parses, 7, 'every file parsed once');
+    const again = await readProc(root, cache);
+    assert.equal(cache.parses, 7, 'unchanged files are not parsed');
+    assert.deepEqual(again.rows, first.rows);
+    // One more LISTEN socket in net/tcp: only that file is parsed again.
+    const tcp = join(root, 'net', 'tcp');
+    const text = readFileSync(tcp, 'utf8');
+    writeFileSync(tcp, `${text.trimEnd()}\n  99: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n`);
+    const changed = await readProc(root, cache);
+    assert.equal(cache.parses, 8);
+    assert.equal(value(changed.rows.tcpState, 'state', 'LISTEN'), (value(first.rows.tcpState, 'state', 'LISTEN') ?? 0) + 1);
+    assert.deepEqual(changed.rows.ipConnectionStats, first.rows.ipConnectionStats);
   });
 });

@@ -35,8 +35,31 @@ export interface ProcReading {
   readonly issues: readonly string[];
 }
 
-/** Reads every file at once; `procRoot` is /proc, or /proc/<pid> for another namespace. */
-export async function readProc(procRoot = '/proc'): Promise<ProcReading> {
+/**
+ * Each file's text and what it parsed to, last time: a file whose text did not change is not
+ * parsed again (the socket tables of an idle node rarely change). Parse results are never mutated
+ * downstream, so they are shared between readings.
+ */
+export class ParseCache {
+  readonly #last = new Map<string, { text: string; parsed: { value: unknown; issues: readonly string[] } }>();
+  /** Files parsed so far (tests: an unchanged file costs no parse). */
+  parses = 0;
+
+  parse<T>(file: string, text: string, fn: (text: string, file: string) => { value: T; issues: readonly string[] }): { value: T; issues: readonly string[] } {
+    const hit = this.#last.get(file);
+    if (hit !== undefined && hit.text === text) return hit.parsed as { value: T; issues: readonly string[] };
+    const parsed = fn(text, file);
+    this.parses++;
+    this.#last.set(file, { text, parsed });
+    return parsed;
+  }
+}
+
+/**
+ * Reads every file at once; `procRoot` is /proc, or /proc/<pid> for another namespace. With a
+ * `cache` kept between calls, only files whose text changed are parsed.
+ */
+export async function readProc(procRoot = '/proc', cache = new ParseCache()): Promise<ProcReading> {
   const names = Object.keys(PROC_FILES) as ProcFile[];
   const failures: ReadFailure[] = [];
   const texts = new Map<ProcFile, { text: string; path: string }>();
@@ -56,7 +79,7 @@ export async function readProc(procRoot = '/proc'): Promise<ProcReading> {
   const parse = <T>(name: ProcFile, fn: (text: string, file: string) => { value: T; issues: readonly string[] }): T | undefined => {
     const t = texts.get(name);
     if (!t) return undefined;
-    const r = fn(t.text, t.path);
+    const r = cache.parse(t.path, t.text, fn);
     issues.push(...r.issues);
     return r.value;
   };

@@ -3,7 +3,7 @@
  * (default-route interfaces, or packetForwardInterfaces), counted by tc programs per CPU. See README.md.
  */
 import { attachTcAuto, loadSys, openBpfObject, packetforwardHooks, perCpuReader, removeTcLeftovers } from '../../../ffi/linux/index.js';
-import { catalog } from '../../../metrics/index.js';
+import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec } from '../../../plugin/index.js';
 import { onHook } from '../ebpf-shared/hooks.js';
 import { packetforwardConfig, type PacketforwardConfig } from './config.js';
@@ -60,10 +60,10 @@ export const packetforward = definePlugin<PacketforwardConfig>({
           return;
         }
         try {
-          for (const t of readForwardTotals(reader)) {
-            count.set({ direction: t.direction }, t.packets);
-            bytes.set({ direction: t.direction }, t.bytes);
-          }
+          // A direction whose totals did not move costs no prom-client write (replaceSeries compares).
+          const totals = readForwardTotals(reader);
+          replaceSeries(count, totals.map((t) => [{ direction: t.direction }, t.packets] as const));
+          replaceSeries(bytes, totals.map((t) => [{ direction: t.direction }, t.bytes] as const));
           ctx.status.ok(METRICS_MAP);
         } catch (e) {
           ctx.status.degraded(METRICS_MAP, `reading ${METRICS_MAP}: ${errMessage(e)}`);
