@@ -7,7 +7,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { resources, type KubeObject, type RestClient } from '../../src/k8s/index.js';
 import { sh } from '../ebpf/netns.js';
-import { ROOT, eventually, listAll } from '../integration/harness.js';
+import { ROOT, deployment, eventually, listAll } from '../integration/harness.js';
 
 export const IMAGE_ARCHIVE = join(ROOT, 'build', 'image', `retina-ts-linux-${process.arch === 'arm64' ? 'arm64' : 'amd64'}.oci.tar`);
 export const IMAGE_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -68,26 +68,17 @@ export const SLEEPER = "process.on('SIGTERM', () => process.exit(0)); setInterva
 
 /** A one-replica Deployment of real pods running `containers` from `image` (imported, never pulled). */
 export function scriptDeployment(namespace: string, name: string, image: string, containers: readonly ScriptContainer[]): unknown {
-  return {
-    apiVersion: 'apps/v1', kind: 'Deployment',
-    metadata: { name, namespace },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          containers: containers.map((c) => ({
-            name: c.name, image, imagePullPolicy: 'Never',
-            command: ['/usr/local/bin/node', '--input-type=module', '-e', c.script], args: c.args ?? [],
-            env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
-            ...(c.readyPort ? { readinessProbe: { tcpSocket: { port: c.readyPort }, periodSeconds: 1 } } : {}),
-          })),
-        },
-      },
-    },
+  const d = deployment(namespace, name, 1) as { spec: { template: { spec: unknown } } };
+  d.spec.template.spec = {
+    terminationGracePeriodSeconds: 1,
+    containers: containers.map((c) => ({
+      name: c.name, image, imagePullPolicy: 'Never',
+      command: ['/usr/local/bin/node', '--input-type=module', '-e', c.script], args: c.args ?? [],
+      env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+      ...(c.readyPort ? { readinessProbe: { tcpSocket: { port: c.readyPort }, periodSeconds: 1 } } : {}),
+    })),
   };
+  return d;
 }
 
 /** The Deployment's pod once Running, Ready and with an IP. */
