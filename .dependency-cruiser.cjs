@@ -13,6 +13,8 @@ const mayImport = {
   // The node's flow pipeline (STYLE.md section 13): the one informer factory, the enricher and the
   // Metrics Module it drives; plugin: the IpInterest it hands the plugin manager. Never plugins, ffi, server.
   pipeline: ['k8s', 'enricher', 'cache', 'metrics', 'plugin', 'config', 'flow'],
+  // Stored flow logs (STYLE.md section 13): FlowConsumers handed in by src/cli; the filter compiler from flow/hubble.
+  export: ['k8s', 'metrics', 'config', 'flow'],
   capture: ['k8s', 'plugin', 'config'],
   server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // /metrics, /healthz, /readyz
   'server/hubble': ['k8s', 'metrics', 'config', 'flow'], // the Hubble service: flows in, gRPC out; k8s: peer discovery

@@ -1,5 +1,5 @@
 /**
- * Hubble flow filter throughput on one core (src/server/hubble/filter.ts): flows/s through a compiled
+ * Hubble flow filter throughput on one core (src/flow/hubble/filter.ts): flows/s through a compiled
  * matcher and heap bytes allocated per flow, over 4 096 synthetic Hubble flows (20 namespaces, 400
  * pods with Cilium-style labels, 10% DROPPED, TCP/UDP/ICMP and DNS records, one node name).
  * Filters, as the hubble CLI sends them:
@@ -20,8 +20,8 @@
  * The typical `--pod X --verdict DROPPED` filter costs about 0.16 µs per flow.
  */
 import { fileURLToPath } from 'node:url';
-import { compileFlowFilters as compileWith, type FlowMatcher, type HubbleFlow } from '../../src/server/hubble/filter.js';
-import { loadFlowEnums } from '../../src/server/hubble/proto.js';
+import { compileFlowFilters as compileWith, type FlowMatcher, type HubbleFlow } from '../../src/flow/hubble/index.js';
+import { loadFlowEnums } from '../../src/flow/hubble/index.js';
 
 const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
 const compileFlowFilters = (w: unknown, b: unknown): FlowMatcher => compileWith(w, b, ENUMS);

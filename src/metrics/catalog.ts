@@ -118,6 +118,16 @@ export const hubbleFlowsLost = def(`${SELF}hubble_flows_lost_total`, 'counter', 
 export const pktmonPackets = def(`${SELF}pktmon_packets_total`, 'counter', 'Ours: Windows PktMon packets made into one flow each, by what closed them (settled, aged, evicted, dropped), and appearances of closed packets discarded (late)', ['outcome']);
 export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify, Watch)', ['rpc']);
 
+/**
+ * Stored flow logs (src/export): every flow the export selects ends as exactly one of these per sink.
+ * `sink`: `file` or `otlp`; `result`: `written` (handed to the file or accepted by the collector) or
+ * `dropped`; `reason` (only when dropped): why, e.g. `queue_full`, `disk_full`, `unwritable`,
+ * `rejected`, `retries_exhausted`, `encode`.
+ */
+export const flowLogRecords = def(`${SELF}flow_log_records_total`, 'counter', 'Ours: flow-log records per sink, written or dropped (with the reason)', ['sink', 'result', 'reason']);
+/** Flows the export looked at, by whether the selection (ContainerNetworkLog filters, hubble.export lists) took them. */
+export const flowLogFlows = def(`${SELF}flow_log_flows_total`, 'counter', 'Ours: enriched flows the flow-log export saw, by whether its filters selected them', ['selected']);
+
 /** All families, for docs and tests. */
 export const allMetrics: readonly MetricDef[] = [
   forwardCount, forwardBytes, dropCount, dropBytes, tcpState, tcpConnectionRemote, tcpConnectionStats,
@@ -128,5 +138,5 @@ export const allMetrics: readonly MetricDef[] = [
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
-  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets,
+  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets, flowLogRecords, flowLogFlows,
 ];

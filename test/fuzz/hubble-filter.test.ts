@@ -1,5 +1,5 @@
 /**
- * Fuzzing the Hubble flow filter (src/server/hubble/filter.ts): whatever a gRPC client sends as
+ * Fuzzing the Hubble flow filter (src/flow/hubble/filter.ts): whatever a gRPC client sends as
  * whitelist/blacklist, compiling either succeeds or throws FilterError (which the server answers with
  * INVALID_ARGUMENT), and a compiled matcher never throws on any flow object and answers within the
  * budget. Filters mix well-formed FlowFilter fields (so compile often succeeds and matching runs deep)
@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { compileFlowFilters as compileWith, FilterError, type FlowMatcher } from '../../src/server/hubble/filter.js';
-import { loadFlowEnums } from '../../src/server/hubble/proto.js';
+import { compileFlowFilters as compileWith, FilterError, type FlowMatcher } from '../../src/flow/hubble/index.js';
+import { loadFlowEnums } from '../../src/flow/hubble/index.js';
 import { fc, fuzzer, onlyThrows, timed } from './harness.js';
 
 const fuzz = fuzzer(import.meta.url);

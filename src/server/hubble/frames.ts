@@ -16,7 +16,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Flow } from '../../flow/index.js';
 import type { Encoder } from './encode.js';
-import { timestamp, toHubbleFlow, type HubbleObject } from './map.js';
+import { timestamp, toHubbleFlow, type HubbleObject } from '../../flow/hubble/index.js';
 import type { FlowRing } from './ring.js';
 
 /** The writable side of an HTTP/2 stream (node:http2 ServerHttp2Stream), as far as we use it. */

@@ -10,9 +10,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/index.js';
 import type { Encoder } from './encode.js';
-import { compileFlowFilters, FilterError, type FlowMatcher } from './filter.js';
+import { compileFlowFilters, FilterError, type FlowMatcher } from '../../flow/hubble/index.js';
 import { createEncodedFlows, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
-import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from './map.js';
+import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from '../../flow/hubble/index.js';
 import type { FlowRing } from './ring.js';
 import type { FlowEnums } from './proto.js';
 

@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as protoLoader from '@grpc/proto-loader';
 import { createFlow, type ObservationPoint, type TrafficDirection, type Verdict } from '../../flow/index.js';
-import { compileFlowFilters, FilterError } from './filter.js';
-import { toHubbleFlow } from './map.js';
+import { compileFlowFilters, FilterError } from '../../flow/hubble/index.js';
+import { toHubbleFlow } from '../../flow/hubble/index.js';
 import { loadFlowEnums, loadHubbleProtos, PROTO_OPTIONS } from './proto.js';
 
 const DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));

@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import type { Logger } from '../../log/index.js';
 import { catalog, type MetricWriters } from '../../metrics/index.js';
 import { createGetFlows, grpcError, type FlowsCall } from './get-flows.js';
-import type { HubbleObject } from './map.js';
+import type { HubbleObject } from '../../flow/hubble/index.js';
 import type { HubbleProtos } from './proto.js';
 import type { FlowRing } from './ring.js';
 

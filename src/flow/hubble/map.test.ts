@@ -1,11 +1,10 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createFlow, type Endpoint } from '../../flow/index.js';
+import { createFlow, type Endpoint } from '../index.js';
 import { compileFlowFilters } from './filter.js';
 import { timestamp, timestampMs, toHubbleFlow } from './map.js';
-import { loadFlowEnums } from './proto.js';
-import { createFlowRing } from './ring.js';
+import { loadFlowEnums } from './enums.js';
 
 const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../../proto/hubble', import.meta.url)));
 
@@ -62,22 +61,5 @@ describe('toHubbleFlow', () => {
   it('timestamps round-trip', () => {
     assert.equal(timestampMs(timestamp(1234.5)), 1234.5);
     assert.equal(timestampMs(undefined), undefined);
-  });
-});
-
-describe('flow ring', () => {
-  it('keeps the last N by sequence number and wakes a waiter once per write', () => {
-    const ring = createFlowRing(3);
-    let woken = 0;
-    ring.onWrite(() => woken++);
-    ring.consume({ source: 't', flows: [1, 2, 3, 4, 5].map((i) => createFlow({ srcIp: `10.0.0.${i}`, dstIp: '10.0.0.9', verdict: 'FORWARDED' })) });
-    ring.consume({ source: 't', flows: [] });
-    assert.equal(woken, 1);
-    assert.deepEqual(ring.stats(), { size: 3, capacity: 3, seen: 5 });
-    assert.equal(ring.tail(), 2);
-    assert.equal(ring.at(1), undefined);
-    assert.equal(ring.at(2)?.srcIp, '10.0.0.3');
-    assert.equal(ring.at(4)?.srcIp, '10.0.0.5');
-    assert.equal(ring.at(5), undefined);
   });
 });

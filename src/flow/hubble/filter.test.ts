@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { compileFlowFilters as compileWith, FilterError, type HubbleFlow } from './filter.js';
 import { cidrsContain, isIP, parseCidr } from './filter-ip.js';
 import { compileSelector } from './filter-selector.js';
-import { loadFlowEnums } from './proto.js';
+import { loadFlowEnums } from './enums.js';
 
 /** flow.proto's enums, as the server hands them to the filter. */
 const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../../proto/hubble', import.meta.url)));

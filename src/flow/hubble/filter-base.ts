@@ -4,7 +4,7 @@
  * values once, at compile time.
  */
 import { RE2JS } from 're2js';
-import type { FlowEnums } from './proto.js';
+import type { FlowEnums } from './enums.js';
 
 /** A bad filter: the message names the field, e.g. `whitelist[0].source_ip[1]: "x" is not an IP or CIDR`. */
 export class FilterError extends Error {

@@ -34,7 +34,7 @@ import { clusterField, endpointOf, identityField, ipField, labelField, namespace
 import { dropReasonField, enumField, eventTypeField, replyField } from './filter-event.js';
 import { fqdnField, nodeNameField, traceIdField, uuidField } from './filter-names.js';
 import { dnsQueryField, httpHeaderField, httpMethodField, httpPathField, httpStatusField, httpUrlField, portField, protocolField, tcpFlagsField } from './filter-protocol.js';
-import type { FlowEnums } from './proto.js';
+import type { FlowEnums } from './enums.js';
 
 export { FilterError };
 

@@ -10,7 +10,7 @@
  * the kernel's. Retransmissions are FORWARDED flows whose Summary says `TCP retransmission`.
  */
 import { isIP } from 'node:net';
-import type { Endpoint, Flow } from '../../flow/index.js';
+import type { Endpoint, Flow } from '../index.js';
 
 export type HubbleObject = Record<string, unknown>;
 

@@ -1,0 +1,5 @@
+/**
+ * Stored flow logs (issue 28; STYLE.md section 13): ContainerNetworkLog selection, JSON-lines files
+ * with rotation, aggregation, OTLP. The contract is in types.ts.
+ */
+export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, SelectionFilters } from './types.js';

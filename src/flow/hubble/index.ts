@@ -1,0 +1,9 @@
+/**
+ * Our flows in Hubble's shape, below every user of it: the mapping to Hubble `flow.Flow` objects
+ * (map.ts), Hubble's FlowFilter semantics over them (filter.ts) and flow.proto's enums the filter
+ * resolves (enums.ts). The Hubble Observer (src/server/hubble) and the flow-log export (src/export)
+ * both build on these; neither owns them.
+ */
+export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } from './map.js';
+export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } from './filter.js';
+export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
