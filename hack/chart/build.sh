@@ -8,12 +8,10 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/versions.sh"
 . "$ROOT/hack/k8s/versions.sh"
 KEY="helm-${HELM_VERSION}_kubeconform-${KUBECONFORM_VERSION}_k8s-${K8S_VERSION}"
-TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
-BIN="$TOOLS/chart/bin/$KEY"
-STAMP="$BIN/.complete"
-command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-export GOFLAGS="-buildvcs=false -mod=mod" GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
-log() { echo "[chart-build $(date -u +%H:%M:%S)] $*" >&2; }
+. "$ROOT/hack/lib/tools.sh"
+tools_dirs chart "$KEY"
+tools_go -mod=mod
+log() { tools_log chart-build "$@"; }
 
 # The schemas follow the CRD files and their generator: rebuilt when either changes (cheap); the
 # binaries only once.

@@ -10,13 +10,11 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 KEY="cilium-$(grep -o 'github.com/cilium/cilium v[0-9.]*' "$HERE/go.mod.in" | cut -d' ' -f2)_$(cat "$HERE/go.mod.in" "$HERE/go.sum.in" | sha256sum | cut -c1-12)"
-TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
-BIN="$TOOLS/hubble/bin/$KEY"
-WORK="$TOOLS/hubble/build"
-if [ -f "$BIN/.complete" ]; then echo "$BIN"; exit 0; fi
+. "$HERE/../lib/tools.sh"
+tools_dirs hubble "$KEY"
+if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
 if [ "${HUBBLE_BUILD_IF_MISSING:-yes}" = no ]; then echo "hubble and hubble-relay are not built in $BIN (run hack/hubble/build.sh)" >&2; exit 1; fi
-command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
+tools_go
 mkdir -p "$BIN" "$WORK"
 start=$(date +%s)
 (
@@ -27,5 +25,5 @@ start=$(date +%s)
   go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN/" github.com/cilium/cilium/hubble github.com/cilium/cilium/hubble-relay
 )
 echo "[hubble-build] built in $(( $(date +%s) - start )) s" >&2
-touch "$BIN/.complete"
+touch "$STAMP"
 echo "$BIN"

@@ -9,15 +9,12 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/versions.sh"
 . "$HERE/module.sh"
 KEY="k8s-${K8S_VERSION}_kwok-${KWOK_VERSION}_etcd-${ETCD_VERSION}"
-TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
-BIN="$TOOLS/k8s/bin/$KEY"
-WORK="$TOOLS/k8s/build"
-STAMP="$BIN/.complete"
+. "$ROOT/hack/lib/tools.sh"
+tools_dirs k8s "$KEY"
 if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
+tools_go
 mkdir -p "$BIN" "$WORK"
-log() { echo "[k8s-build $(date -u +%H:%M:%S)] $*" >&2; }
+log() { tools_log k8s-build "$@"; }
 
 build_etcd() {
   [ -x "$BIN/etcd" ] && return 0

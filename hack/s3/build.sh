@@ -8,13 +8,11 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 GOFAKES3_VERSION=v0.0.12
 KEY="gofakes3-${GOFAKES3_VERSION}_$(sha256sum "$HERE/s3server.go" | cut -c1-12)"
-TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
-BIN="$TOOLS/s3server/bin/$KEY"
-WORK="$TOOLS/s3server/build"
-if [ -f "$BIN/.complete" ]; then echo "$BIN/s3server"; exit 0; fi
+. "$HERE/../lib/tools.sh"
+tools_dirs s3server "$KEY"
+if [ -f "$STAMP" ]; then echo "$BIN/s3server"; exit 0; fi
 if [ "${S3SERVER_BUILD_IF_MISSING:-yes}" = no ]; then echo "the S3 test server is not built in $BIN (run hack/s3/build.sh)" >&2; exit 1; fi
-command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
+tools_go
 mkdir -p "$BIN" "$WORK"
 start=$(date +%s)
 (
@@ -25,5 +23,5 @@ start=$(date +%s)
   go build -trimpath -ldflags "-s -w" -o "$BIN/s3server" .
 )
 echo "[s3server-build] built in $(( $(date +%s) - start )) s" >&2
-touch "$BIN/.complete"
+touch "$STAMP"
 echo "$BIN/s3server"
