@@ -3,3 +3,7 @@
  * with rotation, aggregation, OTLP. The contract is in types.ts.
  */
 export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, SelectionFilters } from './types.js';
+export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, type FlowExporterOptions } from './exporter.js';
+export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
+export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
+export type { AggregationOptions } from './aggregate.js';
