@@ -7,3 +7,4 @@ export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, t
 export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
 export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
 export type { AggregationOptions } from './aggregate.js';
+export { createFileSink, backupName, dropReasonOf, type FileSink, type FileSinkOptions } from './file.js';
