@@ -20,7 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { errorFields, type Logger } from '../log/index.js';
 import type { DropReason, SinkCounts } from './counts.js';
-import type { FlowLogRecord, FlowLogSink } from './types.js';
+import type { FlowLogSink } from './types.js';
 
 export interface FileSinkOptions {
   readonly path: string;
