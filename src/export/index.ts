@@ -8,3 +8,7 @@ export { settableSelection, staticSelection, type SettableSelection } from './se
 export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
 export type { AggregationOptions } from './aggregate.js';
 export { createFileSink, backupName, dropReasonOf, type FileSink, type FileSinkOptions } from './file.js';
+export { startFlowLogs, type FlowLogs, type FlowLogsOptions } from './setup.js';
+export { checkExportFilters, ExportConfigError, fileSinkFor } from './check.js';
+export { parseDynamicConfig, startDynamicExporters, type DynamicEntry, type DynamicExporters, type DynamicExportersOptions } from './dynamic.js';
+export { createAggregator, type Aggregator } from './aggregate.js';
