@@ -45,6 +45,8 @@ interface Plan {
   readonly type: string;
   readonly fields: Field[];
   readonly byName: Map<string, Field>;
+  /** The same, as a prototype-less object: the writer's lookup by key. */
+  readonly lookup: Record<string, Field | undefined>;
 }
 
 interface Descriptor {
@@ -86,7 +88,7 @@ function planner(def: PackageDefinition): (name: string) => Plan {
     if (known) return known;
     const d = def[name] as { format?: string; type?: { field?: Descriptor[] } } | undefined;
     if (d?.format !== 'Protocol Buffer 3 DescriptorProto') throw new Error(`${name} is not a message`);
-    const p: Plan = { type: name, fields: [], byName: new Map() };
+    const p: Plan = { type: name, fields: [], byName: new Map(), lookup: Object.create(null) as Record<string, Field | undefined> };
     plans.set(name, p);
     for (const f of d.type?.field ?? []) {
       const kind = SCALAR[f.type];
@@ -111,6 +113,7 @@ function planner(def: PackageDefinition): (name: string) => Plan {
       }
       p.fields.push(field);
       p.byName.set(f.name, field);
+      p.lookup[f.name] = field;
     }
     return p;
   };
@@ -209,10 +212,12 @@ export function createFlowJson(def: PackageDefinition, type = 'flow.Flow'): Flow
     let values: unknown[] | undefined;
     let sorted = true;
     let last = -1;
-    for (const key in obj) {
+    const keys = Object.keys(obj);
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k] as string;
       const v = obj[key];
       if (v === undefined || v === null) continue;
-      const f = p.byName.get(key);
+      const f = p.lookup[key];
       if (f === undefined) continue;
       let sub: FieldMask | undefined;
       if (mask !== undefined) {
