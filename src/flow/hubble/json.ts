@@ -71,7 +71,7 @@ const WRAPPERS: Readonly<Record<string, Kind>> = {
 };
 
 /** The full name a descriptor's typeName means, seen from message `from` (protobuf's scoping, outward). */
-function resolve(def: PackageDefinition, from: string, typeName: string): string {
+export function resolveTypeName(def: PackageDefinition, from: string, typeName: string): string {
   const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
   const parts = from.split('.');
   for (let i = parts.length; i >= 0; i--) {
@@ -101,11 +101,11 @@ function planner(def: PackageDefinition): (name: string) => Plan {
       // Every Field has the same properties (one hidden class: the writer's loads stay monomorphic).
       const field: Field = { name: f.name, index: p.fields.length, kind, repeated, oneof, names: undefined, zeroName: undefined, inner: undefined, sub: undefined };
       if (kind === 'enum') {
-        const e = def[resolve(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
+        const e = def[resolveTypeName(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
         const names = new Map(e.type.value.map((v) => [v.number, v.name]));
         Object.assign(field, { names, zeroName: names.get(0) ?? '' });
       } else if (kind === 'message') {
-        const full = resolve(def, name, f.typeName);
+        const full = resolveTypeName(def, name, f.typeName);
         const inner = WRAPPERS[full];
         if (full === 'google.protobuf.Timestamp') Object.assign(field, { kind: 'timestamp' });
         else if (inner !== undefined) Object.assign(field, { kind: 'wrapper', inner });
