@@ -3,3 +3,12 @@
  * with rotation, aggregation, OTLP. The contract is in types.ts.
  */
 export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, SelectionFilters } from './types.js';
+export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, type FlowExporterOptions } from './exporter.js';
+export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
+export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
+export type { AggregationOptions } from './aggregate.js';
+export { createFileSink, backupName, dropReasonOf, type FileSink, type FileSinkOptions } from './file.js';
+export { startFlowLogs, type FlowLogs, type FlowLogsOptions } from './setup.js';
+export { checkExportFilters, ExportConfigError, fileSinkFor } from './check.js';
+export { parseDynamicConfig, startDynamicExporters, type DynamicEntry, type DynamicExporters, type DynamicExportersOptions } from './dynamic.js';
+export { createAggregator, type Aggregator } from './aggregate.js';
