@@ -14,9 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { Writable } from 'node:stream';
 import { request as httpsRequest } from 'node:https';
-import { Exec, KubeConfig } from '@kubernetes/client-node';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type KubeObject, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { get } from '../e2e/agent-process.js';
@@ -30,7 +28,7 @@ import { createNamespace, eventually, listAll } from '../integration/harness.js'
 import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
 import { startPrometheus } from './prometheus.js';
 import { hooksOnNode, podPids, stillLoaded, type Hooks } from './hooks.js';
-import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
+import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podExec, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
 
 const N = 40;
 const ADV = 'networkobservability_adv_';
@@ -74,6 +72,37 @@ for (let i = 0; i < n; i++) {
 }
 s.close();
 console.log('answers', got);
+`;
+/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (IPv4); prints {nameserver, search, address}. */
+const RESOLV_LOOKUP = `
+import { readFileSync } from 'node:fs';
+import { promises as dns } from 'node:dns';
+const conf = readFileSync('/etc/resolv.conf', 'utf8');
+const { address } = await dns.lookup(process.argv[1], { family: 4 });
+console.log(JSON.stringify({ nameserver: /^nameserver\\s+(\\S+)/m.exec(conf)?.[1], search: /^search\\s+(.*)$/m.exec(conf)?.[1]?.trim(), address }));
+`;
+
+/** argv[2] A queries for the absolute name argv[1] to the pod's nameserver, one at a time; prints the answers' addresses. */
+const DNS_A_QUERIES = `
+import { readFileSync } from 'node:fs';
+import dgram from 'node:dgram';
+const [name, n] = [process.argv[1], Number(process.argv[2])];
+const server = /^nameserver\\s+(\\S+)/m.exec(readFileSync('/etc/resolv.conf', 'utf8'))[1];
+const s = dgram.createSocket('udp4');
+const q = name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
+const out = [];
+for (let i = 0; i < n; i++) {
+  const h = Buffer.alloc(12); h.writeUInt16BE(0x5200 + i, 0); h.writeUInt16BE(0x0100, 2); h.writeUInt16BE(1, 4);
+  const r = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('no answer')), 5000);
+    s.once('message', (m) => { clearTimeout(t); resolve(m); });
+    s.send(Buffer.concat([h, ...q, Buffer.from([0, 0, 1, 0, 1])]), 53, server);
+  });
+  const rcode = r.readUInt16BE(2) & 0xf, an = r.readUInt16BE(6);
+  out.push(rcode === 0 && an === 1 ? [...r.subarray(r.length - 4)].join('.') : 'rcode ' + rcode + ' answers ' + an);
+}
+s.close();
+console.log(JSON.stringify(out));
 `;
 const run = promisify(execFile);
 const PROM = '127.0.0.1:19393';
@@ -294,6 +323,43 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     assert.equal(resp, 1);
   });
 
+  it('cluster DNS (CoreDNS): the client pod resolves the Service name through kubelet\'s clusterDNS; the agent counts each query and answer for the Service\'s name', async (t) => {
+    const { cli } = pods;
+    const fqdn = `srv.${nsB}.svc.cluster.local`;
+    const exec = async (script: string, args: string[]): Promise<string> => {
+      const r = await podExec(node.kubeconfig, cli.namespace, cli.name, 'main', ['/usr/local/bin/node', '--input-type=module', '-e', script, ...args]);
+      assert.equal(r.status.status, 'Success', `exec in ${cli.name}: ${JSON.stringify(r.status)} ${r.stderr.slice(-1000)}`);
+      return r.stdout.trim();
+    };
+    // getaddrinfo through the pod's resolv.conf (kubelet's: nameserver, search <ns>.svc.cluster.local ..., ndots:5)
+    const looked = JSON.parse(await exec(RESOLV_LOOKUP, [`srv.${nsB}`])) as { nameserver: string; search: string; address: string };
+    assert.equal(looked.nameserver, NODE_IP, 'kubelet\'s clusterDNS in the pod\'s resolv.conf');
+    assert.match(looked.search, new RegExp(`^${nsA}\\.svc\\.cluster\\.local svc\\.cluster\\.local cluster\\.local`));
+    assert.equal(looked.address, svcIp, `srv.${nsB} resolved through the search path to the Service's ClusterIP`);
+    const request = { query: `${fqdn}.`, query_type: 'A', ...side('cli', 'source') };
+    const response = { query: `${fqdn}.`, return_code: 'NOERROR', response: svcIp, ...side('cli', 'destination') };
+    const counts = async (): Promise<number[]> => [total(await find(`${ADV}dns_request_count`, request)), total(await find(`${ADV}dns_response_count`, response))];
+    let before = await counts();
+    for (let stable = 0; stable < 2;) { // the lookup's own queries counted first
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await counts();
+      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
+      before = now;
+    }
+    const Q = 5;
+    const answers = JSON.parse(await exec(DNS_A_QUERIES, [fqdn, String(Q)])) as string[];
+    assert.deepEqual(answers, Array<string>(Q).fill(svcIp), 'CoreDNS answered every query with the ClusterIP');
+    let last = '';
+    await eventually(`adv_dns_request_count and adv_dns_response_count +${Q}`, 30_000, async () => {
+      const d = (await counts()).map((v, i) => v - (before[i] ?? 0));
+      last = JSON.stringify(d);
+      return d[0] === Q && d[1] === Q;
+    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last deltas [requests, responses] ${last}`));
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual((await counts()).map((v, i) => v - (before[i] ?? 0)), [Q, Q], 'each query and answer counted once');
+    t.diagnostic(`${cli.name} -> CoreDNS ${NODE_IP}: srv.${nsB} = ${looked.address}; ${Q} A queries for ${fqdn} counted`);
+  });
+
   it('a new pod: time from its creation to its first enriched series', async (t) => {
     const t0 = Date.now();
     await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'late', imageRef, [{ name: 'main', script: SLEEPER }]) });
@@ -357,17 +423,9 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   it('retina-agent diagnose through pods/exec (API server -> kubelet -> containerd\'s stream server) in the agent pod', async (t) => {
     const [agent] = await agentPods(client);
     assert.ok(agent);
-    const kc = new KubeConfig();
-    kc.loadFromFile(node.kubeconfig);
-    let out = '';
-    let err = '';
-    const stdout = new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } });
-    const stderr = new Writable({ write(c: Buffer, _e, cb) { err += c.toString(); cb(); } });
-    const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
-      // the chart's agent container: `retina`, as Retina names it (agent.linux.containerName)
-      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, agent.status?.containerStatuses?.[0]?.name ?? 'retina', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
-        stdout, stderr, null, false, (st) => resolve(st as { status?: string })).catch(reject);
-    });
+    // the chart's agent container: `retina`, as Retina names it (agent.linux.containerName)
+    const { status, stdout: out, stderr: err } = await podExec(node.kubeconfig, RELEASE_NS, agent.metadata.name, agent.status?.containerStatuses?.[0]?.name ?? 'retina',
+      ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml']);
     assert.equal(status.status, 'Success', `diagnose exited: ${JSON.stringify(status)} ${err.slice(-1000)}`);
     type Section = { ok: boolean; error?: string; data?: Record<string, unknown> };
     const doc = JSON.parse(out) as { schema: string; sections: Record<string, Section> };
@@ -382,10 +440,9 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     t.diagnostic(`sections: ${Object.entries(doc.sections).map(([k, v]) => `${k}=${v.ok ? 'ok' : v.error ?? 'failed'}`).join(', ')}`);
   });
 
-  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk.
-  // `capture download` is not run here: its helper pod needs a shell image (busybox), which this node
-  // has no registry to pull and the suite does not build.
-  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk', async (t) => {
+  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk;
+  // `capture download` brings it back through a helper pod and pods/exec.
+  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk; capture download brings it back through pods/exec', async (t) => {
     const captureNs = 'rn-capture';
     const PORT = 39_617;
     const hadLogDir = existsSync('/var/log/retina');
@@ -421,10 +478,67 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       assert.equal(lines.length, 15, lines.join('\n'));
       assert.ok(lines.every((l) => l.includes(`.${PORT}`)), 'only the filtered port');
       t.diagnostic(`capture create -> the Job's pod done, its tarball verified: ${Date.now() - t0} ms (6 s capturing)`);
+
+      // download: a helper pod on the node mounts the directory and the tarball streams out through
+      // pods/exec (API server -> kubelet -> containerd's stream server); its image is busybox, built from
+      // Debian's busybox-static and imported (the node has no registry for Retina's default image)
+      const bb = (await run('bash', [`${ROOT}hack/node/build.sh`, 'busybox-image'])).stdout.trim();
+      const bbRef = (await importImage(bb)).split('\n').find((r) => r.startsWith('docker.io/retina-ts-node/busybox:'));
+      assert.ok(bbRef, `the busybox image in containerd after importing ${bb}`);
+      const out = mkdtempSync(join(tmpdir(), 'rn-download-'));
+      try {
+        const t1 = Date.now();
+        const dl = await run(`${ROOT}bin/kubectl-retina`, ['capture', 'download', '--name', 'rn-cap', '--namespace', captureNs, '--output', out, '--download-image', bbRef, '--kubeconfig', node.kubeconfig], { timeout: 180_000 })
+          .catch((e: unknown) => assert.fail(`capture download: ${String((e as { stderr?: string }).stderr ?? e)}`));
+        const got = sh('find', [out, '-type', 'f']).split('\n').filter(Boolean);
+        assert.deepEqual(got, [join(out, 'rn-cap', tarballs[0] ?? '')], `the one tarball under <output>/<capture>/: ${dl.stdout}${dl.stderr}`);
+        assert.ok(readFileSync(got[0] ?? '').equals(readFileSync(tarball)), 'byte for byte the tarball on the node\'s disk');
+        assert.deepEqual(pcapLines(join(extract(got[0] ?? '').folder, pcap)), lines, 'the downloaded pcap holds the same 15 packets');
+        const helpers = await listAll<Pod>(client, resources.pods, captureNs, { labelSelector: 'retina.sh/download-for' });
+        assert.deepEqual(helpers.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name), [], 'the helper pod deleted');
+        t.diagnostic(`capture download through pods/exec with ${bbRef}: ${Date.now() - t1} ms`);
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
     } finally {
       await client.request('DELETE', objectPath(resources.namespaces, undefined, captureNs)).catch(() => undefined);
       rmSync(hadLogDir ? '/var/log/retina/captures/rn' : '/var/log/retina', { recursive: true, force: true });
     }
+  });
+
+  it('Hubble Relay as the chart\'s Deployment (hubble.relay, its image imported): hubble observe through its Service returns the test pods\' flows', async (t) => {
+    const { cli, srv } = pods;
+    const tools = (await run('bash', [`${ROOT}hack/hubble/build.sh`], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } })).stdout.trim();
+    const archive = (await run('bash', [`${ROOT}hack/node/build.sh`, 'relay-image'], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } })).stdout.trim();
+    const relayRef = (await importImage(archive)).split('\n').find((r) => r.startsWith('docker.io/retina-ts-node/hubble-relay:'));
+    assert.ok(relayRef, `the relay image in containerd after importing ${archive}`);
+    const t0 = Date.now();
+    const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '--reuse-values', '--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', `hubble.relay.image=${relayRef}`]);
+    assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
+    await eventually('the relay Deployment and the rolled agent Ready', 300_000, async () => {
+      const [ds] = await listAll<KubeObject & { metadata: { generation?: number }; status: { numberReady?: number; updatedNumberScheduled?: number; observedGeneration?: number } }>(client, daemonSetsRes, RELEASE_NS);
+      const relay = (await listAll<KubeObject & { status: { readyReplicas?: number } }>(client, deploymentsRes, RELEASE_NS, { labelSelector: 'app.kubernetes.io/component=hubble-relay' }))[0];
+      return ds && ds.status.observedGeneration === ds.metadata.generation && ds.status.updatedNumberScheduled === 1 && ds.status.numberReady === 1 && relay?.status.readyReplicas === 1;
+    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+    t.diagnostic(`helm upgrade with hubble.relay -> relay and agent Ready: ${Date.now() - t0} ms`);
+    const relayIp = (await client.request<{ spec: { clusterIP: string } }>('GET', objectPath(resources.services, RELEASE_NS, `${RELEASE}-hubble-relay`))).spec.clusterIP;
+    const server = `${relayIp}:80`;
+    const hubble = async (args: string[]): Promise<string> => (await run(join(tools, 'hubble'), [...args, '--server', server], { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000, maxBuffer: 64 << 20 })).stdout;
+    // the relay found the agent through the peer Service (a name CoreDNS answers) and the node's address
+    await eventually('hubble list nodes through the relay names the node', 60_000, async () => (await hubble(['list', 'nodes']).catch(() => '')).includes(NODE_NAME), 1000);
+    await cli.ns.node(UDP_SEND, ['7', srv.ip, '9999', '32']);
+    await cli.ns.node(TCP_SEND, ['1000', srv.ip, '8080']);
+    type Flow = { verdict?: string; source?: { namespace?: string; pod_name?: string }; destination?: { namespace?: string; pod_name?: string }; l4?: { UDP?: { destination_port?: number }; TCP?: { destination_port?: number } } };
+    const flows = async (): Promise<Flow[]> => (await hubble(['observe', '-o', 'json', '--last', '5000', '--from-pod', `${cli.namespace}/${cli.name}`, '--to-pod', `${srv.namespace}/${srv.name}`]))
+      .split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { flow?: Flow }).filter((m) => m.flow).map((m) => m.flow as Flow);
+    const got = await eventually('the pods\' flows through the relay', 30_000, async () => {
+      const fs = await flows();
+      const drops = fs.filter((f) => f.verdict === 'DROPPED' && f.l4?.UDP?.destination_port === 9999);
+      const tcp = fs.filter((f) => f.verdict === 'FORWARDED' && f.l4?.TCP?.destination_port === 8080);
+      return drops.length >= 7 && tcp.length > 0 && { fs, drops, tcp };
+    }, 1000);
+    assert.ok(got.fs.every((f) => f.source?.pod_name === cli.name && f.source.namespace === cli.namespace && f.destination?.pod_name === srv.name && f.destination.namespace === srv.namespace), 'every flow names both pods');
+    t.diagnostic(`through the relay at ${server}: ${got.fs.length} flows cli -> srv, ${got.drops.length} dropped to 9999, ${got.tcp.length} TCP to 8080`);
   });
 
   it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
