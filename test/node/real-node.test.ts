@@ -502,8 +502,56 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       }
     } finally {
       await client.request('DELETE', objectPath(resources.namespaces, undefined, captureNs)).catch(() => undefined);
+      await eventually(`namespace ${captureNs} gone`, 120_000, async () => client.request('GET', objectPath(resources.namespaces, undefined, captureNs)).then(() => false, () => true), 500).catch(() => undefined);
       rmSync(hadLogDir ? '/var/log/retina/captures/rn' : '/var/log/retina', { recursive: true, force: true });
     }
+  });
+
+  it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
+    const [agent] = await agentPods(client);
+    assert.ok(agent?.metadata.uid);
+    const mem = containerCgroup(agent, 'memory');
+    const cpu = containerCgroup(agent, 'cpuacct');
+    // resident = anonymous (total_rss) + file pages mapped (total_mapped_file: node's own text, the bundle)
+    const rssMiB = (): number => {
+      const stat = readFileSync(`${mem}/memory.stat`, 'utf8');
+      const v = (k: string): number => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(stat)?.[1] ?? NaN);
+      return (v('total_rss') + v('total_mapped_file')) / 1048576;
+    };
+    const cpuNs = (): number => Number(readFileSync(`${cpu}/cpuacct.usage`, 'utf8'));
+    const window = async (ms: number, load?: () => Promise<string>): Promise<{ cores: number; rssMiB: number; out?: string }> => {
+      const c0 = cpuNs();
+      const t0 = process.hrtime.bigint();
+      const out = load ? await load() : (await new Promise((r) => setTimeout(r, ms)), undefined);
+      const wallNs = Number(process.hrtime.bigint() - t0);
+      return { cores: (cpuNs() - c0) / wallNs, rssMiB: rssMiB(), ...(out ? { out } : {}) };
+    };
+    // the process's own resident set too: the image's files are shared page cache, charged to whichever
+    // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
+    const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
+    const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+    // The agent's own CPU is small either way (the programs run in the senders' softirq, charged to no
+    // pod): an idle window that another helper's load or the previous case's cleanup (a namespace's
+    // pods and RetinaEndpoints going) made busy is measured again, once.
+    const figs: unknown[] = [];
+    let last = { idleCores: 0, busyCores: 0, idleRssMiB: 0 };
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const idle = await window(10_000);
+      const idleVmRss = vmRssMiB();
+      const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
+      const busyVmRss = vmRssMiB();
+      const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
+      assert.ok(sent, `the paced sender's report: ${busy.out}`);
+      const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
+      const fig = { figure: 'real-node-agent-cgroup', attempt, idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idleVmRss.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
+      figs.push(fig);
+      t.diagnostic(JSON.stringify(fig));
+      console.log(JSON.stringify(fig));
+      last = { idleCores: idle.cores, busyCores: busy.cores, idleRssMiB: idle.rssMiB };
+      if (busy.cores > idle.cores) break;
+    }
+    assert.ok(last.idleRssMiB > 10 && last.idleRssMiB < 512, 'a plausible RSS under the chart\'s limit');
+    assert.ok(last.busyCores > last.idleCores, `the agent works for the traffic: ${JSON.stringify(figs)}`);
   });
 
   it('Hubble Relay as the chart\'s Deployment (hubble.relay, its image imported): hubble observe through its Service returns the test pods\' flows', async (t) => {
@@ -539,42 +587,6 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     }, 1000);
     assert.ok(got.fs.every((f) => f.source?.pod_name === cli.name && f.source.namespace === cli.namespace && f.destination?.pod_name === srv.name && f.destination.namespace === srv.namespace), 'every flow names both pods');
     t.diagnostic(`through the relay at ${server}: ${got.fs.length} flows cli -> srv, ${got.drops.length} dropped to 9999, ${got.tcp.length} TCP to 8080`);
-  });
-
-  it('the agent pod\'s own cgroup: RSS and CPU idle and under 50 000 packets/s between two pods', async (t) => {
-    const [agent] = await agentPods(client);
-    assert.ok(agent?.metadata.uid);
-    const mem = containerCgroup(agent, 'memory');
-    const cpu = containerCgroup(agent, 'cpuacct');
-    // resident = anonymous (total_rss) + file pages mapped (total_mapped_file: node's own text, the bundle)
-    const rssMiB = (): number => {
-      const stat = readFileSync(`${mem}/memory.stat`, 'utf8');
-      const v = (k: string): number => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(stat)?.[1] ?? NaN);
-      return (v('total_rss') + v('total_mapped_file')) / 1048576;
-    };
-    const cpuNs = (): number => Number(readFileSync(`${cpu}/cpuacct.usage`, 'utf8'));
-    const window = async (ms: number, load?: () => Promise<string>): Promise<{ cores: number; rssMiB: number; out?: string }> => {
-      const c0 = cpuNs();
-      const t0 = process.hrtime.bigint();
-      const out = load ? await load() : (await new Promise((r) => setTimeout(r, ms)), undefined);
-      const wallNs = Number(process.hrtime.bigint() - t0);
-      return { cores: (cpuNs() - c0) / wallNs, rssMiB: rssMiB(), ...(out ? { out } : {}) };
-    };
-    // the process's own resident set too: the image's files are shared page cache, charged to whichever
-    // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
-    const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
-    const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-    const idle = { ...await window(10_000), vmRssMiB: vmRssMiB() };
-    const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
-    const busyVmRss = vmRssMiB();
-    const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
-    assert.ok(sent, `the paced sender's report: ${busy.out}`);
-    const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
-    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idle.vmRssMiB.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
-    t.diagnostic(JSON.stringify(fig));
-    console.log(JSON.stringify(fig));
-    assert.ok(idle.rssMiB > 10 && idle.rssMiB < 512, 'a plausible RSS under the chart\'s limit');
-    assert.ok(busy.cores > idle.cores, 'the agent works for the traffic');
   });
 
   // ---- lifecycle: each way the agent's process goes is followed by exactly one set of hooks ----
