@@ -698,6 +698,25 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     const ifnames = [BRIDGE, ...names(['link', 'show', 'master', BRIDGE]), ...(defaultDev ? [defaultDev] : [])];
     const pinned = (): string[] => (existsSync('/sys/fs/bpf') ? sh('find', ['/sys/fs/bpf', '-mindepth', '1']).split('\n').filter(Boolean) : []);
     const pinned0 = pinned();
+    // A Capture the operator ran carries its finalizer until the operator cleans it up: docs/install.md
+    // deletes the captures while the operator still runs (without it the CRD deletion below would wait
+    // for ever on the finalizer).
+    const capNs = 'rn-opcap';
+    const hadLogDir = existsSync('/var/log/retina');
+    await createNamespace(client, capNs);
+    await client.request('POST', collectionPath(resources.captures, capNs), {
+      body: { apiVersion: 'retina.sh/v1alpha1', kind: 'Capture', metadata: { name: 'opcap', namespace: capNs }, spec: {
+        captureConfiguration: { captureTarget: { nodeSelector: { matchLabels: { 'kubernetes.io/hostname': NODE_NAME } } }, captureOption: { duration: '2s' } },
+        outputConfiguration: { hostPath: 'rn-opcap' },
+      } },
+    });
+    await eventually('the operator\'s finalizer on the Capture', 60_000, async () =>
+      ((await client.request<KubeObject & { metadata: { finalizers?: string[] } }>('GET', objectPath(resources.captures, capNs, 'opcap'))).metadata.finalizers ?? []).length > 0, 500);
+    for (const c of await listAll<KubeObject>(client, resources.captures)) await client.request('DELETE', objectPath(resources.captures, c.metadata.namespace, c.metadata.name));
+    await eventually('every Capture gone (the operator removed its finalizer)', 120_000, async () => (await listAll<KubeObject>(client, resources.captures)).length === 0, 500);
+    await client.request('DELETE', objectPath(resources.namespaces, undefined, capNs)).catch(() => undefined);
+    await eventually(`namespace ${capNs} gone`, 120_000, async () => client.request('GET', objectPath(resources.namespaces, undefined, capNs)).then(() => false, () => true), 500);
+    rmSync(hadLogDir ? '/var/log/retina/captures/rn-opcap' : '/var/log/retina', { recursive: true, force: true });
     const un = await helm(['uninstall', RELEASE, '-n', RELEASE_NS, '--wait', '--timeout', '5m']);
     assert.equal(un.code, 0, `helm uninstall: ${un.stderr}`);
     await eventually('the agent pod gone', 120_000, async () => (await agentPods(client)).length === 0, 500);
