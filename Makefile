@@ -20,7 +20,7 @@ endif
 # openssl for the test control plane, umoci/skopeo/runc for the images, wine and mingw-w64 for the
 # Windows suite, tcpdump for the capture workload, ...).
 APT_PACKAGES := prometheus iproute2 nftables iptables tcpdump ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool curl openssl ca-certificates \
-	umoci skopeo runc wine wine64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev
+	umoci skopeo runc busybox-static wine wine64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev
 APT_STAMP := $(CACHE)/apt.stamp
 
 NPM_STAMP := node_modules/.stamp

@@ -7,6 +7,15 @@
 #   containerd, containerd-shim-runc-v2, ctr   github.com/containerd/containerd/v2 $CONTAINERD_VERSION
 #   cni/{bridge,host-local,loopback,portmap}   github.com/containernetworking/plugins $CNI_PLUGINS_VERSION
 #   pause.oci.tar             the sandbox image (hack/node/pause/pause.go, static), an OCI archive
+# and, in a directory of its own keyed by its module files (node/coredns/<key>/coredns; `build.sh
+# coredns` prints its path): CoreDNS for the cluster DNS, from hack/node/coredns (its go.mod and go.sum
+# pin github.com/coredns/coredns and every dependency; main.go compiles in only the plugins the node uses).
+# `build.sh relay-image` prints the path of hubble-relay.oci.tar: the hubble-relay binary of the hubble
+# tools (hack/hubble/build.sh) alone in an image, docker.io/retina-ts-node/hubble-relay:<cilium version>,
+# beside that binary, for the chart's Hubble Relay Deployment on the real node. `build.sh busybox-image`
+# prints the path of an image of Debian's static busybox (busybox-static, in the Makefile's apt list),
+# docker.io/retina-ts-node/busybox:<version>: `kubectl retina capture download`'s helper pod needs a
+# shell, sleep, ls, wc and cat (Retina's default is mcr.microsoft.com/azurelinux/busybox; no registry here).
 # runc is Debian's (the Makefile's APT_PACKAGES). Each piece is skipped when built; the whole build is a
 # stamp file. Prints the directory. Logs each piece's build time on stderr.
 set -euo pipefail
@@ -19,10 +28,7 @@ TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
 BIN="$TOOLS/node/bin/$KEY"
 WORK="$TOOLS/node/build"
 STAMP="$BIN/.complete"
-if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
-mkdir -p "$BIN/cni" "$WORK"
+COREDNS_DIR="$TOOLS/node/coredns/$(cat "$HERE/coredns/go.mod" "$HERE/coredns/go.sum" "$HERE/coredns/main.go" | sha256sum | cut -c1-12)"
 log() { echo "[node-build $(date -u +%H:%M:%S)] $*" >&2; }
 timed() { # what, command...
   local what=$1 t0; shift; t0=$(date +%s)
@@ -30,6 +36,63 @@ timed() { # what, command...
   "$@"
   log "$what: built in $(( $(date +%s) - t0 )) s"
 }
+go_env() {
+  command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
+  export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
+}
+
+build_coredns() {
+  [ -x "$COREDNS_DIR/coredns" ] && return 0
+  go_env
+  mkdir -p "$COREDNS_DIR"
+  (cd "$HERE/coredns" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$COREDNS_DIR/coredns.tmp" .)
+  mv "$COREDNS_DIR/coredns.tmp" "$COREDNS_DIR/coredns"
+}
+# one static binary as an OCI archive: image_of <rootfs dir> <ref> <out archive> [umoci config args...]
+image_of() {
+  local rootfs=$1 ref=$2 out=$3 d
+  shift 3
+  d=$(mktemp -d)
+  tar --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$rootfs" -cf "$d/layer.tar" .
+  umoci init --layout "$d/layout"
+  umoci new --image "$d/layout:1"
+  umoci raw add-layer --image "$d/layout:1" "$d/layer.tar"
+  umoci config --image "$d/layout:1" --os linux --architecture "$(dpkg --print-architecture)" "$@"
+  skopeo copy -q "oci:$d/layout:1" "oci-archive:$out.tmp:$ref"
+  mv "$out.tmp" "$out"
+  rm -rf "$d"
+}
+if [ "${1:-}" = relay-image ]; then
+  H=$(HUBBLE_BUILD_IF_MISSING=${HUBBLE_BUILD_IF_MISSING:-yes} "$HERE/../hubble/build.sh")
+  V=$(basename "$H" | sed -E 's/^cilium-(v[0-9.]+)_.*/\1/')
+  if [ ! -f "$H/hubble-relay.oci.tar" ]; then
+    R=$(mktemp -d)
+    install -D -m 0755 "$H/hubble-relay" "$R/usr/bin/hubble-relay"
+    image_of "$R" "retina-ts-node/hubble-relay:$V" "$H/hubble-relay.oci.tar" --config.env PATH=/usr/bin:/bin --config.user 65532:65532
+    rm -rf "$R"
+  fi
+  echo "$H/hubble-relay.oci.tar"
+  exit 0
+fi
+if [ "${1:-}" = busybox-image ]; then
+  V=$(busybox 2>&1 | sed -nE '1s/^BusyBox v([0-9.]+).*/\1/p')
+  O="$TOOLS/node/images/busybox-$V.oci.tar"
+  if [ ! -f "$O" ]; then
+    mkdir -p "$(dirname "$O")"
+    R=$(mktemp -d)
+    install -D -m 0755 "$(command -v busybox)" "$R/bin/busybox"
+    for a in $(busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bin/$a"; done
+    image_of "$R" "retina-ts-node/busybox:$V" "$O" --config.env PATH=/bin --config.cmd sh
+    rm -rf "$R"
+  fi
+  echo "$O"
+  exit 0
+fi
+if [ "${1:-}" = coredns ]; then [ -x "$COREDNS_DIR/coredns" ] || timed "CoreDNS ($(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$HERE/coredns/go.mod"))" build_coredns; echo "$COREDNS_DIR/coredns"; exit 0; fi
+
+if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
+go_env
+mkdir -p "$BIN/cni" "$WORK"
 
 build_kube() {
   [ -x "$BIN/kubelet" ] && [ -x "$BIN/kube-proxy" ] && return 0
@@ -55,17 +118,10 @@ build_cni() {
 
 build_pause() {
   [ -f "$BIN/pause.oci.tar" ] && return 0
-  local d="$WORK/pause" layout
+  local d="$WORK/pause"
   rm -rf "$d" && mkdir -p "$d/rootfs"
   (cd "$HERE/pause" && go build -trimpath -ldflags "-s -w" -o "$d/rootfs/pause" pause.go)
-  layout="$d/layout"
-  tar --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$d/rootfs" -cf "$d/layer.tar" pause
-  umoci init --layout "$layout"
-  umoci new --image "$layout:1"
-  umoci raw add-layer --image "$layout:1" "$d/layer.tar"
-  umoci config --image "$layout:1" --os linux --architecture "$(dpkg --print-architecture)" --config.entrypoint /pause
-  skopeo copy -q "oci:$layout:1" "oci-archive:$BIN/pause.oci.tar.tmp:retina-ts-node/pause:1"
-  mv "$BIN/pause.oci.tar.tmp" "$BIN/pause.oci.tar"
+  image_of "$d/rootfs" retina-ts-node/pause:1 "$BIN/pause.oci.tar" --config.entrypoint /pause
 }
 
 timed "CNI plugins $CNI_PLUGINS_VERSION" build_cni

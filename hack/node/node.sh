@@ -18,6 +18,9 @@
 # process that holds it (a test run), else it is held until `down`. A dead holder's lock is taken over.
 # Environment: RETINA_NODE_ETCD_PORT (default RETINA_K8S_ETCD_PORT+2, peer +1), RETINA_NODE_API_PORT
 # (default RETINA_K8S_API_PORT+2), RETINA_NODE_LOCK_WAIT (seconds to wait for the lock, default 0).
+# Cluster DNS: CoreDNS (hack/node/coredns) as a host process on the node's address, port 53; kubelet's
+# clusterDNS names it. It answers cluster.local and the reverse zones from the API server and NXDOMAIN
+# for every other name: it forwards nothing, so no query leaves the machine.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -49,6 +52,7 @@ LOGS=$RUN/log
 
 k8s_bin() { "$ROOT/hack/k8s/build.sh"; }
 node_bin() { "$HERE/build.sh"; }
+coredns_bin() { "$HERE/build.sh" coredns; }
 
 # ---- the lock ----
 lock_holder() { cat "$LOCK/holder" 2>/dev/null || true; }
@@ -172,7 +176,7 @@ clean_net() {
 
 clean() {
   local c
-  for c in kube-proxy kubelet; do stop "$c"; done
+  for c in kube-proxy kubelet coredns; do stop "$c"; done
   kill_containers
   stop containerd
   for c in kube-scheduler kube-controller-manager kube-apiserver; do stop "$c" & done
@@ -327,6 +331,8 @@ authentication:
   webhook: {enabled: false}
 authorization: {mode: AlwaysAllow}
 resolvConf: ""
+clusterDNS: [$NODE_IP]
+clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {}
@@ -349,15 +355,37 @@ conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 YAML
 }
 
+coredns_config() {
+  cat > "$RUN/Corefile" <<COREFILE
+cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
+  bind $NODE_IP
+  errors
+  ready 127.0.0.1:$((API_PORT + 2))
+  kubernetes cluster.local in-addr.arpa ip6.arpa {
+    kubeconfig $RUN/admin.kubeconfig retina-node
+    pods insecure
+    ttl 5
+  }
+}
+.:53 {
+  bind $NODE_IP
+  errors
+  template ANY ANY {
+    rcode NXDOMAIN
+  }
+}
+COREFILE
+}
+
 node_ready() {
   api GET "/api/v1/nodes/$NODE_NAME" | grep -q '"type": "Ready",[[:space:]]*"status": "True"' || \
     api GET "/api/v1/nodes/$NODE_NAME" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
 }
 
 up() {
-  local K N t0
+  local K N D t0
   t0=$(date +%s)
-  K=$(k8s_bin); N=$(node_bin)
+  K=$(k8s_bin); N=$(node_bin); D=$(coredns_bin)
   lock
   log "cleaning what an earlier run left"
   clean
@@ -386,6 +414,9 @@ up() {
     --root-ca-file="$RUN/pki/ca.crt" --service-account-private-key-file="$RUN/pki/sa.key" --use-service-account-credentials=false
   start kube-scheduler "$K/kube-scheduler" --kubeconfig="$RUN/admin.kubeconfig" --leader-elect=false --secure-port=0 \
     --authentication-kubeconfig="$RUN/admin.kubeconfig" --authorization-kubeconfig="$RUN/admin.kubeconfig"
+  coredns_config
+  start coredns "$D" -conf "$RUN/Corefile"
+  wait_for coredns 60 curl -sf --max-time 2 "http://127.0.0.1:$((API_PORT + 2))/ready"
   containerd_config "$N"
   PATH="$N:$PATH" start containerd "$N/containerd" --config "$RUN/containerd.toml"
   wait_for containerd 30 "$N/ctr" --address "$RUN/containerd.sock" version
@@ -399,7 +430,7 @@ up() {
   wait_for kube-proxy 60 curl -sf --max-time 2 http://127.0.0.1:10256/healthz
   # kubelet rewrote kernel.panic, panic_on_oops, overcommit, ... at its start: back to what they were
   restore_sysctls
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy; do
     alive "$c" || { log "$c exited; see $RUN/log/$c.log"; tail -30 "$RUN/log/$c.log" >&2; exit 1; }
   done
   log "ready in $(( $(date +%s) - t0 )) s: KUBECONFIG=$KUBECONFIG_OUT (node $NODE_NAME, $NODE_IP)"
@@ -450,8 +481,8 @@ case "${1:-}" in
   clean) not_others; clean ;;
   import) import "$2" ;;
   state) state ;;
-  kill) not_others; for c in kube-proxy kubelet containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do [ -f "$RUN/$c.pid" ] && kill -KILL "$(cat "$RUN/$c.pid")" 2>/dev/null || true; done ;;
+  kill) not_others; for c in kube-proxy kubelet coredns containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do [ -f "$RUN/$c.pid" ] && kill -KILL "$(cat "$RUN/$c.pid")" 2>/dev/null || true; done ;;
   bin) node_bin ;;
-  status) for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do printf '%-24s %s\n' "$c" "$(alive "$c" && echo running || echo stopped)"; done; echo "lock: $(lock_holder | tr '\n' ' ')" ;;
+  status) for c in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy; do printf '%-24s %s\n' "$c" "$(alive "$c" && echo running || echo stopped)"; done; echo "lock: $(lock_holder | tr '\n' ' ')" ;;
   *) echo "usage: $0 up|down|clean|import <archive>|state|status|bin" >&2; exit 2 ;;
 esac

@@ -14,8 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { Writable } from 'node:stream';
-import { Exec, KubeConfig } from '@kubernetes/client-node';
+import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type KubeObject, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { get } from '../e2e/agent-process.js';
@@ -27,7 +26,9 @@ import { extract, pcapLines } from '../capture/workload-run.js';
 import { CHART, ROOT, profileFile, tool } from '../chart/helm.js';
 import { createNamespace, eventually, listAll } from '../integration/harness.js';
 import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
-import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
+import { startPrometheus } from './prometheus.js';
+import { hooksOnNode, podPids, stillLoaded, type Hooks } from './hooks.js';
+import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podExec, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
 
 const N = 40;
 const ADV = 'networkobservability_adv_';
@@ -71,6 +72,37 @@ for (let i = 0; i < n; i++) {
 }
 s.close();
 console.log('answers', got);
+`;
+/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (IPv4); prints {nameserver, search, address}. */
+const RESOLV_LOOKUP = `
+import { readFileSync } from 'node:fs';
+import { promises as dns } from 'node:dns';
+const conf = readFileSync('/etc/resolv.conf', 'utf8');
+const { address } = await dns.lookup(process.argv[1], { family: 4 });
+console.log(JSON.stringify({ nameserver: /^nameserver\\s+(\\S+)/m.exec(conf)?.[1], search: /^search\\s+(.*)$/m.exec(conf)?.[1]?.trim(), address }));
+`;
+
+/** argv[2] A queries for the absolute name argv[1] to the pod's nameserver, one at a time; prints the answers' addresses. */
+const DNS_A_QUERIES = `
+import { readFileSync } from 'node:fs';
+import dgram from 'node:dgram';
+const [name, n] = [process.argv[1], Number(process.argv[2])];
+const server = /^nameserver\\s+(\\S+)/m.exec(readFileSync('/etc/resolv.conf', 'utf8'))[1];
+const s = dgram.createSocket('udp4');
+const q = name.split('.').map((l) => Buffer.concat([Buffer.from([l.length]), Buffer.from(l)]));
+const out = [];
+for (let i = 0; i < n; i++) {
+  const h = Buffer.alloc(12); h.writeUInt16BE(0x5200 + i, 0); h.writeUInt16BE(0x0100, 2); h.writeUInt16BE(1, 4);
+  const r = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('no answer')), 5000);
+    s.once('message', (m) => { clearTimeout(t); resolve(m); });
+    s.send(Buffer.concat([h, ...q, Buffer.from([0, 0, 1, 0, 1])]), 53, server);
+  });
+  const rcode = r.readUInt16BE(2) & 0xf, an = r.readUInt16BE(6);
+  out.push(rcode === 0 && an === 1 ? [...r.subarray(r.length - 4)].join('.') : 'rcode ' + rcode + ' answers ' + an);
+}
+s.close();
+console.log(JSON.stringify(out));
 `;
 const run = promisify(execFile);
 const PROM = '127.0.0.1:19393';
@@ -291,6 +323,43 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     assert.equal(resp, 1);
   });
 
+  it('cluster DNS (CoreDNS): the client pod resolves the Service name through kubelet\'s clusterDNS; the agent counts each query and answer for the Service\'s name', async (t) => {
+    const { cli } = pods;
+    const fqdn = `srv.${nsB}.svc.cluster.local`;
+    const exec = async (script: string, args: string[]): Promise<string> => {
+      const r = await podExec(node.kubeconfig, cli.namespace, cli.name, 'main', ['/usr/local/bin/node', '--input-type=module', '-e', script, ...args]);
+      assert.equal(r.status.status, 'Success', `exec in ${cli.name}: ${JSON.stringify(r.status)} ${r.stderr.slice(-1000)}`);
+      return r.stdout.trim();
+    };
+    // getaddrinfo through the pod's resolv.conf (kubelet's: nameserver, search <ns>.svc.cluster.local ..., ndots:5)
+    const looked = JSON.parse(await exec(RESOLV_LOOKUP, [`srv.${nsB}`])) as { nameserver: string; search: string; address: string };
+    assert.equal(looked.nameserver, NODE_IP, 'kubelet\'s clusterDNS in the pod\'s resolv.conf');
+    assert.match(looked.search, new RegExp(`^${nsA}\\.svc\\.cluster\\.local svc\\.cluster\\.local cluster\\.local`));
+    assert.equal(looked.address, svcIp, `srv.${nsB} resolved through the search path to the Service's ClusterIP`);
+    const request = { query: `${fqdn}.`, query_type: 'A', ...side('cli', 'source') };
+    const response = { query: `${fqdn}.`, return_code: 'NOERROR', response: svcIp, ...side('cli', 'destination') };
+    const counts = async (): Promise<number[]> => [total(await find(`${ADV}dns_request_count`, request)), total(await find(`${ADV}dns_response_count`, response))];
+    let before = await counts();
+    for (let stable = 0; stable < 2;) { // the lookup's own queries counted first
+      await new Promise((r) => setTimeout(r, 1000));
+      const now = await counts();
+      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
+      before = now;
+    }
+    const Q = 5;
+    const answers = JSON.parse(await exec(DNS_A_QUERIES, [fqdn, String(Q)])) as string[];
+    assert.deepEqual(answers, Array<string>(Q).fill(svcIp), 'CoreDNS answered every query with the ClusterIP');
+    let last = '';
+    await eventually(`adv_dns_request_count and adv_dns_response_count +${Q}`, 30_000, async () => {
+      const d = (await counts()).map((v, i) => v - (before[i] ?? 0));
+      last = JSON.stringify(d);
+      return d[0] === Q && d[1] === Q;
+    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last deltas [requests, responses] ${last}`));
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual((await counts()).map((v, i) => v - (before[i] ?? 0)), [Q, Q], 'each query and answer counted once');
+    t.diagnostic(`${cli.name} -> CoreDNS ${NODE_IP}: srv.${nsB} = ${looked.address}; ${Q} A queries for ${fqdn} counted`);
+  });
+
   it('a new pod: time from its creation to its first enriched series', async (t) => {
     const t0 = Date.now();
     await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'late', imageRef, [{ name: 'main', script: SLEEPER }]) });
@@ -354,17 +423,9 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   it('retina-agent diagnose through pods/exec (API server -> kubelet -> containerd\'s stream server) in the agent pod', async (t) => {
     const [agent] = await agentPods(client);
     assert.ok(agent);
-    const kc = new KubeConfig();
-    kc.loadFromFile(node.kubeconfig);
-    let out = '';
-    let err = '';
-    const stdout = new Writable({ write(c: Buffer, _e, cb) { out += c.toString(); cb(); } });
-    const stderr = new Writable({ write(c: Buffer, _e, cb) { err += c.toString(); cb(); } });
-    const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
-      // the chart's agent container: `retina`, as Retina names it (agent.linux.containerName)
-      new Exec(kc).exec(RELEASE_NS, agent.metadata.name, agent.status?.containerStatuses?.[0]?.name ?? 'retina', ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml'],
-        stdout, stderr, null, false, (st) => resolve(st as { status?: string })).catch(reject);
-    });
+    // the chart's agent container: `retina`, as Retina names it (agent.linux.containerName)
+    const { status, stdout: out, stderr: err } = await podExec(node.kubeconfig, RELEASE_NS, agent.metadata.name, agent.status?.containerStatuses?.[0]?.name ?? 'retina',
+      ['/usr/local/bin/node', '/app/retina-agent.mjs', 'diagnose', '--config', '/retina/config/config.yaml']);
     assert.equal(status.status, 'Success', `diagnose exited: ${JSON.stringify(status)} ${err.slice(-1000)}`);
     type Section = { ok: boolean; error?: string; data?: Record<string, unknown> };
     const doc = JSON.parse(out) as { schema: string; sections: Record<string, Section> };
@@ -379,10 +440,9 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     t.diagnostic(`sections: ${Object.entries(doc.sections).map(([k, v]) => `${k}=${v.ok ? 'ok' : v.error ?? 'failed'}`).join(', ')}`);
   });
 
-  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk.
-  // `capture download` is not run here: its helper pod needs a shell image (busybox), which this node
-  // has no registry to pull and the suite does not build.
-  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk', async (t) => {
+  // The capture Job runs in the real image on the real node and writes its tarball to the node's disk;
+  // `capture download` brings it back through a helper pod and pods/exec.
+  it('kubectl-retina capture create: the Job\'s pod runs the real image on the node, captures exactly the filtered packets, and writes its tarball to the node\'s disk; capture download brings it back through pods/exec', async (t) => {
     const captureNs = 'rn-capture';
     const PORT = 39_617;
     const hadLogDir = existsSync('/var/log/retina');
@@ -418,8 +478,31 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       assert.equal(lines.length, 15, lines.join('\n'));
       assert.ok(lines.every((l) => l.includes(`.${PORT}`)), 'only the filtered port');
       t.diagnostic(`capture create -> the Job's pod done, its tarball verified: ${Date.now() - t0} ms (6 s capturing)`);
+
+      // download: a helper pod on the node mounts the directory and the tarball streams out through
+      // pods/exec (API server -> kubelet -> containerd's stream server); its image is busybox, built from
+      // Debian's busybox-static and imported (the node has no registry for Retina's default image)
+      const bb = (await run('bash', [`${ROOT}hack/node/build.sh`, 'busybox-image'])).stdout.trim();
+      const bbRef = (await importImage(bb)).split('\n').find((r) => r.startsWith('docker.io/retina-ts-node/busybox:'));
+      assert.ok(bbRef, `the busybox image in containerd after importing ${bb}`);
+      const out = mkdtempSync(join(tmpdir(), 'rn-download-'));
+      try {
+        const t1 = Date.now();
+        const dl = await run(`${ROOT}bin/kubectl-retina`, ['capture', 'download', '--name', 'rn-cap', '--namespace', captureNs, '--output', out, '--download-image', bbRef, '--kubeconfig', node.kubeconfig], { timeout: 180_000 })
+          .catch((e: unknown) => assert.fail(`capture download: ${String((e as { stderr?: string }).stderr ?? e)}`));
+        const got = sh('find', [out, '-type', 'f']).split('\n').filter(Boolean);
+        assert.deepEqual(got, [join(out, 'rn-cap', tarballs[0] ?? '')], `the one tarball under <output>/<capture>/: ${dl.stdout}${dl.stderr}`);
+        assert.ok(readFileSync(got[0] ?? '').equals(readFileSync(tarball)), 'byte for byte the tarball on the node\'s disk');
+        assert.deepEqual(pcapLines(join(extract(got[0] ?? '').folder, pcap)), lines, 'the downloaded pcap holds the same 15 packets');
+        const helpers = await listAll<Pod>(client, resources.pods, captureNs, { labelSelector: 'retina.sh/download-for' });
+        assert.deepEqual(helpers.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name), [], 'the helper pod deleted');
+        t.diagnostic(`capture download through pods/exec with ${bbRef}: ${Date.now() - t1} ms`);
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
     } finally {
       await client.request('DELETE', objectPath(resources.namespaces, undefined, captureNs)).catch(() => undefined);
+      await eventually(`namespace ${captureNs} gone`, 120_000, async () => client.request('GET', objectPath(resources.namespaces, undefined, captureNs)).then(() => false, () => true), 500).catch(() => undefined);
       rmSync(hadLogDir ? '/var/log/retina/captures/rn' : '/var/log/retina', { recursive: true, force: true });
     }
   });
@@ -447,20 +530,162 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
     const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
     const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-    const idle = { ...await window(10_000), vmRssMiB: vmRssMiB() };
-    const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
-    const busyVmRss = vmRssMiB();
-    const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
-    assert.ok(sent, `the paced sender's report: ${busy.out}`);
-    const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
-    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idle.vmRssMiB.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
-    t.diagnostic(JSON.stringify(fig));
-    console.log(JSON.stringify(fig));
-    assert.ok(idle.rssMiB > 10 && idle.rssMiB < 512, 'a plausible RSS under the chart\'s limit');
-    assert.ok(busy.cores > idle.cores, 'the agent works for the traffic');
+    // The agent's own CPU is small either way (the programs run in the senders' softirq, charged to no
+    // pod): an idle window that another helper's load or the previous case's cleanup (a namespace's
+    // pods and RetinaEndpoints going) made busy is measured again, once.
+    const figs: unknown[] = [];
+    let last = { idleCores: 0, busyCores: 0, idleRssMiB: 0 };
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const idle = await window(10_000);
+      const idleVmRss = vmRssMiB();
+      const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
+      const busyVmRss = vmRssMiB();
+      const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
+      assert.ok(sent, `the paced sender's report: ${busy.out}`);
+      const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
+      const fig = { figure: 'real-node-agent-cgroup', attempt, idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idleVmRss.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
+      figs.push(fig);
+      t.diagnostic(JSON.stringify(fig));
+      console.log(JSON.stringify(fig));
+      last = { idleCores: idle.cores, busyCores: busy.cores, idleRssMiB: idle.rssMiB };
+      if (busy.cores > idle.cores) break;
+    }
+    assert.ok(last.idleRssMiB > 10 && last.idleRssMiB < 512, 'a plausible RSS under the chart\'s limit');
+    assert.ok(last.busyCores > last.idleCores, `the agent works for the traffic: ${JSON.stringify(figs)}`);
   });
 
-  it('helm uninstall: the agent pod goes and leaves no tc filter, TCX link, BPF program or pinned map', async () => {
+  it('Hubble Relay as the chart\'s Deployment (hubble.relay, its image imported): hubble observe through its Service returns the test pods\' flows', async (t) => {
+    const { cli, srv } = pods;
+    const tools = (await run('bash', [`${ROOT}hack/hubble/build.sh`], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } })).stdout.trim();
+    const archive = (await run('bash', [`${ROOT}hack/node/build.sh`, 'relay-image'], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } })).stdout.trim();
+    const relayRef = (await importImage(archive)).split('\n').find((r) => r.startsWith('docker.io/retina-ts-node/hubble-relay:'));
+    assert.ok(relayRef, `the relay image in containerd after importing ${archive}`);
+    const t0 = Date.now();
+    const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '--reuse-values', '--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', `hubble.relay.image=${relayRef}`]);
+    assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
+    await eventually('the relay Deployment and the rolled agent Ready', 300_000, async () => {
+      const [ds] = await listAll<KubeObject & { metadata: { generation?: number }; status: { numberReady?: number; updatedNumberScheduled?: number; observedGeneration?: number } }>(client, daemonSetsRes, RELEASE_NS);
+      const relay = (await listAll<KubeObject & { status: { readyReplicas?: number } }>(client, deploymentsRes, RELEASE_NS, { labelSelector: 'app.kubernetes.io/component=hubble-relay' }))[0];
+      return ds && ds.status.observedGeneration === ds.metadata.generation && ds.status.updatedNumberScheduled === 1 && ds.status.numberReady === 1 && relay?.status.readyReplicas === 1;
+    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+    t.diagnostic(`helm upgrade with hubble.relay -> relay and agent Ready: ${Date.now() - t0} ms`);
+    const relayIp = (await client.request<{ spec: { clusterIP: string } }>('GET', objectPath(resources.services, RELEASE_NS, `${RELEASE}-hubble-relay`))).spec.clusterIP;
+    const server = `${relayIp}:80`;
+    const hubble = async (args: string[]): Promise<string> => (await run(join(tools, 'hubble'), [...args, '--server', server], { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000, maxBuffer: 64 << 20 })).stdout;
+    // the relay found the agent through the peer Service (a name CoreDNS answers) and the node's address
+    await eventually('hubble list nodes through the relay names the node', 60_000, async () => (await hubble(['list', 'nodes']).catch(() => '')).includes(NODE_NAME), 1000);
+    await cli.ns.node(UDP_SEND, ['7', srv.ip, '9999', '32']);
+    await cli.ns.node(TCP_SEND, ['1000', srv.ip, '8080']);
+    type Flow = { verdict?: string; source?: { namespace?: string; pod_name?: string }; destination?: { namespace?: string; pod_name?: string }; l4?: { UDP?: { destination_port?: number }; TCP?: { destination_port?: number } } };
+    const flows = async (): Promise<Flow[]> => (await hubble(['observe', '-o', 'json', '--last', '5000', '--from-pod', `${cli.namespace}/${cli.name}`, '--to-pod', `${srv.namespace}/${srv.name}`]))
+      .split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { flow?: Flow }).filter((m) => m.flow).map((m) => m.flow as Flow);
+    const got = await eventually('the pods\' flows through the relay', 30_000, async () => {
+      const fs = await flows();
+      const drops = fs.filter((f) => f.verdict === 'DROPPED' && f.l4?.UDP?.destination_port === 9999);
+      const tcp = fs.filter((f) => f.verdict === 'FORWARDED' && f.l4?.TCP?.destination_port === 8080);
+      return drops.length >= 7 && tcp.length > 0 && { fs, drops, tcp };
+    }, 1000);
+    assert.ok(got.fs.every((f) => f.source?.pod_name === cli.name && f.source.namespace === cli.namespace && f.destination?.pod_name === srv.name && f.destination.namespace === srv.namespace), 'every flow names both pods');
+    t.diagnostic(`through the relay at ${server}: ${got.fs.length} flows cli -> srv, ${got.drops.length} dropped to 9999, ${got.tcp.length} TCP to 8080`);
+  });
+
+  // ---- lifecycle: each way the agent's process goes is followed by exactly one set of hooks ----
+  /** The release's agent pod once Ready and serving, other than `not` (a uid) or restarted more than `restartsAbove` times. */
+  const readyAgent = async (what: string, pred: (p: Pod) => boolean): Promise<Pod> => {
+    const pod = await eventually(what, 180_000, async () => {
+      const ps = (await agentPods(client)) as (Pod & { status?: { conditions?: { type: string; status: string }[] } })[];
+      return ps.find((p) => !p.metadata.deletionTimestamp && pred(p) && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    }, 250).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+    await eventually('the agent serving /readyz', 60_000, async () => (await get(AGENT_PORT, '/readyz', 2000)).status === 200, 250);
+    return pod;
+  };
+  /** Waits until the agent's hooks are `want`'s shape (attached, programs) and no killed run's filter is left; fails naming the last difference. */
+  const sameSetAs = async (want: Hooks, pod: Pod): Promise<Hooks> => {
+    let last = '';
+    return eventually('exactly one set of hooks, the new agent\'s', 60_000, () => {
+      const h = hooksOnNode(podPids(pod));
+      last = JSON.stringify({ attached: h.attached, progNames: h.progNames, strayFilters: h.strayFilters, oldProgramsLoaded: stillLoaded(want.progIds) });
+      return JSON.stringify(h.attached) === JSON.stringify(want.attached) && JSON.stringify(h.progNames) === JSON.stringify(want.progNames)
+        && h.strayFilters.length === 0 && stillLoaded(want.progIds).length === 0 && h;
+    }, 500).catch((e: unknown) => assert.fail(`${String(e)}\nwanted ${JSON.stringify({ attached: want.attached, progNames: want.progNames })}\nlast ${last}`));
+  };
+  const hooksNow = async (): Promise<{ pod: Pod; hooks: Hooks }> => {
+    const [pod] = await agentPods(client);
+    assert.ok(pod, 'an agent pod');
+    const hooks = hooksOnNode(podPids(pod));
+    assert.ok(hooks.attached.some((a) => a.includes(' tc ') || a.includes(' tcx ')), `the agent has hooks on the node's interfaces: ${JSON.stringify(hooks)}`);
+    assert.ok(hooks.attached.some((a) => a.startsWith('veth')), `packetparser on the pods' veths: ${JSON.stringify(hooks.attached)}`);
+    assert.deepEqual(hooks.strayFilters, [], 'no filter of an earlier run');
+    return { pod, hooks };
+  };
+
+  it('deleting the agent pod: the DaemonSet\'s new pod holds exactly one set of hooks, none of the old pod\'s are left', async (t) => {
+    const { pod: old, hooks: before } = await hooksNow();
+    const t0 = Date.now();
+    await client.request('DELETE', objectPath(resources.pods, RELEASE_NS, old.metadata.name));
+    const fresh = await readyAgent('a new agent pod Ready', (p) => p.metadata.uid !== old.metadata.uid);
+    const after = await sameSetAs(before, fresh);
+    t.diagnostic(`pod deleted -> new pod Ready with one set (${after.attached.length} hooks, ${after.progIds.length} programs): ${Date.now() - t0} ms`);
+  });
+
+  it('SIGKILL of the agent container through containerd (ctr tasks kill): the restarted container holds exactly one set of hooks', async (t) => {
+    const { pod, hooks: before } = await hooksNow();
+    const status = pod.status?.containerStatuses?.[0] as { containerID?: string; restartCount: number } | undefined;
+    const id = status?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+    assert.ok(id, 'the agent container\'s id');
+    const pids = podPids(pod);
+    const t0 = Date.now();
+    await run(join(node.bin, 'ctr'), ['--address', '/run/retina-ts-node/containerd.sock', '-n', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', id], { timeout: 30_000 });
+    await eventually('the killed agent process gone', 30_000, () => pids.every((p) => !existsSync(`/proc/${p}`)), 100);
+    // what the kill left until the new container starts: clsact filters keep their programs; TCX links go with the process's fds
+    const left = hooksOnNode([]);
+    const restarted = await readyAgent('the agent container restarted and Ready', (p) => p.metadata.uid === pod.metadata.uid && (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > (status?.restartCount ?? 0));
+    assert.equal(restarted.status?.containerStatuses?.[0]?.restartCount, (status?.restartCount ?? 0) + 1, 'restarted once');
+    const after = await sameSetAs(before, restarted);
+    t.diagnostic(`killed -> restarted with one set (${after.attached.length} hooks): ${Date.now() - t0} ms; the kill left ${left.strayFilters.length} tc filters for the new run to remove`);
+  });
+
+  it('helm upgrade to a changed config: the DaemonSet rolls, /metrics scraped every second has no gap beyond one scrape interval, no hook left behind', async (t) => {
+    const job = (parse(readFileSync(join(CHART, 'scrape', 'prometheus-job.yaml'), 'utf8')) as { scrape_interval: string }[])[0];
+    const intervalMs = Number(/^(\d+)s$/.exec(job?.scrape_interval ?? '')?.[1] ?? NaN) * 1000;
+    assert.ok(intervalMs > 0, `the chart's scrape interval: ${job?.scrape_interval}`);
+    const { pod: old, hooks: before } = await hooksNow();
+    const oks: { at: number; start: string }[] = [];
+    let scraping = true;
+    const scraper = (async () => {
+      while (scraping) {
+        const at = Date.now();
+        const r = await get(AGENT_PORT, '/metrics', 1000).catch(() => undefined);
+        const start = r?.status === 200 ? /^process_start_time_seconds (\S+)$/m.exec(r.body)?.[1] : undefined;
+        if (start) oks.push({ at, start });
+        await new Promise((res) => setTimeout(res, Math.max(0, at + 1000 - Date.now())));
+      }
+    })();
+    try {
+      await new Promise((r) => setTimeout(r, 3000));
+      const repo = imageRef.slice(0, imageRef.lastIndexOf(':'));
+      const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '--reuse-values', '--set', 'config.metricsIntervalDuration=5s', '--set', `image.linux.repository=${repo}`]);
+      assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
+      const fresh = await readyAgent('the rolled agent pod Ready', (p) => p.metadata.uid !== old.metadata.uid);
+      t.diagnostic(`rolled to ${fresh.metadata.name}`);
+      await new Promise((r) => setTimeout(r, 3000));
+      scraping = false;
+      await scraper;
+      const starts = [...new Set(oks.map((o) => o.start))];
+      assert.equal(starts.length, 2, `scrapes of the old agent, then of the new one: ${starts.join(', ')}`);
+      let gap = 0;
+      for (let i = 1; i < oks.length; i++) gap = Math.max(gap, (oks[i]?.at ?? 0) - (oks[i - 1]?.at ?? 0));
+      t.diagnostic(`${oks.length} scrapes; the longest gap between two answered scrapes: ${gap} ms (scrape interval ${intervalMs} ms)`);
+      console.log(JSON.stringify({ figure: 'real-node-upgrade-metrics-gap', ms: gap, scrapeIntervalMs: intervalMs }));
+      assert.ok(gap < intervalMs, `/metrics was silent ${gap} ms, more than one scrape interval (${intervalMs} ms)`);
+      await sameSetAs(before, fresh);
+    } finally {
+      scraping = false;
+      await scraper;
+    }
+  });
+
+  it('helm uninstall: the agent pod goes and leaves no tc filter, TCX link, BPF program or pinned map; the documented CRD deletion leaves no object of ours', async (t) => {
     const [agent] = await agentPods(client);
     assert.ok(agent);
     const pid = Number(readFileSync(`${containerCgroup(agent, 'memory')}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
@@ -473,12 +698,118 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     const ifnames = [BRIDGE, ...names(['link', 'show', 'master', BRIDGE]), ...(defaultDev ? [defaultDev] : [])];
     const pinned = (): string[] => (existsSync('/sys/fs/bpf') ? sh('find', ['/sys/fs/bpf', '-mindepth', '1']).split('\n').filter(Boolean) : []);
     const pinned0 = pinned();
+    // A Capture the operator ran carries its finalizer until the operator cleans it up: docs/install.md
+    // deletes the captures while the operator still runs (without it the CRD deletion below would wait
+    // for ever on the finalizer).
+    const capNs = 'rn-opcap';
+    const hadLogDir = existsSync('/var/log/retina');
+    await createNamespace(client, capNs);
+    await client.request('POST', collectionPath(resources.captures, capNs), {
+      body: { apiVersion: 'retina.sh/v1alpha1', kind: 'Capture', metadata: { name: 'opcap', namespace: capNs }, spec: {
+        captureConfiguration: { captureTarget: { nodeSelector: { matchLabels: { 'kubernetes.io/hostname': NODE_NAME } } }, captureOption: { duration: '2s' } },
+        outputConfiguration: { hostPath: 'rn-opcap' },
+      } },
+    });
+    await eventually('the operator\'s finalizer on the Capture', 60_000, async () =>
+      ((await client.request<KubeObject & { metadata: { finalizers?: string[] } }>('GET', objectPath(resources.captures, capNs, 'opcap'))).metadata.finalizers ?? []).length > 0, 500);
+    for (const c of await listAll<KubeObject>(client, resources.captures)) await client.request('DELETE', objectPath(resources.captures, c.metadata.namespace, c.metadata.name));
+    await eventually('every Capture gone (the operator removed its finalizer)', 120_000, async () => (await listAll<KubeObject>(client, resources.captures)).length === 0, 500);
+    await client.request('DELETE', objectPath(resources.namespaces, undefined, capNs)).catch(() => undefined);
+    await eventually(`namespace ${capNs} gone`, 120_000, async () => client.request('GET', objectPath(resources.namespaces, undefined, capNs)).then(() => false, () => true), 500);
+    rmSync(hadLogDir ? '/var/log/retina/captures/rn-opcap' : '/var/log/retina', { recursive: true, force: true });
     const un = await helm(['uninstall', RELEASE, '-n', RELEASE_NS, '--wait', '--timeout', '5m']);
     assert.equal(un.code, 0, `helm uninstall: ${un.stderr}`);
     await eventually('the agent pod gone', 120_000, async () => (await agentPods(client)).length === 0, 500);
     const tcOnOurs = ifnames.filter((i) => { try { sh('ip', ['link', 'show', i]); return true; } catch { return false; } });
     assert.deepEqual(await leftoversAfterStop(undefined, tcOnOurs, owned, 10_000), []);
     assert.deepEqual(pinned().filter((f) => !pinned0.includes(f) || /retina/i.test(f)), [], 'no pinned map of ours under /sys/fs/bpf');
+    assert.deepEqual(hooksOnNode([]).strayFilters, [], 'no tc filter of ours on any of the node\'s interfaces');
+    // CRDs stay with `helm uninstall` (Helm's crds/); docs/install.md's second step deletes them and
+    // every object of their kinds: it must finish with the operator gone (no finalizer left to hang it).
+    const left = async (): Promise<string[]> => (await Promise.all([resources.retinaEndpoints, resources.metricsConfigurations, resources.captures].map(async (r) =>
+      (await listAll<KubeObject>(client, r).catch(() => [])).map((o) => `${r.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`)))).flat();
+    const kept = await left();
+    t.diagnostic(`after helm uninstall, objects of our kinds: ${kept.join(', ') || 'none'}`);
+    const live = new Set((await listAll<Pod>(client, resources.pods)).map((p) => `RetinaEndpoint ${p.metadata.namespace ?? ''}/${p.metadata.name}`));
+    assert.deepEqual(kept.filter((k) => k.startsWith('RetinaEndpoint ') && !live.has(k)), [], 'no RetinaEndpoint of a pod that is gone (the release\'s own pods included)');
+    const crds = ['captures.retina.sh', 'metricsconfigurations.retina.sh', 'retinaendpoints.retina.sh'];
+    for (const c of crds) await client.request('DELETE', objectPath(resources.crds, undefined, c));
+    await eventually('the CRDs and every object of theirs gone', 120_000, async () => {
+      const still = await Promise.all(crds.map((c) => client.request('GET', objectPath(resources.crds, undefined, c)).then(() => c, () => undefined)));
+      return still.every((c) => c === undefined);
+    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}: ${(await left()).join(', ')}`));
+  });
+  // ---- the hardened profile: /metrics over TLS for a token allowed to get it ----
+  it('the hardened profile: /metrics over HTTPS with token auth; a real Prometheus with a ServiceAccount token and the Secret\'s CA scrapes it, up == 1', async (t) => {
+    const pki = mkdtempSync(join(tmpdir(), 'rn-tls-'));
+    const serverName = `network-observability.${RELEASE_NS}.svc`;
+    const ssl = (args: string[]): Promise<unknown> => run('openssl', args, { cwd: pki });
+    try {
+      await ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=rn-metrics-ca', '-keyout', 'ca.key', '-out', 'ca.crt']);
+      await ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${serverName}`, '-keyout', 'tls.key', '-out', 'tls.csr']);
+      writeFileSync(join(pki, 'ext.cnf'), `subjectAltName=DNS:${serverName}\nextendedKeyUsage=serverAuth\n`);
+      await ssl(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'ext.cnf', '-out', 'tls.crt']);
+      const b64 = (f: string): string => readFileSync(join(pki, f)).toString('base64');
+      await client.request('POST', collectionPath(resources.secrets, RELEASE_NS), {
+        body: { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: `${RELEASE}-metrics-tls`, namespace: RELEASE_NS }, data: { 'tls.crt': b64('tls.crt'), 'tls.key': b64('tls.key'), 'ca.crt': b64('ca.crt') } },
+      });
+      await createNamespace(client, 'monitoring');
+      for (const sa of ['prometheus', 'nobody']) {
+        await client.request('POST', '/api/v1/namespaces/monitoring/serviceaccounts', { body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: 'monitoring' } } });
+      }
+      const token = async (sa: string): Promise<string> => (await client.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/monitoring/serviceaccounts/${sa}/token`, {
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+      })).status.token;
+      const repo = imageRef.slice(0, imageRef.lastIndexOf(':'));
+      const t0 = Date.now();
+      const inst = await helm(['install', RELEASE, CHART, '-n', RELEASE_NS, '-f', profileFile('hardened'), '--set', `image.linux.repository=${repo}`, '--set', `image.linux.tag=${IMAGE_VERSION}`, '--set', 'image.linux.pullPolicy=Never',
+        '--set', 'metricsSecurity.auth.scrapers[0].name=prometheus', '--set', 'metricsSecurity.auth.scrapers[0].namespace=monitoring']);
+      assert.equal(inst.code, 0, `helm install -f hardened: ${inst.stderr}\n${inst.stdout}`);
+      await eventually('the hardened agent and operator Ready', 300_000, async () => {
+        const [ds] = await listAll<KubeObject & { status: { numberReady?: number; desiredNumberScheduled?: number } }>(client, daemonSetsRes, RELEASE_NS, { labelSelector: `app.kubernetes.io/instance=${RELEASE}` });
+        const [op] = await listAll<KubeObject & { spec: { replicas: number }; status: { readyReplicas?: number } }>(client, deploymentsRes, RELEASE_NS, { labelSelector: `app.kubernetes.io/instance=${RELEASE}` });
+        return ds && op && ds.status.desiredNumberScheduled === 1 && ds.status.numberReady === 1 && op.status.readyReplicas === op.spec.replicas;
+      }, 250).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
+      t.diagnostic(`helm install -f hardened -> Ready (HTTPS probes): ${Date.now() - t0} ms`);
+      // by hand first: plain HTTP refused, no token 401, a token without the ClusterRole 403, Prometheus' 200
+      const ca = readFileSync(join(pki, 'ca.crt'));
+      const httpsGet = (auth?: string): Promise<number> => new Promise((resolve, reject) => {
+        const req = httpsRequest({ host: NODE_IP, port: AGENT_PORT, path: '/metrics', servername: serverName, ca, timeout: 10_000, headers: auth ? { authorization: `Bearer ${auth}` } : {} }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
+        req.on('timeout', () => req.destroy(new Error('timed out')));
+        req.on('error', reject);
+        req.end();
+      });
+      const promToken = await token('prometheus');
+      assert.equal(await httpsGet(), 401, 'no token');
+      assert.equal(await httpsGet(await token('nobody')), 403, 'a ServiceAccount not bound to the metrics-reader ClusterRole');
+      assert.equal(await httpsGet(promToken), 200, 'Prometheus\' ServiceAccount (metricsSecurity.auth.scrapers)');
+      await assert.rejects(get(AGENT_PORT, '/metrics', 5000).then((r) => { if (r.status !== 200) throw new Error(String(r.status)); return r; }), 'no plain HTTP /metrics');
+      // the job of docs/metrics.md (Azure Monitor's, static): the Secret's ca.crt and the token as files
+      await using prom = startPrometheus(PROM, (dir) => {
+        writeFileSync(join(dir, 'ca.crt'), ca);
+        writeFileSync(join(dir, 'token'), promToken);
+        return {
+          global: { scrape_interval: '2s', evaluation_interval: '2s' },
+          scrape_configs: [{
+            job_name: 'networkobservability-retina-tls', scheme: 'https', scrape_interval: '2s', scrape_timeout: '2s',
+            tls_config: { ca_file: join(dir, 'ca.crt'), server_name: serverName },
+            bearer_token_file: join(dir, 'token'),
+            static_configs: [{ targets: [`${NODE_IP}:${AGENT_PORT}`] }],
+            relabel_configs: [{ target_label: 'instance', replacement: NODE_NAME }],
+          }],
+        };
+      });
+      const active = await prom.targets();
+      assert.deepEqual(active.map((x) => [x.scrapeUrl, x.health, x.lastError]), [[`https://${NODE_IP}:${AGENT_PORT}/metrics`, 'up', '']]);
+      await eventually('up == 1', 30_000, async () => ((await prom.api('/api/v1/query', { query: 'up{job="networkobservability-retina-tls",instance="retina-node"} == 1' })).data as { result: unknown[] }).result.length === 1, 1000);
+      const fwd = await eventually('agent series through Prometheus', 30_000, async () => {
+        const r = (await prom.api('/api/v1/query', { query: 'networkobservability_forward_count' })).data as { result: unknown[] };
+        return r.result.length > 0 && r.result.length;
+      }, 1000);
+      t.diagnostic(`Prometheus scraped the hardened agent over HTTPS with its ServiceAccount token: up == 1, ${fwd} forward_count series`);
+    } finally {
+      rmSync(pki, { recursive: true, force: true });
+    }
   });
 });
 

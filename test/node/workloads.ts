@@ -3,6 +3,8 @@
  * logs through the kubelet, and the image archive `make image` builds.
  */
 import { readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { Exec, KubeConfig } from '@kubernetes/client-node';
 import https from 'node:https';
 import { join } from 'node:path';
 import { resources, type KubeObject, type RestClient } from '../../src/k8s/index.js';
@@ -108,4 +110,18 @@ export function containerCgroup(pod: Pod, hierarchy: string): string {
   const dir = sh('find', [`/sys/fs/cgroup/${hierarchy}/kubepods`, '-maxdepth', '3', '-type', 'd', '-name', id]).trim().split('\n')[0] ?? '';
   if (!dir.includes(`pod${pod.metadata.uid ?? ''}`)) throw new Error(`no ${hierarchy} cgroup for container ${id} of pod ${pod.metadata.uid ?? ''} (found '${dir}')`);
   return dir;
+}
+
+/** `command` in a container of a pod through pods/exec (API server -> kubelet -> containerd's stream server). */
+export async function podExec(kubeconfig: string, namespace: string, pod: string, container: string, command: string[]): Promise<{ status: { status?: string; message?: string }; stdout: string; stderr: string }> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  let stdout = '';
+  let stderr = '';
+  const out = new Writable({ write(c: Buffer, _e, cb) { stdout += c.toString(); cb(); } });
+  const err = new Writable({ write(c: Buffer, _e, cb) { stderr += c.toString(); cb(); } });
+  const status = await new Promise<{ status?: string; message?: string }>((resolve, reject) => {
+    new Exec(kc).exec(namespace, pod, container, command, out, err, null, false, (st) => resolve(st as { status?: string })).catch(reject);
+  });
+  return { status, stdout, stderr };
 }

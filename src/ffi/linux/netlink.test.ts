@@ -25,10 +25,15 @@ function message(type: number, seq: number, body: Buffer): Buffer {
 }
 
 /** RTM_NEWLINK: ifinfomsg, IFLA_IFNAME, IFLA_STATS64 (u64 counters), IFLA_LINKINFO{IFLA_INFO_KIND}. */
-function newLink(seq: number, ifindex: number, name: string, kind: string | undefined, stats: bigint[] | undefined): Buffer {
+function newLink(seq: number, ifindex: number, name: string, kind: string | undefined, stats: bigint[] | undefined, master?: number): Buffer {
   const ifi = Buffer.alloc(16);
   ifi.writeInt32LE(ifindex, 4);
   const parts = [ifi, attr(3, str(name)), attr(4, Buffer.from([0xdc, 0x05, 0, 0]))]; // IFLA_MTU, ignored
+  if (master !== undefined) {
+    const m = Buffer.alloc(4);
+    m.writeUInt32LE(master);
+    parts.push(attr(10, m)); // IFLA_MASTER
+  }
   if (stats) {
     const s = Buffer.alloc(stats.length * 8);
     stats.forEach((v, i) => s.writeBigUInt64LE(v, i * 8));
@@ -50,12 +55,13 @@ describe('netlink link dumps', () => {
     const stats = LINK_STAT_NAMES.map((_, i) => BigInt(i + 1));
     stats[2] = 2n ** 40n + 5n; // rx_bytes above 2^32
     const stats25 = [...stats, 99n]; // a newer kernel's rx_otherhost_dropped is ignored
-    const chunk1 = Buffer.concat([newLink(9, 1, 'lo', undefined, stats), newLink(9, 12, 'veth1a2b', 'veth', stats25)]);
+    const chunk1 = Buffer.concat([newLink(9, 1, 'lo', undefined, stats), newLink(9, 12, 'veth1a2b', 'veth', stats25, 13)]);
     const out: LinkInfo[] = [];
     assert.equal(parseLinkMessages(view(chunk1), chunk1.length, 9, out), false, 'not done yet');
     const chunk2 = Buffer.concat([newLink(9, 13, 'br0', 'bridge', undefined), message(3, 9, Buffer.alloc(4))]);
     assert.equal(parseLinkMessages(view(chunk2), chunk2.length, 9, out), true);
-    assert.deepEqual(out.map((l) => [l.ifindex, l.name, l.kind, l.stats?.length]), [[1, 'lo', '', 24], [12, 'veth1a2b', 'veth', 24], [13, 'br0', 'bridge', undefined]]);
+    assert.deepEqual(out.map((l) => [l.ifindex, l.name, l.kind, l.stats?.length, l.master]), [[1, 'lo', '', 24, undefined], [12, 'veth1a2b', 'veth', 24, 13], [13, 'br0', 'bridge', undefined, undefined]]);
+    assert.equal('master' in (out[0] ?? {}), false, 'no master: no key');
     assert.equal(out[1]?.stats?.[LINK_STAT_NAMES.indexOf('rx_bytes')], 2 ** 40 + 5);
     assert.equal(out[1]?.stats?.[LINK_STAT_NAMES.indexOf('rx_nohandler')], 24);
   });

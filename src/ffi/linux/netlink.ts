@@ -1,6 +1,6 @@
 /**
  * rtnetlink link dumps: every interface of this network namespace with its ifindex, name, kind
- * (IFLA_INFO_KIND: veth, bridge, ...) and counters (IFLA_STATS64, the struct the files under
+ * (IFLA_INFO_KIND: veth, bridge, ...), master (IFLA_MASTER: the bridge of a bridge port) and counters (IFLA_STATS64, the struct the files under
  * /sys/class/net/<if>/statistics/ are read from), through one NETLINK_ROUTE socket and a few recv
  * calls whatever the number of interfaces. A node with a few hundred pod veths costs one dump per
  * read instead of thousands of file reads. The parser is pure (tested on bytes); the socket is
@@ -22,12 +22,15 @@ export interface LinkInfo {
   readonly kind: string;
   /** LINK_STAT_NAMES' values, or undefined when the kernel sent none. */
   readonly stats: readonly number[] | undefined;
+  /** IFLA_MASTER: the ifindex of the bridge (or bond, VRF) this link is enslaved to; absent when none. */
+  readonly master?: number;
 }
 
 const RTM_NEWLINK = 16;
 const RTM_GETLINK = 18;
 const IFINFOMSG_LEN = 16;
 const IFLA_IFNAME = 3;
+const IFLA_MASTER = 10;
 const IFLA_LINKINFO = 18;
 const IFLA_STATS64 = 23;
 const IFLA_INFO_KIND = 1;
@@ -50,10 +53,12 @@ export function parseLinkMessages(v: DataView, len: number, seq: number, out: Li
     let name = '';
     let kind = '';
     let stats: number[] | undefined;
+    let master = 0;
     for (let a = m + NLMSG_HDRLEN + IFINFOMSG_LEN, next; (next = attrEnd(v, a, m + mlen)) > 0; a = next) {
       const atype = attrType(v, a);
       const alen = attrLength(v, a);
       if (atype === IFLA_IFNAME) name = cString(v, a + 4, alen);
+      else if (atype === IFLA_MASTER && alen >= 4) master = v.getUint32(a + 4, true);
       else if (atype === IFLA_LINKINFO) kind = kindOf(v, a + 4, a + 4 + alen);
       else if (atype === IFLA_STATS64 && alen >= LINK_STAT_NAMES.length * 8) {
         stats = new Array<number>(LINK_STAT_NAMES.length);
@@ -61,7 +66,7 @@ export function parseLinkMessages(v: DataView, len: number, seq: number, out: Li
         for (let i = 0; i < LINK_STAT_NAMES.length; i++) stats[i] = v.getUint32(a + 4 + i * 8, true) + v.getUint32(a + 8 + i * 8, true) * 4294967296;
       }
     }
-    out.push({ ifindex: v.getInt32(m + NLMSG_HDRLEN + 4, true), name, kind, stats });
+    out.push({ ifindex: v.getInt32(m + NLMSG_HDRLEN + 4, true), name, kind, stats, ...(master ? { master } : {}) });
   });
 }
 

@@ -2,7 +2,7 @@
  * dns: DNS requests and responses seen on the node (UDP and TCP, IPv4 and IPv6, port 53), captured
  * by a socket filter into a ring buffer and parsed here. See README.md.
  */
-import { attachPacketSocketFilter, dnsHooks, openBpfObject } from '../../../ffi/linux/index.js';
+import { attachPacketSocketFilter, dnsHooks, openBpfObject, openLinkDumper } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, type HookSpec } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
@@ -11,6 +11,7 @@ import { dnsConfig, type DnsConfig } from './config.js';
 import { kernelClock } from '../ebpf-shared/clock.js';
 import { countMessages, dnsFlow, tryDecodeDnsEvent, type DnsRecord } from './decode.js';
 import { EVENTS_MAP, LOST_MAP } from './maps.js';
+import { LinkRoles, isBridgeDuplicate } from './bridges.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }];
 
@@ -44,10 +45,12 @@ export const dns = definePlugin<DnsConfig>({
       responses.inc(0);
       const podLevel = ctx.flows !== undefined;
       const clock = kernelClock();
+      const links = s.use(openLinkDumper());
+      const roles = new LinkRoles(() => links.dump());
       wireEvents<DnsRecord | undefined>(s, ctx, obj, {
         source: 'dns', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode: tryDecodeDnsEvent, clock,
         onRecords: (all) => {
-          const records = all.filter((r): r is DnsRecord => r !== undefined);
+          const records = all.filter((r): r is DnsRecord => r !== undefined && !isBridgeDuplicate(roles.role(r.ifindex), r.outgoing));
           const n = countMessages(records);
           if (n.requests) requests.inc(n.requests);
           if (n.responses) responses.inc(n.responses);

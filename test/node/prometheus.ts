@@ -1,0 +1,45 @@
+/**
+ * Debian's Prometheus for the real-node suite: started with a config, asked through its HTTP API,
+ * stopped (and its directory removed) by dispose.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually } from '../integration/harness.js';
+
+export interface Prometheus extends AsyncDisposable {
+  readonly dir: string;
+  api(path: string, params?: Record<string, string>): Promise<{ status: string; data: unknown }>;
+  /** The active targets once every one was scraped at least once. */
+  targets(timeoutMs?: number): Promise<{ labels: Record<string, string>; health: string; scrapeUrl: string; lastError: string }[]>;
+}
+
+/** Starts Prometheus on `listen` with `config(dir)` (dir: its own directory, for files the config names). */
+export function startPrometheus(listen: string, config: (dir: string) => unknown): Prometheus {
+  const dir = mkdtempSync(join(tmpdir(), 'rn-prom-'));
+  writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify(config(dir)));
+  const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${listen}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  prom.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise((r) => prom.once('exit', r));
+  const api = async (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => {
+    if (prom.exitCode !== null) throw new Error(`prometheus exited ${prom.exitCode}: ${err.slice(-2000)}`);
+    const r = await fetch(`http://${listen}${path}?${new URLSearchParams(params).toString()}`);
+    return (await r.json()) as { status: string; data: unknown };
+  };
+  type Target = Awaited<ReturnType<Prometheus['targets']>>[number];
+  return {
+    dir,
+    api,
+    targets: (timeoutMs = 60_000) => eventually('the scrape job\'s targets scraped', timeoutMs, async () => {
+      const a = ((await api('/api/v1/targets')).data as { activeTargets: Target[] }).activeTargets;
+      return a.length > 0 && a.every((x) => x.health !== 'unknown') && a;
+    }, 1000),
+    async [Symbol.asyncDispose]() {
+      if (prom.exitCode === null) prom.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
