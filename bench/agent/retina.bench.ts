@@ -23,7 +23,7 @@
  * the image runs it: node, bin/retina-agent's node flags, the bundle; `make bundle` first) and, with
  * BENCH_RETINA_BASE=<checkout with a bundle>, `base` (that checkout the same way). BENCH_RETINA=0
  * leaves Retina out; BENCH_RETINA_BIN=<dir> takes its build from there.
- * BENCH_RETINA_SHORT=1 is a quick mode for iteration (2 starts, idle window 60-120 s, 1 round).
+ * BENCH_RETINA_IDLE=0 runs the starts alone. BENCH_RETINA_SHORT=1 is a quick mode for iteration (2 starts, idle window 60-120 s, 1 round).
  * Needs root, kernel BTF, bpftool (and Retina's build: RETINA_GIT_DIR=... hack/retina/build.sh).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -279,7 +279,7 @@ const load0 = loadavg()[0] ?? 0;
         starts[s.name]?.push({ first200Ms: Math.round(t200 - run.t0), cpuTo200S: cpuTo200, cpuStartupS: run.cpu(), ownCpuStartupS: run.ownCpu() });
       }
     }
-    for (let r = 0; r < ROUNDS; r++) {
+    for (let r = 0; r < (process.env['BENCH_RETINA_IDLE'] === '0' ? 0 : ROUNDS); r++) {
       const runs: Run[] = [];
       try {
         const measured: Promise<void>[] = [];
