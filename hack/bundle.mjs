@@ -57,6 +57,10 @@ await build({
   banner: { js: "import { createRequire as __retinaRequire } from 'node:module'; const require = __retinaRequire(import.meta.url);" },
   sourcemap: opts.sourcemap ? 'linked' : false,
   legalComments: 'none',
+  // Less text for V8 to scan at start-up: 4-15 % less CPU to the first /metrics answer in two runs
+  // (bench/agent/retina.bench.ts, bench/agent/README.md). Identifiers stay, so stack traces read as before.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 });
 
