@@ -95,28 +95,26 @@ if (process.env['BENCH_FOOTPRINT_IDLE'] !== '0') {
 
 if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
   await using ep = await endpointsCluster();
-  {
-    await using bed = new Bed();
-    // Every UDP datagram of iperf3's data stream is dropped at the server (its 4-byte stream set-up
-    // datagram passes): one dropreason record per packet.
-    bed.server.run('nft', ['-f', '-'], 'table inet rtbench {\n  chain in {\n    type filter hook input priority 0;\n    udp dport 5201 udp length > 40 drop;\n  }\n}\n');
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const name of order(round)) {
-        const started = await podLevelAgent(ep.cluster, subjects[name] as string[]);
-        await using agent = started.agent;
-        const port = started.port;
-        await sleep(SETTLE_MS);
-        results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
-        const c0 = await ringCounters(port);
-        let sent = 0;
-        const w = await window(agent.pid, () => {
-          const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
-          sent = (out['end'] as { sum: { packets: number } }).sum.packets;
-        });
-        await sleep(12_000); // a metrics interval: the lost count is read every 10 s
-        const c1 = await ringCounters(port);
-        results[name]?.podLevel20kDrops.push({ ...w, dropsPerSecond: Math.round(sent / SECONDS), lostKernel: c1.lost - c0.lost, parsed: c1.parsed - c0.parsed });
-      }
+  await using bed = new Bed();
+  // Every UDP datagram of iperf3's data stream is dropped at the server (its 4-byte stream set-up
+  // datagram passes): one dropreason record per packet.
+  bed.server.run('nft', ['-f', '-'], 'table inet rtbench {\n  chain in {\n    type filter hook input priority 0;\n    udp dport 5201 udp length > 40 drop;\n  }\n}\n');
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of order(round)) {
+      const started = await podLevelAgent(ep.cluster, subjects[name] as string[]);
+      await using agent = started.agent;
+      const port = started.port;
+      await sleep(SETTLE_MS);
+      results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
+      const c0 = await ringCounters(port);
+      let sent = 0;
+      const w = await window(agent.pid, () => {
+        const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
+        sent = (out['end'] as { sum: { packets: number } }).sum.packets;
+      });
+      await sleep(12_000); // a metrics interval: the lost count is read every 10 s
+      const c1 = await ringCounters(port);
+      results[name]?.podLevel20kDrops.push({ ...w, dropsPerSecond: Math.round(sent / SECONDS), lostKernel: c1.lost - c0.lost, parsed: c1.parsed - c0.parsed });
     }
   }
 }
