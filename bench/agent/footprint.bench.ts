@@ -22,31 +22,20 @@
  * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone), BENCH_FOOTPRINT_BUNDLE (0).
  */
 import { cpus, loadavg, release } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { NsAgent, metricSum, sleep } from '../../test/ebpf/netns.js';
-import { AGENT_BIN, AgentProcess, agentEnv, get, nodeBinary } from '../../test/e2e/agent-process.js';
+import { get } from '../../test/e2e/agent-process.js';
 import { cpuSeconds, rssSplit, wakeups } from '../../test/e2e/proc-stats.js';
-import { agentNodeFlags, linuxBundle } from '../../test/bundle/serving.js';
-import { createNamespace, deleteNamespace, startCluster } from '../../test/integration/harness.js';
-import { uniqueId } from '../../test/integration/operator-helpers.js';
 import { Bed, median } from '../datapath/setup.js';
-import { createEndpoints } from '../k8s/endpoints.js';
 import { envInt } from '../server/summary.js';
+import { ENDPOINTS, abba, agentSubjects, endpointsCluster, podLevelAgent } from './subjects.js';
 
 const SECONDS = envInt('BENCH_FOOTPRINT_SECONDS', 30);
 const ROUNDS = envInt('BENCH_FOOTPRINT_ROUNDS', 2);
 const PPS = 50_000;
 /** Start-up's last compilations and collections (V8's memory reducer runs about 25 s in) are over by then. */
 const SETTLE_MS = 30_000;
-const ENDPOINTS = 20_000;
-const base = process.env['BENCH_FOOTPRINT_BASE'];
-const subjects: Record<string, string[]> = {
-  current: [AGENT_BIN],
-  ...(base ? { base: [`${base.replace(/\/$/, '')}/bin/retina-agent`] } : {}),
-  // The image's command line: node, the shim's node flags, the bundle (hack/image/linux.sh).
-  ...(process.env['BENCH_FOOTPRINT_BUNDLE'] === '1' ? { bundle: [nodeBinary(), ...agentNodeFlags(), join(linuxBundle(), 'retina-agent.mjs')] } : {}),
-};
+const subjects = agentSubjects('BENCH_FOOTPRINT_BASE', 'BENCH_FOOTPRINT_BUNDLE');
 
 type Drops = Window & { dropsPerSecond: number; lostKernel: number; parsed: number };
 type Window = { wakeupsPerSecond: number; cpuSecondsPerMinute: number; cpuPercentOfOneCore: number; rssMB: number; anonMB: number; fileMB: number };
@@ -71,8 +60,7 @@ function medians<W extends Window>(ws: readonly W[]): W {
   return Object.fromEntries(keys.map((k) => [k, Number(median(ws.map((w) => w[k] as number)).toFixed(3))])) as W;
 }
 
-/** ABBA order of the subjects over the rounds. */
-const order = (round: number): string[] => (round % 2 ? Object.keys(subjects).reverse() : Object.keys(subjects));
+const order = (round: number): string[] => abba(Object.keys(subjects), round);
 
 const results: Record<string, { idle: Window[]; load: Window[]; podLevel20k: Window[]; podLevel20kDrops: Drops[]; sentPps: number[] }> = {};
 for (const name of Object.keys(subjects)) results[name] = { idle: [], load: [], podLevel20k: [], podLevel20kDrops: [], sentPps: [] };
@@ -106,38 +94,28 @@ if (process.env['BENCH_FOOTPRINT_IDLE'] !== '0') {
 }
 
 if (process.env['BENCH_FOOTPRINT_PODLEVEL'] !== '0') {
-  await using cluster = await startCluster();
-  const ns = uniqueId('bench-fp');
-  await createNamespace(cluster.client, ns);
-  try {
-    await createEndpoints(cluster.client, ns, ENDPOINTS);
-    await using bed = new Bed();
-    // Every UDP datagram of iperf3's data stream is dropped at the server (its 4-byte stream set-up
-    // datagram passes): one dropreason record per packet.
-    bed.server.run('nft', ['-f', '-'], 'table inet rtbench {\n  chain in {\n    type filter hook input priority 0;\n    udp dport 5201 udp length > 40 drop;\n  }\n}\n');
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const name of order(round)) {
-        await using agent = new AgentProcess({
-          command: subjects[name] as string[], args: ['--kubeconfig', cluster.kubeconfig],
-          env: agentEnv({ RETINA_ENABLEPODLEVEL: 'true', RETINA_REMOTECONTEXT: 'true', RETINA_APISERVER_HOST: '127.0.0.1', RETINA_APISERVER_PORT: '0' }),
-        });
-        const port = await agent.listening(60_000);
-        await agent.waitForLog((l) => l.msg === 'IP cache synced', '"IP cache synced"', 180_000);
-        await sleep(SETTLE_MS);
-        results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
-        const c0 = await ringCounters(port);
-        let sent = 0;
-        const w = await window(agent.pid, () => {
-          const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
-          sent = (out['end'] as { sum: { packets: number } }).sum.packets;
-        });
-        await sleep(12_000); // a metrics interval: the lost count is read every 10 s
-        const c1 = await ringCounters(port);
-        results[name]?.podLevel20kDrops.push({ ...w, dropsPerSecond: Math.round(sent / SECONDS), lostKernel: c1.lost - c0.lost, parsed: c1.parsed - c0.parsed });
-      }
+  await using ep = await endpointsCluster();
+  await using bed = new Bed();
+  // Every UDP datagram of iperf3's data stream is dropped at the server (its 4-byte stream set-up
+  // datagram passes): one dropreason record per packet.
+  bed.server.run('nft', ['-f', '-'], 'table inet rtbench {\n  chain in {\n    type filter hook input priority 0;\n    udp dport 5201 udp length > 40 drop;\n  }\n}\n');
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of order(round)) {
+      const started = await podLevelAgent(ep.cluster, subjects[name] as string[]);
+      await using agent = started.agent;
+      const port = started.port;
+      await sleep(SETTLE_MS);
+      results[name]?.podLevel20k.push(await window(agent.pid, () => sleep(SECONDS * 1000)));
+      const c0 = await ringCounters(port);
+      let sent = 0;
+      const w = await window(agent.pid, () => {
+        const out = bed.iperf(['-u', '-l', '64', '-b', String(PPS * 64 * 8), '-t', String(SECONDS)]);
+        sent = (out['end'] as { sum: { packets: number } }).sum.packets;
+      });
+      await sleep(12_000); // a metrics interval: the lost count is read every 10 s
+      const c1 = await ringCounters(port);
+      results[name]?.podLevel20kDrops.push({ ...w, dropsPerSecond: Math.round(sent / SECONDS), lostKernel: c1.lost - c0.lost, parsed: c1.parsed - c0.parsed });
     }
-  } finally {
-    await deleteNamespace(cluster.client, ns);
   }
 }
 

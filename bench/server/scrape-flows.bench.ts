@@ -85,7 +85,8 @@ for (const name of Array.from({ length: WINDOWS }, (_, w) => (w % 2 ? [...names]
   const r = results[name] as (typeof results)[string];
   const server = await startHttpServer({
     host: '127.0.0.1', port: 0, log: createLogger({ level: 'error', component: 'bench' }),
-    expose: () => b.registry.expose(), readiness: { ready: () => true, status: () => [] },
+    // The base checkout may predate exposeBody (the body as bytes in a reused buffer).
+    expose: () => ('exposeBody' in b.registry ? b.registry.exposeBody() : (b.registry as { expose(): Promise<{ contentType: string; body: string }> }).expose()), readiness: { ready: () => true, status: () => [] },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const end = performance.now() + WINDOW_MS;

@@ -18,7 +18,10 @@
  * come back to its baseline, taken before the churn. Memory slopes are least-squares fits over the
  * samples after the warm-up (SOAK_WARMUP_MINUTES, default a fifth of the run, at most 5).
  * Env: SOAK_MINUTES (30, may be fractional), SOAK_WARMUP_MINUTES, SOAK_COOLDOWN_SECONDS (60),
- * SOAK_PODS (100), SOAK_PPS (50000), SOAK_CHURN_PER_SECOND (5). Needs root, kernel BTF, clang and
+ * SOAK_PODS (100), SOAK_PPS (50000), SOAK_CHURN_PER_SECOND (5), SOAK_SCRAPE_EVERY_MS (10000), SOAK_AGENT (the agent's
+ * command: this checkout's bin/retina-agent; another checkout's, or a copy of its bin/ and dist/, gives
+ * a 'before' to alternate with). The event loop's lag is also measured from outside: GET /healthz
+ * every 100 ms (its answer waits for whatever holds the loop: a drain, a scrape), `healthzMs`. Needs root, kernel BTF, clang and
  * the test control plane's binaries (built by make); set RETINA_K8S_*_PORT to keep off others' ports.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -51,7 +54,9 @@ const PODS = Math.round(envNumber('SOAK_PODS', 100));
 const PPS = Math.round(envNumber('SOAK_PPS', 50_000));
 const CHURN_PER_S = envNumber('SOAK_CHURN_PER_SECOND', 5);
 const SETTLE_S = 45;
-const SCRAPE_EVERY_MS = 10_000;
+const SCRAPE_EVERY_MS = Math.round(envNumber('SOAK_SCRAPE_EVERY_MS', 10_000));
+const PROBE_EVERY_MS = 100;
+const AGENT = process.env['SOAK_AGENT'] || AGENT_BIN;
 const MC_EVERY_MS = 60_000;
 const RSS_EVERY_MS = 2_000;
 const PORT = 9997;
@@ -121,7 +126,7 @@ try {
   const config = join(dir, 'config.yaml');
   const plugins = ['packetforward', 'dropreason', 'linuxutil', 'dns', 'packetparser'];
   writeFileSync(config, `apiServer:\n  host: 127.0.0.1\n  port: 0\nenablePodLevel: true\nremoteContext: false\nenabledPlugin: [${plugins.join(', ')}]\npacketParserHostInterfaces: []\npacketForwardInterfaces: [lo]\nmetricsIntervalDuration: 10s\ndataAggregationLevel: low\n`);
-  agent = new AgentProcess({ command: [AGENT_BIN], args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: NODE }) });
+  agent = new AgentProcess({ command: [AGENT], args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: NODE }) });
   const a = agent;
   const port = await a.listening(30_000);
   for (const p of plugins) await a.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 60_000);
@@ -223,6 +228,20 @@ try {
       await sleep(next + SCRAPE_EVERY_MS - performance.now());
     }
   };
+  const probes: number[] = [];
+  const probeLoop = async (): Promise<void> => {
+    for (let next = performance.now(); performance.now() < soakEnd && a.exit === undefined; next += PROBE_EVERY_MS) {
+      const p0 = performance.now();
+      try {
+        const r = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) });
+        await r.arrayBuffer();
+        probes.push(performance.now() - p0);
+      } catch {
+        probes.push(performance.now() - p0);
+      }
+      await sleep(next + PROBE_EVERY_MS - performance.now());
+    }
+  };
   let replaced = 0;
   let churnErrors = 0;
   let lastChurnError = '';
@@ -277,7 +296,7 @@ try {
     if (b) await setLabels(LABELS_A);
   };
   const applied0 = appliedLines();
-  await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop()]);
+  await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop(), probeLoop()]);
   const applied = appliedLines() - applied0;
   const alive = a.exit === undefined;
   const sentPackets = Number(/sent (\d+)/.exec(await sent.catch((e: unknown) => String(e)))?.[1] ?? 0);
@@ -310,10 +329,10 @@ try {
     lostEvents: lost, lostEventsAtEnd: last?.lostByType,
     advSeries: {
       baseline: baseline.advSeries, peakDuringChurn: Math.max(...during.map((s) => s.advSeries)), final: finalSeries,
-      perMinute: scrapes.filter((_, i) => i % 6 === 5).map((s) => [Number((s.tMs / 60_000).toFixed(1)), s.advSeries]),
+      perMinute: scrapes.filter((_, i) => i % Math.max(1, Math.round(60_000 / SCRAPE_EVERY_MS)) === Math.max(1, Math.round(60_000 / SCRAPE_EVERY_MS)) - 1).map((s) => [Number((s.tMs / 60_000).toFixed(1)), s.advSeries]),
     },
     allSeries: { baseline: baseline.series, final: last?.series, largestFamiliesAtEnd: Object.fromEntries([...(last?.families ?? [])].sort((x, y) => y[1] - x[1]).slice(0, 5)) },
-    scrapeMs, scrapes: scrapes.length, scrapeErrors, ...(scrapeErrors ? { lastScrapeError } : {}),
+    scrapeMs, healthzMs: summarize(probes.length ? probes : [NaN], 1), scrapes: scrapes.length, scrapeErrors, ...(scrapeErrors ? { lastScrapeError } : {}),
     podsReplaced: replaced, podsReplacedPerSecond: Number((replaced / (MINUTES * 60)).toFixed(2)), churnErrors, churnSkippedBusy: churnSkipped, ...(churnErrors ? { lastChurnError } : {}),
     metricsConfigurationChanges: mcChanges, metricsConfigurationErrors: mcErrors, specsAppliedByAgent: applied,
     packetsSent: sentPackets, packetsReceived: receivedPackets, packetsPerSecond: Math.round(sentPackets / loadSeconds),
@@ -333,7 +352,7 @@ try {
     name: 'soak', ok, pass, goals: GOALS, ...figures,
     conditions: {
       minutes: MINUTES, warmupMinutes: WARMUP_MINUTES, cooldownSeconds: COOLDOWN_S, settleSeconds: SETTLE_S, setupSeconds: Math.round(setupS),
-      pods: PODS, packetsPerSecondAsked: PPS, churnPerSecond: CHURN_PER_S, scrapeEverySeconds: SCRAPE_EVERY_MS / 1000, metricsConfigurationEverySeconds: MC_EVERY_MS / 1000,
+      agent: AGENT, pods: PODS, packetsPerSecondAsked: PPS, churnPerSecond: CHURN_PER_S, scrapeEverySeconds: SCRAPE_EVERY_MS / 1000, metricsConfigurationEverySeconds: MC_EVERY_MS / 1000,
       config: 'enablePodLevel, local context, dataAggregationLevel low, metricsIntervalDuration 10s, packetforward dropreason linuxutil dns packetparser',
       kernel: release(), cpus: cpus().length, loadavgAtStart: loadStart, loadavgAtEnd: loadavg().map((x) => Number(x.toFixed(2))),
     },

@@ -86,7 +86,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   let server;
   try {
     server = await startHttpServer({
-      host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.expose(), readiness: manager, health,
+      host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => metrics.exposeBody(), readiness: manager, health,
       ...(agent.metricsSecurity.tls ? { tls: agent.metricsSecurity.tls } : {}), ...(auth ? { auth } : {}),
     });
   } catch (e) {

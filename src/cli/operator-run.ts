@@ -123,9 +123,9 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
     const auth = sec.auth.enabled ? await loadKubeAuthorizer({ client, log: log.child({ component: 'metrics-auth' }), ...sec.auth }) : undefined;
     const health = o.health ? { health: o.health } : {};
     metricsServer = s.use(await startHttpServer({
-      ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.expose(), readiness, ...health, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),
+      ...m, log: log.child({ component: 'http-metrics' }), expose: () => metrics.exposeBody(), readiness, ...health, ...(sec.tls ? { tls: sec.tls } : {}), ...(auth ? { auth } : {}),
     }));
-    probeServer = s.use(await startHttpServer({ ...p, log: log.child({ component: 'http-probes' }), expose: () => metrics.expose(), readiness, ...health }));
+    probeServer = s.use(await startHttpServer({ ...p, log: log.child({ component: 'http-probes' }), expose: () => metrics.exposeBody(), readiness, ...health }));
   });
 
   return {

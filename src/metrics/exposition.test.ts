@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as c from './catalog.js';
-import { formatExposition } from './exposition.js';
+import { Body, formatExposition } from './exposition.js';
 import { createMetricsRegistry } from './registry.js';
 import { SeriesFamily } from './series.js';
 
@@ -51,5 +51,39 @@ describe('SeriesFamily exposition', () => {
     assert.doesNotMatch(await formatExposition(m.registry), /web-0/);
     for (let i = 0; i < 6; i++) fam.add('drop\x1fEGRESS', `\x1fp${i}`, 1, 30); // past maxSeries: the overflow series
     await same();
+  });
+});
+
+describe('exposition body', () => {
+  it('holds the UTF-8 of every piece in order, across growth, flushes and reuse', () => {
+    const b = new Body(16);
+    const pieces = Array.from({ length: 5000 }, (_, i) => `l${i} é€😀 ${'x'.repeat(i % 40)}\n`);
+    for (const p of pieces) b.push(p);
+    assert.ok(b.bytes().equals(Buffer.from(pieces.join(''), 'utf8')));
+    assert.ok(b.capacity >= b.bytes().length);
+    b.reset();
+    b.push('small ü\n');
+    assert.equal(b.bytes().toString('utf8'), 'small ü\n');
+    // A body far smaller than the buffer gives memory back over the next resets.
+    const big = b.capacity;
+    b.reset();
+    assert.ok(b.capacity < big, `${b.capacity} < ${big}`);
+  });
+
+  it('exposeBody is the same text as expose, and reuses its buffer only once released', async () => {
+    const m = createMetricsRegistry({ processMetrics: false });
+    const fam = new SeriesFamily({ name: 'networkobservability_adv_forward_count', help: 'h', type: 'counter', labelNames: ['direction', 'source_podname'], fixedLabels: 1, maxSeries: 100 });
+    for (let i = 0; i < 50; i++) fam.add('EGRESS', `\x1fpod-ü-${i}`, i, 0);
+    m.attach(fam);
+    const text = (await m.expose()).body;
+    const a = await m.exposeBody();
+    assert.equal(Buffer.from(a.body).toString('utf8'), text);
+    const b = await m.exposeBody(); // a not released: its bytes must stay as they are
+    assert.notEqual(b.body.buffer, a.body.buffer);
+    assert.equal(Buffer.from(a.body).toString('utf8'), text);
+    a.release();
+    const c = await m.exposeBody();
+    assert.equal(c.body.buffer, a.body.buffer);
+    assert.equal(Buffer.from(c.body).toString('utf8'), text);
   });
 });

@@ -6,7 +6,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom.js';
 import type { MetricDef } from './catalog.js';
 import { EVENT_LOOP_LAG_STATS, registerEventLoopLag } from './event-loop.js';
-import { formatExposition } from './exposition.js';
+import { Body, formatExposition, writeExposition } from './exposition.js';
 
 export type Labels<L extends string> = Partial<Record<L, string | number>>;
 
@@ -31,8 +31,20 @@ export interface MetricsRegistry extends MetricWriters {
   /** Exposes a custom family; a family of the same name is replaced. */
   attach(family: CustomFamily): void;
   detach(name: string): void;
-  /** Text exposition for GET /metrics. */
+  /** Text exposition, as a string (tests, the operator's callers that read it). */
   expose(): Promise<{ contentType: string; body: string }>;
+  /**
+   * The exposition as UTF-8 bytes for GET /metrics, in a buffer that the next scrape reuses once
+   * `release()` was called (when the response is written); a scrape that comes before gets its own.
+   */
+  exposeBody(): Promise<ExposedBody>;
+}
+
+export interface ExposedBody {
+  readonly contentType: string;
+  readonly body: Uint8Array;
+  /** The body's buffer may be reused: call once the response no longer needs it (never, if unsure). */
+  release(): void;
 }
 
 /** How often the nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds monitor samples, by default. */
@@ -62,6 +74,8 @@ export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegist
     registerEventLoopLag(registry, opts.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
   }
   const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();
+  /** The exposition buffer kept between scrapes (none while a response still holds it). */
+  let spare: Body | undefined;
 
   function get<M>(d: MetricDef, make: () => M): M {
     const hit = families.get(d.name);
@@ -98,6 +112,18 @@ export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegist
     },
     async expose() {
       return { contentType: registry.contentType, body: await formatExposition(registry) };
+    },
+    async exposeBody() {
+      const b = spare ?? new Body();
+      spare = undefined;
+      b.reset();
+      try {
+        await writeExposition(registry, b);
+      } catch (e) {
+        spare ??= b;
+        throw e;
+      }
+      return { contentType: registry.contentType, body: b.bytes(), release: () => void (spare ??= b) };
     },
   };
 }

@@ -13,7 +13,7 @@
  * caller that keeps indexes drops them all when that count has moved.
  */
 import type { MetricType } from './catalog.js';
-import { escapeHelp, escapeLabel, valueText } from './exposition.js';
+import { escapeHelp, escapeLabel, valueText, type TextSink } from './exposition.js';
 
 /** Separates label values inside a series key; `cleanLabelValue` keeps it out of values. */
 export const SEP = '\x1f';
@@ -64,6 +64,7 @@ export class SeriesFamily {
   #size = 0;
   #overflowAt = -1;
   readonly #max: number;
+  readonly #fixed: number;
   readonly #overflowPrefix: string;
   readonly #overflowTail: string;
   readonly #onOverflow: ((n: number) => void) | undefined;
@@ -75,6 +76,7 @@ export class SeriesFamily {
     this.type = o.type;
     this.labelNames = o.labelNames;
     this.#max = o.maxSeries;
+    this.#fixed = o.fixedLabels;
     this.#overflowPrefix = Array.from({ length: o.fixedLabels }, () => 'overflow').join(SEP);
     this.#overflowTail = (SEP + 'overflow').repeat(o.labelNames.length - o.fixedLabels);
     this.#onOverflow = o.onOverflow;
@@ -218,22 +220,40 @@ export class SeriesFamily {
    * they agree), without building a label object per series per scrape. Each series' line is made
    * anew: keeping them between scrapes (an array by series index) made the deleted pods' endpoints
    * outlive three full GCs in test/churn/memo-retention.test.ts (freed by a fourth, or by a heap
-   * snapshot's GC; no strong path from it to them was found), so they are not kept.
+   * snapshot's GC; no strong path from it to them was found), so they are not kept. Within one
+   * scrape, the label text of a prefix and of a tail is made once (a tail is shared by the
+   * directions, and the like, of one peer pair) and each line is handed to `out` as it is made.
    */
-  exposition(): string {
+  writeExposition(out: TextSink): void {
     const name = escapeHelp(this.name);
     const names = this.labelNames;
-    let out = `# HELP ${name} ${escapeHelp(this.help)}\n# TYPE ${name} ${this.type}`;
+    out.push(`# HELP ${name} ${escapeHelp(this.help)}\n# TYPE ${name} ${this.type}`);
+    const tails = new Map<string, string>();
     for (const [prefix, inner] of this.#index) {
+      const fixed = prefix.split(SEP);
+      // Always `#fixed` values and tails of SEP-led values (index() is given them so); anything else takes the general path.
+      const general = fixed.length !== this.#fixed || fixed.length > names.length;
+      const head = '\n' + name + labelText(names, fixed, 0, fixed.length);
       for (const [tail, i] of inner) {
-        const parts = (prefix + tail).split(SEP);
-        let line = name;
-        for (let k = 0; k < names.length; k++) line += (k === 0 ? '{' : ',') + (names[k] as string) + '="' + escapeLabel(parts[k] ?? '') + '"';
-        if (names.length > 0) line += '}';
-        out += '\n' + line + ' ' + valueText(this.values[i] as number);
+        if (general || (tail !== '' && !tail.startsWith(SEP))) {
+          out.push('\n' + name + labelText(names, (prefix + tail).split(SEP), 0, names.length) + '} ' + valueText(this.values[i] as number));
+          continue;
+        }
+        let t = tails.get(tail);
+        if (t === undefined) {
+          t = labelText(names, tail.split(SEP), fixed.length, names.length - fixed.length, 1) + '} ';
+          tails.set(tail, t);
+        }
+        out.push(head + t + valueText(this.values[i] as number));
       }
     }
-    return out;
+  }
+
+  /** writeExposition as one string. */
+  exposition(): string {
+    const parts: string[] = [];
+    this.writeExposition({ push: (s) => parts.push(s) });
+    return parts.join('');
   }
 
   /** prom-client's metric interface. */
@@ -250,6 +270,16 @@ export class SeriesFamily {
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: out };
   }
+}
+
+/**
+ * `{a="x",b="y"` (or `,a="x"` past the first label): labels names[from .. from+count) with values
+ * parts[skip ..] ('' when missing), escaped.
+ */
+function labelText(names: readonly string[], parts: readonly string[], from: number, count: number, skip = 0): string {
+  let s = '';
+  for (let k = 0; k < count; k++) s += (from + k === 0 ? '{' : ',') + (names[from + k] as string) + '="' + escapeLabel(parts[skip + k] ?? '') + '"';
+  return s;
 }
 
 /** Runs a stepwise job to its end; returns its result. */

@@ -68,7 +68,11 @@ export interface HttpServerOptions<S> {
   readonly host: string;
   readonly port: number;
   readonly log: Logger;
-  readonly expose: () => Promise<{ contentType: string; body: string }>;
+  /**
+   * The /metrics body. `release`, when given, is called once the response has been written (the
+   * body's bytes may then be reused); not after a response that failed.
+   */
+  readonly expose: () => Promise<{ contentType: string; body: string | Uint8Array; release?: () => void }>;
   readonly readiness: ReadinessSource<S>;
   /**
    * Why the process is not live (it is exiting after a fatal error, say), or undefined when it is.
@@ -163,7 +167,11 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
     switch (path) {
       case '/metrics': {
         if (!(await allowed(req, res, '/metrics', true))) return;
-        const { contentType, body } = await opts.expose();
+        const { contentType, body, release } = await opts.expose();
+        if (release) {
+          if (head) release();
+          else res.once('finish', release);
+        }
         send(res, 200, contentType, body, head);
         return;
       }
@@ -216,7 +224,8 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
   };
 }
 
-function send(res: ServerResponse, status: number, contentType: string, body: string, headOnly = false): void {
-  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff' });
+function send(res: ServerResponse, status: number, contentType: string, body: string | Uint8Array, headOnly = false): void {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': length, 'X-Content-Type-Options': 'nosniff' });
   res.end(headOnly ? undefined : body);
 }

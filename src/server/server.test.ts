@@ -96,3 +96,17 @@ test('slow clients are cut off: a head dribbled past headersTimeout gets 408, a 
   assert.ok(!silent.reply.includes('200 OK'));
   assert.ok(silent.closedAfterMs < 4000, `silent connection closed after ${silent.closedAfterMs} ms`);
 });
+
+test('/metrics may be bytes: sent with their length, and released once written (HEAD too)', async () => {
+  const body = Buffer.from('m{a="ü"} 1\n', 'utf8');
+  let released = 0;
+  await using server = await startHttpServer({ ...base, expose: () => Promise.resolve({ contentType: 'text/plain', body, release: () => void released++ }) });
+  const r = await get(server.address.port, '/metrics');
+  assert.equal(r.body, 'm{a="ü"} 1\n');
+  assert.equal(Number(r.headers['content-length']), body.length);
+  assert.equal(released, 1);
+  const head = await get(server.address.port, '/metrics', 'HEAD');
+  assert.equal(head.body, '');
+  assert.equal(Number(head.headers['content-length']), body.length);
+  assert.equal(released, 2);
+});
