@@ -3,3 +3,7 @@
  * with rotation, aggregation, OTLP. The contract is in types.ts.
  */
 export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, SelectionFilters } from './types.js';
+export {
+  createContainerNetworkLogSelection, includeFilterToFlowFilter, selectResource, selectorString, specToFlowFilters,
+  type ContainerNetworkLogSelection, type ContainerNetworkLogSelectionOptions, type ResourceSelection,
+} from './cnl.js';
