@@ -2,7 +2,11 @@
  * Composition root of `retina-agent`: reads flags and config, picks the platform's plugins, and wires
  * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
  */
-import { configWarnings } from '../config/index.js';
+import { hostname } from 'node:os';
+import { configWarnings, flowLogsWanted, type AgentConfig } from '../config/index.js';
+import type { FlowLogs, FlowSelection } from '../export/index.js';
+import type { Logger } from '../log/index.js';
+import type { MetricsRegistry } from '../metrics/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { startNodePipeline } from '../pipeline/index.js';
@@ -66,7 +70,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const hubble = agent.hubble.enabled
     ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoDir: packageFile('proto/hubble') })
     : undefined;
-  const pipeline = await startNodePipeline({ agent, metrics, log, k8s, consumers: hubble ? [{ name: 'hubble', consumer: hubble.ring }] : [] });
+  // Stored flow logs (src/export): hubble.export static/dynamic and flowLogs, loaded only when configured.
+  const flowLogs = await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), metrics, log);
+  const pipeline = await startNodePipeline({
+    agent, metrics, log, k8s, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
+  });
 
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({
@@ -93,6 +101,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       log.error('cannot start the Hubble server', { error: errorFields(e as Error), listenAddress: `${agent.hubble.listen.host}:${agent.hubble.listen.port}`, socketPath: agent.hubble.socketPath });
       await http[Symbol.asyncDispose]();
       await Promise.resolve(hubble[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
+      await flowLogs?.close().catch(() => undefined);
       await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch(() => undefined);
       k8s?.[Symbol.dispose]();
       return 1;
@@ -111,6 +120,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       code = 1;
     }
     await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
+    // After the plugins: no flow arrives any more; what is queued is written out.
+    await flowLogs?.close().catch((e: unknown) => log.error('the flow-log export stopped with errors', { error: errorFields(e as Error) }));
     await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the flow pipeline and its Kubernetes watches stopped with errors', { error: errorFields(e as Error) }));
     k8s?.[Symbol.dispose]();
     await http[Symbol.asyncDispose]();
@@ -126,4 +137,23 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
   }
   return done;
+}
+
+/**
+ * The ContainerNetworkLog selection of `flowLogs.enabled` (src/export/cnl.ts, watching through the
+ * pipeline's informer factory) plugs in here; without one, startFlowLogs logs that the container
+ * network logs exporter is not started and the hubble.export exporters run alone.
+ */
+function containerNetworkLogSelection(): FlowSelection | undefined {
+  return undefined;
+}
+
+/** The flow-log exporters the config asks for (none: undefined, and src/export is not loaded). */
+async function startFlowLogExport(agent: AgentConfig, nodeName: string, metrics: MetricsRegistry, log: Logger): Promise<FlowLogs | undefined> {
+  if (!flowLogsWanted(agent.flowLogs)) return undefined;
+  const [{ startFlowLogs }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
+  return startFlowLogs({
+    config: agent.flowLogs, nodeName, protos: loadFlowProtos(packageFile('proto/hubble')), metrics, log,
+    containerNetworkLogs: agent.flowLogs.cnl ? containerNetworkLogSelection() : undefined,
+  });
 }

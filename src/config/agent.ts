@@ -8,6 +8,7 @@ import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
 import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
+import { flowLogsConfig, flowLogsKeys, type FlowLogsConfig } from './flow-logs.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
 
 export interface AgentConfig {
@@ -32,6 +33,8 @@ export interface AgentConfig {
   readonly metricsSecurity: MetricsSecurityConfig;
   /** The Hubble gRPC service (off by default). */
   readonly hubble: HubbleConfig;
+  /** Stored flow logs: hubble.export (static, dynamic) and flowLogs (ContainerNetworkLog); each off by default. */
+  readonly flowLogs: FlowLogsConfig;
 }
 
 /** What the platform layer knows when the keys are built: this OS's plugins. */
@@ -80,6 +83,7 @@ export function agentKeys(plugins: PluginChoice) {
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
+    ...flowLogsKeys(plugins.os),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -107,14 +111,20 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
+    flowLogs: flowLogsConfig(keys, v),
   });
 }
 
 /**
- * Whether plugins produce per-packet flows: for the pod-level pipeline, or for the Hubble ring (add
- * the next flow consumer here). Decided once, by the flow pipeline (src/pipeline/node.ts), which gives
+ * Whether plugins produce per-packet flows: for the pod-level pipeline, the Hubble ring, or a
+ * flow-log exporter (hubble.export static or dynamic, flowLogs). Decided once, by the flow pipeline (src/pipeline/node.ts), which gives
  * plugins a flow sink (PluginContext.flows) only then; the config checks read it for their warnings.
  */
-export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'> }): boolean {
-  return a.enablePodLevel || a.hubble?.enabled === true;
+export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'>; readonly flowLogs?: FlowLogsConfig }): boolean {
+  return a.enablePodLevel || a.hubble?.enabled === true || flowLogsWanted(a.flowLogs);
+}
+
+/** Whether any flow-log exporter is configured. */
+export function flowLogsWanted(f: FlowLogsConfig | undefined): boolean {
+  return f !== undefined && (f.static !== undefined || f.dynamic !== undefined || f.cnl !== undefined);
 }

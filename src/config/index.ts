@@ -3,8 +3,9 @@ export { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKe
 export { parseDurationMs, formatDurationMs } from './duration.js';
 export { collectSpecs, loadValues, pick, readConfigFile, type LoadedValues, type LoadOptions, type UnknownKey } from './load.js';
 export { configWarnings, type ConfigWarning, type ConsistencyInput } from './consistency.js';
-export { agentKeys, agentConfig, flowsWanted, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';
+export { agentKeys, agentConfig, flowsWanted, flowLogsWanted, type AgentConfig, type AgentKeys, type PluginChoice } from './agent.js';
 export { closestMatch, didYouMean, editDistance } from './suggest.js';
 export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig, type MetricsSecurityKeys } from './metrics-security.js';
 export { hubbleConfig, hubbleKeys, parseListenAddress, type HubbleConfig, type HubbleKeys } from './hubble.js';
 export { Backoff, backoffDelay, type BackoffOptions } from './backoff.js';
+export { flowLogsConfig, flowLogsKeys, filterListKey, fieldMaskKey, splitJsonObjects, ACNS_LINUX_PATH, WINDOWS_FLOW_LOG_PATH, STATIC_EXPORT_PATH, DYNAMIC_CONFIG_PATH, type ExportFileConfig, type FilterObject, type FlowLogsConfig, type FlowLogsKeys, type StaticExportConfig } from './flow-logs.js';

@@ -7,3 +7,12 @@ export {
   createContainerNetworkLogSelection, includeFilterToFlowFilter, selectResource, selectorString, specToFlowFilters,
   type ContainerNetworkLogSelection, type ContainerNetworkLogSelectionOptions, type ResourceSelection,
 } from './cnl.js';
+export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, type FlowExporterOptions } from './exporter.js';
+export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
+export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
+export type { AggregationOptions } from './aggregate.js';
+export { createFileSink, backupName, dropReasonOf, type FileSink, type FileSinkOptions } from './file.js';
+export { startFlowLogs, type FlowLogs, type FlowLogsOptions } from './setup.js';
+export { checkExportFilters, ExportConfigError, fileSinkFor } from './check.js';
+export { parseDynamicConfig, startDynamicExporters, type DynamicEntry, type DynamicExporters, type DynamicExportersOptions } from './dynamic.js';
+export { createAggregator, type Aggregator } from './aggregate.js';

@@ -1,0 +1,263 @@
+/**
+ * Hubble flows as the JSON the Hubble tools print and write: protobuf's canonical JSON mapping
+ * (protojson) with the proto field names (Cilium's generated `MarshalJSON` uses `UseProtoNames`), so
+ * a line reads as `hubble observe -o json` prints it and as Cilium's Hubble exporter writes it.
+ * From a plain object in the @grpc/proto-loader convention (PROTO_OPTIONS: snake_case keys, enums as
+ * names, 64-bit integers as numbers, oneofs named), driven by the descriptors proto-loader holds:
+ *
+ * - fields in declaration order; proto3 scalars at their zero value (0, '', false, the enum's 0
+ *   value), empty lists and absent messages left out, as protojson does; a set message is always
+ *   written (a message with nothing set is `{}`, as a set oneof member such as `ICMPv4`);
+ * - google.protobuf.Timestamp as RFC 3339 in UTC with 0, 3, 6 or 9 fraction digits; the wrapper
+ *   types (BoolValue, Int32Value, ...) as their bare value; 64-bit integers as decimal strings;
+ *   bytes as base64; enums as names (a number the proto lacks stays a number);
+ * - keys the message does not have (proto-loader's oneof names) are skipped.
+ *
+ * A field mask (Cilium's `hubble-export-fieldmask`: paths such as `source.namespace`) is compiled
+ * against the same descriptors, so a path naming no field is an error naming it, and the writer then
+ * writes only the masked fields.
+ */
+import * as protoLoader from '@grpc/proto-loader';
+import type { PackageDefinition } from '@grpc/proto-loader';
+import { join } from 'node:path';
+import { flowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
+
+type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' | 'bytes' | 'timestamp' | 'wrapper';
+
+interface Field {
+  readonly name: string;
+  readonly kind: Kind;
+  readonly repeated: boolean;
+  /** A proto3 `optional` scalar: written even at its zero value. */
+  readonly oneof: boolean;
+  /** enum: number → name, and the zero value's name. */
+  readonly names?: ReadonlyMap<number, string>;
+  readonly zeroName?: string;
+  /** wrapper: the kind of its `value`. */
+  readonly inner?: Kind;
+  /** message: its plan (filled once every type is planned). */
+  sub?: Plan;
+}
+
+interface Plan {
+  readonly type: string;
+  readonly fields: Field[];
+  readonly byName: Map<string, Field>;
+}
+
+interface Descriptor {
+  readonly name: string;
+  readonly label: string;
+  readonly type: string;
+  readonly typeName: string;
+  readonly proto3Optional?: boolean;
+}
+
+const SCALAR: Readonly<Record<string, Kind>> = {
+  TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_BYTES: 'bytes', TYPE_ENUM: 'enum', TYPE_MESSAGE: 'message',
+  TYPE_UINT32: 'int', TYPE_INT32: 'int', TYPE_SINT32: 'int', TYPE_FIXED32: 'int', TYPE_SFIXED32: 'int',
+  TYPE_UINT64: 'int64', TYPE_INT64: 'int64', TYPE_SINT64: 'int64', TYPE_FIXED64: 'int64', TYPE_SFIXED64: 'int64',
+  TYPE_DOUBLE: 'float', TYPE_FLOAT: 'float',
+};
+
+const WRAPPERS: Readonly<Record<string, Kind>> = {
+  'google.protobuf.BoolValue': 'bool', 'google.protobuf.StringValue': 'string', 'google.protobuf.BytesValue': 'bytes',
+  'google.protobuf.Int32Value': 'int', 'google.protobuf.UInt32Value': 'int', 'google.protobuf.Int64Value': 'int64',
+  'google.protobuf.UInt64Value': 'int64', 'google.protobuf.DoubleValue': 'float', 'google.protobuf.FloatValue': 'float',
+};
+
+/** The full name a descriptor's typeName means, seen from message `from` (protobuf's scoping, outward). */
+function resolve(def: PackageDefinition, from: string, typeName: string): string {
+  const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
+  const parts = from.split('.');
+  for (let i = parts.length; i >= 0; i--) {
+    const full = [...parts.slice(0, i), name].join('.');
+    if (full in def) return full;
+  }
+  throw new Error(`protobuf type ${typeName} (from ${from}) is not in the package definition`);
+}
+
+function planner(def: PackageDefinition): (name: string) => Plan {
+  const plans = new Map<string, Plan>();
+  const plan = (name: string): Plan => {
+    const known = plans.get(name);
+    if (known) return known;
+    const d = def[name] as { format?: string; type?: { field?: Descriptor[] } } | undefined;
+    if (d?.format !== 'Protocol Buffer 3 DescriptorProto') throw new Error(`${name} is not a message`);
+    const p: Plan = { type: name, fields: [], byName: new Map() };
+    plans.set(name, p);
+    for (const f of d.type?.field ?? []) {
+      let kind = SCALAR[f.type];
+      if (kind === undefined) continue;
+      const repeated = f.label === 'LABEL_REPEATED';
+      // A proto3 `optional` scalar has presence: written even at its zero value. The descriptors
+      // proto-loader keeps give every field oneofIndex 0, so membership of a real oneof cannot be
+      // read; flow.proto's oneof members are all messages, which are written whenever set anyway.
+      const oneof = f.proto3Optional === true;
+      let field: Field;
+      if (kind === 'enum') {
+        const e = def[resolve(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
+        const names = new Map(e.type.value.map((v) => [v.number, v.name]));
+        field = { name: f.name, kind, repeated, oneof, names, zeroName: names.get(0) ?? '' };
+      } else if (kind === 'message') {
+        const full = resolve(def, name, f.typeName);
+        if (full === 'google.protobuf.Timestamp') kind = 'timestamp';
+        const inner = WRAPPERS[full];
+        if (inner !== undefined) field = { name: f.name, kind: 'wrapper', repeated, oneof, inner };
+        else field = { name: f.name, kind, repeated, oneof };
+        if (kind === 'message' && inner === undefined) field.sub = plan(full);
+      } else {
+        field = { name: f.name, kind, repeated, oneof };
+      }
+      p.fields.push(field);
+      p.byName.set(f.name, field);
+    }
+    return p;
+  };
+  return plan;
+}
+
+const pad = (n: number, w: number): string => String(n).padStart(w, '0');
+
+/** google.protobuf.Timestamp {seconds, nanos} as protojson writes it: RFC 3339, UTC, 0/3/6/9 fraction digits. */
+export function rfc3339(ts: unknown): string {
+  const t = (ts ?? {}) as { seconds?: unknown; nanos?: unknown };
+  const s = Number(t.seconds ?? 0);
+  const n = Number(t.nanos ?? 0);
+  const d = new Date(s * 1000);
+  const base = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}T${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
+  if (n === 0) return `${base}Z`;
+  const frac = pad(n, 9);
+  if (n % 1_000_000 === 0) return `${base}.${frac.slice(0, 3)}Z`;
+  if (n % 1000 === 0) return `${base}.${frac.slice(0, 6)}Z`;
+  return `${base}.${frac}Z`;
+}
+
+function isZero(kind: Kind, v: unknown, f: Field): boolean {
+  switch (kind) {
+    case 'string': return v === '';
+    case 'bool': return v === false;
+    case 'int': case 'int64': case 'float': return Number(v) === 0;
+    case 'enum': return v === 0 || v === f.zeroName;
+    case 'bytes': return (v as { length?: number }).length === 0;
+    default: return false;
+  }
+}
+
+function scalar(kind: Kind, v: unknown, f: Field): unknown {
+  switch (kind) {
+    case 'int64': return String(v);
+    case 'int': return Number(v);
+    case 'float': {
+      const n = Number(v);
+      return Number.isFinite(n) ? n : String(n);
+    }
+    case 'enum': return typeof v === 'number' ? (f.names?.get(v) ?? v) : v;
+    case 'bytes': return Buffer.isBuffer(v) ? v.toString('base64') : typeof v === 'string' ? v : Buffer.from(v as Uint8Array).toString('base64');
+    default: return v;
+  }
+}
+
+/** A compiled field mask: the fields kept, each with the mask below it (undefined: the whole field). */
+export type FieldMask = ReadonlyMap<string, FieldMask | undefined>;
+
+export class FieldMaskError extends Error {
+  constructor(readonly path: string, message: string) {
+    super(`${path}: ${message}`);
+    this.name = 'FieldMaskError';
+  }
+}
+
+export interface FlowJson {
+  /** The protojson object of a Flow (PROTO_OPTIONS shape), restricted to `mask` when given. */
+  flow(flow: Readonly<Record<string, unknown>>, mask?: FieldMask): Record<string, unknown>;
+  /**
+   * Compiles field-mask paths against flow.Flow (dot-separated proto field names, as Cilium's
+   * hubble-export-fieldmask); throws FieldMaskError naming the path that names no field. An empty
+   * list is no mask (undefined).
+   */
+  mask(paths: readonly string[]): FieldMask | undefined;
+}
+
+/** The protojson writer of `type` (default flow.Flow) over a package definition that includes flow.proto. */
+export function createFlowJson(def: PackageDefinition, type = 'flow.Flow'): FlowJson {
+  const plan = planner(def);
+  const root = plan(type);
+
+  const value = (f: Field, v: unknown, mask: FieldMask | undefined): unknown => {
+    switch (f.kind) {
+      case 'message': return message(f.sub as Plan, v as Record<string, unknown>, mask);
+      case 'timestamp': return rfc3339(v);
+      case 'wrapper': return scalar(f.inner as Kind, (v as { value?: unknown }).value ?? zeroOf(f.inner as Kind), f);
+      default: return scalar(f.kind, v, f);
+    }
+  };
+  const message = (p: Plan, obj: Record<string, unknown>, mask: FieldMask | undefined): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const f of p.fields) {
+      const v = obj[f.name];
+      if (v === undefined || v === null) continue;
+      let sub: FieldMask | undefined;
+      if (mask !== undefined) {
+        if (!mask.has(f.name)) continue;
+        sub = mask.get(f.name);
+      }
+      if (f.repeated) {
+        if (!Array.isArray(v) || v.length === 0) continue;
+        out[f.name] = v.map((item: unknown) => value(f, item, sub));
+        continue;
+      }
+      if (!f.oneof && (f.kind !== 'message' && f.kind !== 'timestamp' && f.kind !== 'wrapper') && isZero(f.kind, v, f)) continue;
+      out[f.name] = value(f, v, sub);
+    }
+    return out;
+  };
+  return {
+    flow: (flow, mask) => message(root, flow as Record<string, unknown>, mask),
+    mask(paths) {
+      if (paths.length === 0) return undefined;
+      const top = new Map<string, FieldMask | undefined>();
+      for (const path of paths) {
+        const parts = path.split('.');
+        let p: Plan | undefined = root;
+        let node = top;
+        for (let i = 0; i < parts.length; i++) {
+          const name = parts[i] as string;
+          const f: Field | undefined = p?.byName.get(name);
+          if (p === undefined || f === undefined) {
+            throw new FieldMaskError(path, p === undefined ? `${parts.slice(0, i).join('.')} has no fields to select` : `${name} is not a field of ${p.type}`);
+          }
+          const last = i === parts.length - 1;
+          if (node.has(name) && node.get(name) === undefined) break; // the whole field is kept already
+          if (last) {
+            node.set(name, undefined);
+            break;
+          }
+          let next = node.get(name) as Map<string, FieldMask | undefined> | undefined;
+          if (next === undefined) {
+            next = new Map();
+            node.set(name, next);
+          }
+          node = next;
+          p = f.sub;
+        }
+      }
+      return top;
+    },
+  };
+}
+
+function zeroOf(kind: Kind): unknown {
+  switch (kind) {
+    case 'bool': return false;
+    case 'string': return '';
+    case 'bytes': return '';
+    default: return 0;
+  }
+}
+
+/** flow.proto's enums and its JSON writer, from the folder that holds flow.proto (proto/hubble). */
+export function loadFlowProtos(dir: string): { readonly enums: FlowEnums; readonly json: FlowJson } {
+  const def = protoLoader.loadSync(join(dir, 'flow.proto'), { ...PROTO_OPTIONS, includeDirs: [dir] });
+  return { enums: flowEnums(def), json: createFlowJson(def) };
+}
