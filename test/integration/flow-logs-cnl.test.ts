@@ -13,6 +13,9 @@
  *   + CNL b: from nsA/peer-, dropped    peer -> srv  M written         (the union)
  *   both deleted                        cli -> srv   nothing written
  *
+ *   CNL c: cli -> srv, dropped          cli -> srv   enough to rotate the 1 MB file twice: every line
+ *                                                    still there, across events.log and its .gz backups
+ *
  * The file is read back whole (every rotated backup too) and each line checked: exactly the
  * selected flows, with the pods' names. Needs root, BTF and the built native objects; never skips.
  */
@@ -62,6 +65,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
   const nsB = `${id}-b`;
   const cnlA = `${id}-cli-to-b`;
   const cnlB = `${id}-peer-drops`;
+  const cnlC = `${id}-rotate`;
   const pods: Record<'cli' | 'peer' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
 
   /** Every line of the flow-log file and its rotated backups (gzip or not). */
@@ -73,7 +77,8 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       return [];
     }
     const out: Line[] = [];
-    for (const n of names.filter((x) => x.startsWith('events'))) {
+    // A backup being gzipped exists twice for a moment (the plain file is removed once the .gz is whole).
+    for (const n of names.filter((x) => x.startsWith('events') && !(x.endsWith('.gz') && names.includes(x.slice(0, -3))))) {
       const raw = readFileSync(join(logDir, n));
       const text = (n.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
       for (const l of text.split('\n')) if (l.trim() !== '') out.push(JSON.parse(l) as Line);
@@ -89,11 +94,18 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     }
     return sum;
   };
-  /** Sends n datagrams from `from` to `to`'s port 9999 (each one dropped there) and waits until the export looked at them. */
-  const drops = async (from: keyof typeof pods, to: keyof typeof pods, n: number): Promise<void> => {
+  /**
+   * Sends n datagrams from `from` to `to`'s port 9999 (each one dropped there) and waits until the
+   * export looked at as many flows, then `settleMs` more: packetparser's flows of the same packets
+   * (and other suites' drops on this host) count too and may arrive first, and a drop flow judged
+   * after the next selection change would be judged by the wrong filters (the drop path took
+   * ~150 ms here; 1.5 s is ten times that).
+   */
+  const drops = async (from: keyof typeof pods, to: keyof typeof pods, n: number, settleMs = 1500): Promise<void> => {
     const seen = await metric('flow_log_flows_total');
     await pods[from].ns.node(UDP_SEND, [String(n), pods[to].ns.ip4, '9999', '64']);
     await eventually(`the export saw ${from} -> ${to}`, 20_000, async () => (await metric('flow_log_flows_total')) >= seen + n, 200);
+    if (settleMs) await new Promise((r) => setTimeout(r, settleMs));
   };
   const isFrom = (l: Line, from: keyof typeof pods, to: keyof typeof pods): boolean =>
     l.flow.source?.pod_name === pods[from].name && l.flow.destination?.pod_name === pods[to].name;
@@ -136,24 +148,21 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     writeFileSync(config, [
       'apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info',
       'remoteContext: true', 'enabledPlugin: [dropreason, packetparser]', 'metricsIntervalDuration: 1s', 'packetParserHostInterfaces: []',
-      'flowLogs:', '  enabled: true', `  filePath: ${filePath}`, '',
+      'flowLogs:', '  enabled: true', `  filePath: ${filePath}`, '  fileMaxSizeMb: 1', '  fileMaxBackups: 100', '  fileCompress: true', '',
     ].join('\n'));
     agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node }) });
     port = await agent.listening(30_000);
     await agent.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === 'dropreason', 'dropreason started', 30_000);
     await agent.waitForLog((l) => l.msg === 'ContainerNetworkLogs synced', 'ContainerNetworkLogs synced', 30_000);
     // The cache knows the pods before traffic is judged by pod names.
-    await eventually('the agent resolves the pods', 30_000, async () => {
-      await drops('cli', 'srv', 1);
-      return true;
-    });
+    await drops('cli', 'srv', 1);
   });
 
   after(async () => {
     await agent?.[Symbol.asyncDispose]();
     await operator?.[Symbol.asyncDispose]();
     if (client) {
-      for (const n of [cnlA, cnlB]) await client.request('DELETE', objectPath(CNL, undefined, n)).catch(() => undefined);
+      for (const n of [cnlA, cnlB, cnlC]) await client.request('DELETE', objectPath(CNL, undefined, n)).catch(() => undefined);
       await deleteNamespace(client, nsA);
       await deleteNamespace(client, nsB);
       await deleteNode(client, node);
@@ -182,13 +191,13 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       }],
     });
     await selectionChange(before, 'the agent applied the ContainerNetworkLog');
-    await drops('cli', 'srv', N);
-    await drops('cli', 'peer', 20);
+    const t0 = new Date().toISOString();
+    await drops('cli', 'srv', N, 0);
+    await drops('cli', 'peer', 20, 0);
     await drops('peer', 'srv', 25);
     await eventually(`${N} records written`, 20_000, async () => (await metric('flow_log_records_total', { sink: 'file', result: 'written' })) >= N, 200);
-    await new Promise((r) => setTimeout(r, 1000));
     const got = lines();
-    assert.equal(got.length, N, `exactly the ${N} selected flows: ${JSON.stringify(got.slice(0, 3))}`);
+    assert.equal(got.length, N, `exactly the ${N} selected flows: ${JSON.stringify(got.map((l) => [l.time, l.flow.source?.pod_name, l.flow.destination?.pod_name]))}, sent from ${t0}`);
     for (const l of got) {
       assert.ok(isFrom(l, 'cli', 'srv'), JSON.stringify(l));
       assert.equal(l.flow.verdict, 'DROPPED');
@@ -208,10 +217,9 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     const before = selectionLines();
     await apply(cnlB, { includefilters: [{ from: { namespacedPod: [`${nsA}/peer-`] }, verdict: ['dropped'] }] });
     await selectionChange(before, 'the agent applied the second ContainerNetworkLog');
-    await drops('peer', 'srv', M);
+    await drops('peer', 'srv', M, 0);
     await drops('cli', 'srv', 5);
     await eventually(`${start + M + 5} records written`, 20_000, async () => (await metric('flow_log_records_total', { sink: 'file', result: 'written' })) >= start + M + 5, 200);
-    await new Promise((r) => setTimeout(r, 1000));
     const got = lines().slice(start);
     assert.equal(got.filter((l) => isFrom(l, 'peer', 'srv') && l.flow.verdict === 'DROPPED').length, M);
     assert.equal(got.filter((l) => isFrom(l, 'cli', 'srv') && l.flow.verdict === 'DROPPED').length, 5);
@@ -221,9 +229,34 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     for (const n of [cnlA, cnlB]) await client.request('DELETE', objectPath(CNL, undefined, n));
     await eventually('the agent dropped both', 20_000, () => (agent as AgentProcess).logLines().slice(0).some((l) => l.msg === 'flow-log selection changed' && l['active'] === false) && selectionLines() >= beforeDelete + 1, 100);
     const total = lines().length;
-    await drops('cli', 'srv', 10);
+    await drops('cli', 'srv', 10, 0);
     await drops('peer', 'srv', 10);
-    await new Promise((r) => setTimeout(r, 1000));
     assert.equal(lines().length, total, 'no ContainerNetworkLog: nothing written');
+  });
+
+  it('rotation: past fileMaxSizeMb the file rotates into gzipped backups and no line is lost or doubled', async (t) => {
+    const start = lines();
+    assert.ok(start.length > 0);
+    const size = readdirSync(logDir).filter((n) => !n.endsWith('.gz')).reduce((sum, n) => sum + readFileSync(join(logDir, n)).length, 0);
+    const perLine = size / start.length;
+    // Enough for two rotations at 1 MB, sent in paced rounds so the kernel's ring buffer never fills.
+    const rounds = Math.ceil((2.3 * (1 << 20)) / perLine / 400);
+    const n = rounds * 400;
+    const before = selectionLines();
+    await apply(cnlC, { includefilters: [{ from: { namespacedPod: [`${nsA}/cli-`] }, to: { namespacedPod: [`${nsB}/srv-`] }, verdict: ['dropped'] }] });
+    await selectionChange(before, 'the agent applied the rotation ContainerNetworkLog');
+    const written0 = await metric('flow_log_records_total', { sink: 'file', result: 'written' });
+    for (let r = 0; r < rounds; r++) await drops('cli', 'srv', 400, r === rounds - 1 ? 1500 : 0);
+    await eventually(`${n} more records written`, 30_000, async () => (await metric('flow_log_records_total', { sink: 'file', result: 'written' })) >= written0 + n, 200);
+    const backups = await eventually('two gzipped backups, none being compressed', 30_000, () => {
+      const names = readdirSync(logDir);
+      const gz = names.filter((x) => x.endsWith('.log.gz'));
+      return gz.length >= 2 && names.filter((x) => x !== 'events.log' && x.endsWith('.log')).length === 0 && gz;
+    }, 200);
+    const got = lines();
+    assert.equal(got.length, start.length + n, `${n} lines after ${start.length}, across events.log and ${backups.length} backups`);
+    assert.equal(got.filter((l) => isFrom(l, 'cli', 'srv') && l.flow.verdict === 'DROPPED').length - start.filter((l) => isFrom(l, 'cli', 'srv')).length, n);
+    assert.equal(await metric('flow_log_records_total', { sink: 'file', result: 'dropped' }), 0);
+    t.diagnostic(`rotation: ${n} drops selected and written (${Math.round(perLine)} bytes a line) into events.log and ${backups.length} gzipped backups; ${got.length} lines in all`);
   });
 });
