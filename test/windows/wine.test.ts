@@ -33,7 +33,8 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   const fd = openSync(outFile, 'w');
   const started = Date.now();
   // The parent's test-runner context would make the Windows node skip running the files.
-  const { NODE_TEST_CONTEXT: _ctx, ...parentEnv } = process.env;
+  // The harness's ports (RETINA_K8S_*) are this side's: the Windows agent would take them for configuration keys.
+  const { NODE_TEST_CONTEXT: _ctx, RETINA_K8S_ETCD_PORT: _etcd, RETINA_K8S_API_PORT: _api, ...parentEnv } = process.env;
   // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
   const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js',
     // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures.
