@@ -205,7 +205,11 @@ export const RETINA_KEYS: Readonly<Record<string, RetinaKey>> = {
   'hubble.annotations': drop('ours sets no annotations on the Hubble peer Service', true),
   'hubble.preferIpv6': drop('ours announces the node\'s address as the agent sees it'),
   'hubble.skipUnknownCGroupIDs': drop('Cilium\'s cgroup filter: ours reads no cgroups'),
-  'hubble.export': drop('Hubble flow export to files: not in ours', true),
+  // Retina's Hubble chart has Cilium's older layout: the file size and backups beside static and dynamic.
+  'hubble.export.fileMaxSizeMb': same('hubble.export.static.fileMaxSizeMb'),
+  'hubble.export.fileMaxBackups': same('hubble.export.static.fileMaxBackups'),
+  ...Object.fromEntries(['enabled', 'filePath', 'fieldMask', 'allowList', 'denyList'].map((k) => [`hubble.export.static.${k}`, same(`hubble.export.static.${k}`)])),
+  'hubble.export.dynamic': { to: [{ to: 'hubble.export.dynamic' }], subtree: true },
   certgen: drop('Hubble TLS certificate generation: ours serves Hubble in plaintext inside the cluster', true),
   tls: drop('Hubble TLS: ours serves Hubble in plaintext inside the cluster', true),
   'hubble.relay': drop(RELAY, true),

@@ -1,18 +1,20 @@
 /**
  * Flow-log aggregation: instead of one record per flow, one record per
- * (source, destination, protocol, port, verdict, direction) per interval, with the packets, bytes
- * and flows it folds. The record keeps the Hubble JSON line's shape and field names (`flow` with
- * `IP`, `l4`, `source`, `destination`, `verdict`, `traffic_direction`, `node_name`, `time`) so the
- * same queries read both, and adds `aggregate: {flows, packets, bytes, start_time, end_time}`.
+ * (source, destination, protocol, port, verdict, direction) per interval. The record keeps the
+ * Hubble JSON line's shape and field names (`{flow: {...}, node_name, time}` with `IP`, `l4`,
+ * `source`, `destination`, `verdict`, `traffic_direction`) so the same queries read both, and the
+ * counts go where Cilium's own exporter aggregation puts them, `flow.aggregate` with Hubble's
+ * `ingress_flow_count`, `egress_flow_count`, `unknown_direction_flow_count`, to which we add the
+ * `packets` and `bytes` the folded flows carried. `time` is the end of the interval.
  *
  * - source / destination: the endpoint's address and, when the enricher knew it, its namespace, pod
  *   and workload (the first flow of the key supplies them);
- * - port: the server's port: the destination port of a request, the source port of a reply
- *   (is_reply), so both directions of one connection fold per service port instead of per ephemeral
- *   client port; ICMP has none;
+ * - port: the server's: a request's destination port (`l4.TCP.destination_port`), a reply's
+ *   (is_reply) source port (`l4.TCP.source_port`), so both directions of a connection fold per
+ *   service port instead of per ephemeral client port; ICMP has none;
  * - memory is bounded: at most `maxKeys` keys per interval; a flow whose key would be new past the
- *   cap is folded into one overflow record for the interval (`aggregate.overflow: true`, addresses
- *   and pods left out), so no flow goes uncounted; `overflowFlows` counts them.
+ *   cap is folded into one overflow record for the interval (`aggregate.overflow: true`, without
+ *   addresses), so no flow goes uncounted; `overflowFlows` counts them.
  *
  * The timer emits every interval (unref'd: it keeps no process alive); close() emits what is open.
  */
@@ -43,17 +45,24 @@ export interface Aggregator {
   close(): void;
 }
 
-interface Entry {
-  readonly first: Readonly<Record<string, unknown>>;
-  readonly port: number;
-  flows: number;
+interface Counts {
+  ingress: number;
+  egress: number;
+  unknown: number;
   packets: number;
   bytes: number;
 }
 
+interface Entry extends Counts {
+  readonly first: Readonly<Record<string, unknown>>;
+  readonly proto: number;
+  readonly port: number;
+  readonly reply: boolean;
+}
+
 const PORTED = new Set([6, 17, 132]);
 
-/** Keeps only what the key says about an endpoint: namespace, pod and workloads (labels vary less but cost much). */
+/** Keeps what the key says about an endpoint: namespace, pod and workloads (labels cost much and vary little). */
 function endpointOf(e: unknown): Record<string, unknown> | undefined {
   if (e === undefined || e === null) return undefined;
   const r = e as Record<string, unknown>;
@@ -66,21 +75,33 @@ function endpointOf(e: unknown): Record<string, unknown> | undefined {
 
 const L4_NAMES: Readonly<Record<number, string>> = { 6: 'TCP', 17: 'UDP', 132: 'SCTP', 1: 'ICMPv4', 58: 'ICMPv6' };
 
+const zero = (): Counts => ({ ingress: 0, egress: 0, unknown: 0, packets: 0, bytes: 0 });
+
+function count(c: Counts, f: Readonly<Flow>): void {
+  if (f.direction === 'INGRESS') c.ingress++;
+  else if (f.direction === 'EGRESS') c.egress++;
+  else c.unknown++;
+  c.packets += f.packets;
+  c.bytes += f.bytes;
+}
+
+const aggregate = (c: Counts): Record<string, unknown> => ({
+  ingress_flow_count: c.ingress, egress_flow_count: c.egress, unknown_direction_flow_count: c.unknown, packets: c.packets, bytes: c.bytes,
+});
+
 export function createAggregator(o: AggregationOptions, ctx: AggregatorContext): Aggregator {
   const now = ctx.now ?? Date.now;
   let open = new Map<string, Entry>();
-  let start = now();
-  let overflow: { flows: number; packets: number; bytes: number } | undefined;
+  let overflow: Counts | undefined;
   let overflowFlows = 0;
 
-  const record = (e: Entry, end: number): FlowLogRecord => {
+  const record = (e: Entry, time: string): FlowLogRecord => {
     const h = e.first;
     const ip = h['IP'] as Record<string, unknown> | undefined;
-    const proto = (h['__proto'] as number | undefined) ?? 0;
-    const flow: Record<string, unknown> = { time: rfc3339(timestamp(end)), verdict: h['verdict'] };
+    const flow: Record<string, unknown> = { time, verdict: h['verdict'] };
     if (ip) flow['IP'] = { source: ip['source'], destination: ip['destination'], ipVersion: ip['ipVersion'] };
-    const name = L4_NAMES[proto];
-    if (name !== undefined) flow['l4'] = PORTED.has(proto) ? { [name]: { destination_port: e.port } } : { [name]: {} };
+    const name = L4_NAMES[e.proto];
+    if (name !== undefined) flow['l4'] = { [name]: PORTED.has(e.proto) ? { [e.reply ? 'source_port' : 'destination_port']: e.port } : {} };
     const src = endpointOf(h['source']);
     if (src) flow['source'] = src;
     const dst = endpointOf(h['destination']);
@@ -88,23 +109,18 @@ export function createAggregator(o: AggregationOptions, ctx: AggregatorContext):
     flow['Type'] = h['Type'];
     if (h['node_name']) flow['node_name'] = h['node_name'];
     if (h['traffic_direction']) flow['traffic_direction'] = h['traffic_direction'];
-    return {
-      flow, node_name: h['node_name'], time: flow['time'],
-      aggregate: { flows: e.flows, packets: e.packets, bytes: e.bytes, start_time: rfc3339(timestamp(start)), end_time: flow['time'] },
-    };
+    if (e.reply) flow['is_reply'] = true;
+    flow['aggregate'] = aggregate(e);
+    return { flow, node_name: h['node_name'], time };
   };
 
   const flush = (): void => {
-    const end = now();
+    const time = rfc3339(timestamp(now()));
     const records: FlowLogRecord[] = [];
-    for (const e of open.values()) records.push(record(e, end));
-    if (overflow) {
-      const t = rfc3339(timestamp(end));
-      records.push({ flow: { time: t }, time: t, aggregate: { ...overflow, overflow: true, start_time: rfc3339(timestamp(start)), end_time: t } });
-    }
+    for (const e of open.values()) records.push(record(e, time));
+    if (overflow) records.push({ flow: { time, aggregate: { ...aggregate(overflow), overflow: true } }, time });
     open = new Map();
     overflow = undefined;
-    start = end;
     if (records.length) ctx.deliver(records);
   };
 
@@ -113,24 +129,21 @@ export function createAggregator(o: AggregationOptions, ctx: AggregatorContext):
 
   return {
     add(f, h) {
-      const port = !PORTED.has(f.proto) ? 0 : f.isReply === true ? f.srcPort : f.dstPort;
-      const key = `${f.srcIp}|${f.dstIp}|${f.proto}|${port}|${f.verdict}|${f.direction}`;
+      const reply = f.isReply === true;
+      const port = !PORTED.has(f.proto) ? 0 : reply ? f.srcPort : f.dstPort;
+      const key = `${f.srcIp}|${f.dstIp}|${f.proto}|${port}|${reply ? 'r' : ''}|${f.verdict}|${f.direction}`;
       let e = open.get(key);
       if (e === undefined) {
         if (open.size >= o.maxKeys) {
-          overflow ??= { flows: 0, packets: 0, bytes: 0 };
-          overflow.flows++;
-          overflow.packets += f.packets;
-          overflow.bytes += f.bytes;
+          overflow ??= zero();
+          count(overflow, f);
           overflowFlows++;
           return;
         }
-        e = { first: { ...h, __proto: f.proto }, port, flows: 0, packets: 0, bytes: 0 };
+        e = { first: h, proto: f.proto, port, reply, ...zero() };
         open.set(key, e);
       }
-      e.flows++;
-      e.packets += f.packets;
-      e.bytes += f.bytes;
+      count(e, f);
     },
     flush,
     get overflowFlows() {

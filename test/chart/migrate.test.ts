@@ -160,7 +160,14 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
 
   it('Retina\'s Hubble chart values: Hubble and relay carried over, Cilium-only keys named, renders', async () => {
     const c = await convert([HUBBLE]);
-    assert.deepEqual(c.values['hubble'], { enabled: true, port: 4244, maxFlows: 4095, relay: { enabled: true, image: 'quay.io/cilium/hubble-relay:v1.19.5', replicas: 1, nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] } });
+    const { export: exported, ...hubble } = c.values['hubble'] as Record<string, unknown>;
+    assert.deepEqual(hubble, { enabled: true, port: 4244, maxFlows: 4095, relay: { enabled: true, image: 'quay.io/cilium/hubble-relay:v1.19.5', replicas: 1, nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] } });
+    // Its hubble.export (Cilium's older layout: the file size and backups beside static) carried over.
+    const ex = exported as { static: Record<string, unknown>; dynamic: Record<string, unknown> };
+    assert.equal(ex.static['filePath'], '/var/run/cilium/hubble/events.log');
+    assert.equal(ex.static['fileMaxSizeMb'], 10);
+    assert.equal(ex.static['fileMaxBackups'], 5);
+    assert.equal(ex.dynamic['enabled'], false);
     const named = new Set(c.unmapped.map((u) => u.key));
     for (const k of ['hubble.ui.enabled', 'hubble.tls.enabled', 'hubble.metrics.port', 'operator.identityGCInterval', 'cluster.name']) assert.ok(named.has(k), `${k} named`);
     const lint = await tool('helm', ['lint', '--strict', CHART, '-f', c.file]);

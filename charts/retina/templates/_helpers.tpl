@@ -65,7 +65,54 @@ app.kubernetes.io/component: {{ .component }}
 {{- $h := dict "enabled" true "listenAddress" (printf ":%v" .root.Values.hubble.port) "maxFlows" .root.Values.hubble.maxFlows -}}
 {{- $_ := set $cfg "hubble" (mergeOverwrite $h (deepCopy ($cfg.hubble | default dict))) -}}
 {{- end -}}
+{{- $x := include "retina.hubbleExportKeys" . | fromYaml -}}
+{{- if $x -}}
+{{- $_ := set $cfg "hubble" (mergeOverwrite (deepCopy ($cfg.hubble | default dict)) (dict "export" $x)) -}}
+{{- end -}}
 {{- include "retina.configYaml" $cfg -}}
+{{- end -}}
+
+{{/* The top-level hubble.export values (Cilium's Helm layout) as the agent's hubble.export keys; the dynamic file is the mounted ConfigMap. */}}
+{{- define "retina.hubbleExportKeys" -}}
+{{- $e := .root.Values.hubble.export -}}
+{{- $out := dict -}}
+{{- if $e.static.enabled -}}
+{{- $s := omit (deepCopy $e.static) "fieldAggregate" -}}
+{{- if not $s.filePath -}}{{- $s = omit $s "filePath" -}}{{- end -}}
+{{- $_ := set $out "static" $s -}}
+{{- end -}}
+{{- if $e.dynamic.enabled -}}
+{{- $_ := set $out "dynamic" (dict "enabled" true "configFilePath" (ternary "flowlog-config/flowlogs.yaml" "/flowlog-config/flowlogs.yaml" (eq (.osName | default "linux") "windows"))) -}}
+{{- end -}}
+{{- if $out -}}{{- toYaml $out -}}{{- end -}}
+{{- end -}}
+
+{{- define "retina.flowlogConfigMap" -}}
+{{- .Values.hubble.export.dynamic.config.configMapName | default (printf "%s-flowlog-config" (include "retina.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+The host directories the agent writes flow logs into (one per line): hubble.export.static's file,
+config.flowLogs' file and each dynamic exporter's, with the agent's per-OS defaults.
+*/}}
+{{- define "retina.flowLogDirs" -}}
+{{- $win := eq (.osName | default "linux") "windows" -}}
+{{- $cfg := include "retina.agentConfig" . | fromYaml -}}
+{{- $files := list -}}
+{{- $static := (($cfg.hubble | default dict).export | default dict).static | default dict -}}
+{{- if $static.enabled -}}
+{{- $files = append $files ($static.filePath | default (ternary "C:\\k\\retina\\hubble\\events.log" "/var/run/retina/hubble/events.log" $win)) -}}
+{{- end -}}
+{{- $fl := $cfg.flowLogs | default dict -}}
+{{- if $fl.enabled -}}
+{{- $files = append $files ($fl.filePath | default (ternary "C:\\k\\retina\\flowlogs\\events.log" "/var/log/acns/hubble/events.log" $win)) -}}
+{{- end -}}
+{{- if .root.Values.hubble.export.dynamic.enabled -}}
+{{- range .root.Values.hubble.export.dynamic.config.content -}}{{- $files = append $files .filePath -}}{{- end -}}
+{{- end -}}
+{{- $dirs := list -}}
+{{- range $files -}}{{- $dirs = append $dirs (regexReplaceAll "[\\\\/][^\\\\/]*$" . "") -}}{{- end -}}
+{{- join "\n" ($dirs | uniq) -}}
 {{- end -}}
 
 {{/* Where the metrics TLS Secret is mounted: Linux agent and operator; the Windows agent's is relative to its sandbox working directory. */}}
