@@ -65,16 +65,21 @@ describe('ContainerNetworkLog include filters as Hubble FlowFilters', () => {
       verdict: ['forwarded', 'dropped'],
     }), {
       source_pod: ['sample-namespace/sample-pod'],
-      source_label: ['k8s:app=frontend,k8s:io.kubernetes.pod.namespace=sample-namespace,k8s:environment in (production,staging)'],
+      source_label: ['k8s:app=frontend,k8s:environment in (production,staging)'],
       source_ip: ['192.168.1.10', '10.0.0.1'],
       destination_pod: ['sample-namespace2/sample-pod2'],
-      destination_label: ['k8s:app=backend,k8s:io.kubernetes.pod.namespace=sample-namespace2,k8s:tier notin (dev)'],
+      destination_label: ['k8s:app=backend,k8s:tier notin (dev)'],
       destination_ip: ['192.168.1.20', '10.0.1.1'],
       protocol: ['tcp', 'udp', 'dns'],
       verdict: ['FORWARDED', 'DROPPED'],
     });
     assert.deepEqual(specToFlowFilters({ includefilters: [{}, { name: 'x', from: { labelSelector: {} } }] }), [{}, {}]);
     assert.equal(selectorString({ matchExpressions: [{ key: 'a', operator: 'Exists' }, { key: 'b', operator: 'DoesNotExist' }] }), 'k8s:a,!k8s:b');
+    // The namespace key: equality and In become pod filters (intersected with namespacedPod); other operators stay labels.
+    assert.deepEqual(includeFilterToFlowFilter({ to: { labelSelector: { matchLabels: { 'k8s.io/namespace': 'a' }, matchExpressions: [{ key: 'k8s.io/namespace', operator: 'In', values: ['a', 'b'] }] } } }), { destination_pod: ['a/'] });
+    assert.deepEqual(includeFilterToFlowFilter({ to: { namespacedPod: ['a/x', 'b/y'], labelSelector: { matchExpressions: [{ key: 'k8s.io/namespace', operator: 'In', values: ['b', 'c'] }] } } }), { destination_pod: ['b/y'] });
+    assert.deepEqual(includeFilterToFlowFilter({ to: { namespacedPod: ['a/x'], labelSelector: { matchLabels: { 'k8s.io/namespace': 'b' } } } }), { destination_pod: ['a/x'], destination_label: ['k8s:io.kubernetes.pod.namespace=b'] }, 'disagreeing: the label form, matching nothing');
+    assert.deepEqual(includeFilterToFlowFilter({ from: { labelSelector: { matchExpressions: [{ key: 'k8s.io/namespace', operator: 'NotIn', values: ['kube-system'] }] } } }), { source_label: ['k8s:io.kubernetes.pod.namespace notin (kube-system)'] });
   });
 
   it('namespacedPod: namespace equal and pod-name prefix; namespace/ alone is the whole namespace', () => {
@@ -94,6 +99,10 @@ describe('ContainerNetworkLog include filters as Hubble FlowFilters', () => {
     assert.equal(matches({ includefilters: [{ to: { labelSelector: { matchLabels: { 'k8s.io/namespace': 'lab' } } } }] }, tcp(frontend, other)), true);
     assert.equal(matches({ includefilters: [{ to: { labelSelector: { matchExpressions: [{ key: 'k8s.io/namespace', operator: 'In', values: ['lab', 'x'] }] } } }] }, tcp(frontend, backend)), false);
     assert.equal(matches({ includefilters: [{ from: { labelSelector: { matchExpressions: [{ key: 'environment', operator: 'Exists' }] } } }] }, tcp(frontend, backend)), true);
+    assert.equal(matches({ includefilters: [{ to: { labelSelector: { matchExpressions: [{ key: 'k8s.io/namespace', operator: 'NotIn', values: ['shop'] }] } } }] }, tcp(frontend, other)), true);
+    assert.equal(matches({ includefilters: [{ to: { labelSelector: { matchExpressions: [{ key: 'k8s.io/namespace', operator: 'NotIn', values: ['lab'] }] } } }] }, tcp(frontend, other)), false);
+    assert.equal(matches({ includefilters: [{ to: { namespacedPod: ['shop/backend-'], labelSelector: { matchLabels: { 'k8s.io/namespace': 'lab' } } } }] }, tcp(frontend, backend)), false, 'disagreeing namespaces match nothing');
+    assert.equal(matches({ includefilters: [{ to: { namespacedPod: ['shop/backend-'], labelSelector: { matchLabels: { 'k8s.io/namespace': 'lab' } } } }] }, tcp(frontend, other)), false);
     assert.equal(matches({ includefilters: [{ from: { labelSelector: { matchExpressions: [{ key: 'environment', operator: 'DoesNotExist' }] } } }] }, tcp(frontend, backend)), false);
   });
 

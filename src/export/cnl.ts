@@ -13,7 +13,9 @@
  *   from.namespacedPod  -> source_pod         "ns/prefix" (Hubble: namespace equal, pod name prefix)
  *   from.labelSelector  -> source_label       one Kubernetes selector over the pod's labels with
  *                                             Cilium's `k8s:` source; ACNS's k8s.io/namespace key
- *                                             is Cilium's namespace label io.kubernetes.pod.namespace
+ *                                             is Cilium's namespace label io.kubernetes.pod.namespace,
+ *                                             and its equality / In become source_pod `ns/` (same
+ *                                             answer for pods, a tenth of the cost)
  *   from.ip             -> source_ip          IPs and CIDRs
  *   to.*                -> destination_*      the same
  *   protocol tcp|udp|dns -> protocol          dns: Hubble's L7 DNS flows (the dns plugin's records)
@@ -57,11 +59,46 @@ export function selectorString(sel: LabelSelector): string {
   return parts.join(',');
 }
 
+/**
+ * The namespaces a selector's k8s.io/namespace equality / In requirements allow (their
+ * intersection), and the selector without them; undefined when it has none. Hubble's pod filter
+ * (`ns/`) then does what the namespace label would, at a tenth of the cost per flow
+ * (bench/export/cnl.bench.ts): both hold exactly for pod endpoints of those namespaces.
+ */
+function splitNamespaces(sel: LabelSelector): { namespaces: string[]; rest: LabelSelector } | undefined {
+  let namespaces: string[] | undefined;
+  const keep = (xs: string[]): void => {
+    namespaces = namespaces === undefined ? [...new Set(xs)] : namespaces.filter((n) => xs.includes(n));
+  };
+  const matchLabels: Record<string, string> = {};
+  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) {
+    if (k === CNL_NAMESPACE_LABEL) keep([v]);
+    else matchLabels[k] = v;
+  }
+  const matchExpressions = (sel.matchExpressions ?? []).filter((e) => {
+    if (e.key !== CNL_NAMESPACE_LABEL || e.operator !== 'In') return true;
+    keep(e.values ?? []);
+    return false;
+  });
+  return namespaces === undefined ? undefined : { namespaces, rest: { matchLabels, matchExpressions } };
+}
+
 function endpointFields(out: Record<string, unknown>, side: 'source' | 'destination', e: ContainerNetworkLogEndpoint | undefined): void {
   if (!e) return;
-  if (e.namespacedPod?.length) out[`${side}_pod`] = [...e.namespacedPod];
-  if (e.labelSelector) {
-    const s = selectorString(e.labelSelector);
+  let pods = e.namespacedPod?.length ? [...e.namespacedPod] : undefined;
+  let selector = e.labelSelector;
+  const ns = selector ? splitNamespaces(selector) : undefined;
+  if (ns) {
+    const inNs = pods ? pods.filter((p) => ns.namespaces.includes(p.slice(0, p.indexOf('/')))) : ns.namespaces.map((n) => `${n}/`);
+    // No pod left (the namespaces and namespacedPod disagree): keep the label form, which then matches nothing.
+    if (inNs.length) {
+      pods = inNs;
+      selector = ns.rest;
+    }
+  }
+  if (pods) out[`${side}_pod`] = pods;
+  if (selector) {
+    const s = selectorString(selector);
     if (s !== '') out[`${side}_label`] = [s];
   }
   if (e.ip?.length) out[`${side}_ip`] = [...e.ip];

@@ -112,7 +112,7 @@ describe('ContainerNetworkLog: CRD, operator status, agent selection', { timeout
     await eventually('a and b selected', 20_000, () => allow().length === 2);
     assert.deepEqual(allow(), [
       { source_pod: ['shop/frontend-'], protocol: ['tcp'], verdict: ['FORWARDED'] },
-      { destination_label: ['k8s:app=backend,k8s:io.kubernetes.pod.namespace=shop'], verdict: ['DROPPED'] },
+      { destination_pod: ['shop/'], destination_label: ['k8s:app=backend'], verdict: ['DROPPED'] },
     ]);
 
     // Fix the bad one (merge patch of the spec: generation 2).
