@@ -51,7 +51,9 @@ export interface FlowExporter extends FlowConsumer {
 
 /** The JSON line record of one flow, as `hubble observe -o json` prints it. */
 export function flowRecord(hubble: Readonly<Record<string, unknown>>, json: FlowJson, mask: FieldMask | undefined): FlowLogRecord {
-  return { flow: json.flow(hubble, mask), node_name: hubble['node_name'], time: rfc3339(hubble['time']) };
+  const flow = json.flow(hubble, mask);
+  const time = flow['time'];
+  return { flow, node_name: hubble['node_name'], time: typeof time === 'string' ? time : rfc3339(hubble['time']) };
 }
 
 export function createFlowExporter(o: FlowExporterOptions): FlowExporter {

@@ -7,4 +7,4 @@
 export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } from './map.js';
 export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } from './filter.js';
 export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
-export { createFlowJson, loadFlowProtos, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';
+export { createFlowJson, loadFlowProtos, resolveTypeName, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';

@@ -26,23 +26,27 @@ type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' |
 
 interface Field {
   readonly name: string;
+  /** Declaration order in its message. */
+  readonly index: number;
   readonly kind: Kind;
   readonly repeated: boolean;
   /** A proto3 `optional` scalar: written even at its zero value. */
   readonly oneof: boolean;
   /** enum: number → name, and the zero value's name. */
-  readonly names?: ReadonlyMap<number, string>;
-  readonly zeroName?: string;
+  readonly names: ReadonlyMap<number, string> | undefined;
+  readonly zeroName: string | undefined;
   /** wrapper: the kind of its `value`. */
-  readonly inner?: Kind;
-  /** message: its plan (filled once every type is planned). */
-  sub?: Plan;
+  readonly inner: Kind | undefined;
+  /** message: its plan. */
+  sub: Plan | undefined;
 }
 
 interface Plan {
   readonly type: string;
   readonly fields: Field[];
   readonly byName: Map<string, Field>;
+  /** The same, as a prototype-less object: the writer's lookup by key. */
+  readonly lookup: Record<string, Field | undefined>;
 }
 
 interface Descriptor {
@@ -67,7 +71,7 @@ const WRAPPERS: Readonly<Record<string, Kind>> = {
 };
 
 /** The full name a descriptor's typeName means, seen from message `from` (protobuf's scoping, outward). */
-function resolve(def: PackageDefinition, from: string, typeName: string): string {
+export function resolveTypeName(def: PackageDefinition, from: string, typeName: string): string {
   const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
   const parts = from.split('.');
   for (let i = parts.length; i >= 0; i--) {
@@ -84,33 +88,32 @@ function planner(def: PackageDefinition): (name: string) => Plan {
     if (known) return known;
     const d = def[name] as { format?: string; type?: { field?: Descriptor[] } } | undefined;
     if (d?.format !== 'Protocol Buffer 3 DescriptorProto') throw new Error(`${name} is not a message`);
-    const p: Plan = { type: name, fields: [], byName: new Map() };
+    const p: Plan = { type: name, fields: [], byName: new Map(), lookup: Object.create(null) as Record<string, Field | undefined> };
     plans.set(name, p);
     for (const f of d.type?.field ?? []) {
-      let kind = SCALAR[f.type];
+      const kind = SCALAR[f.type];
       if (kind === undefined) continue;
       const repeated = f.label === 'LABEL_REPEATED';
       // A proto3 `optional` scalar has presence: written even at its zero value. The descriptors
       // proto-loader keeps give every field oneofIndex 0, so membership of a real oneof cannot be
       // read; flow.proto's oneof members are all messages, which are written whenever set anyway.
       const oneof = f.proto3Optional === true;
-      let field: Field;
+      // Every Field has the same properties (one hidden class: the writer's loads stay monomorphic).
+      const field: Field = { name: f.name, index: p.fields.length, kind, repeated, oneof, names: undefined, zeroName: undefined, inner: undefined, sub: undefined };
       if (kind === 'enum') {
-        const e = def[resolve(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
+        const e = def[resolveTypeName(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
         const names = new Map(e.type.value.map((v) => [v.number, v.name]));
-        field = { name: f.name, kind, repeated, oneof, names, zeroName: names.get(0) ?? '' };
+        Object.assign(field, { names, zeroName: names.get(0) ?? '' });
       } else if (kind === 'message') {
-        const full = resolve(def, name, f.typeName);
-        if (full === 'google.protobuf.Timestamp') kind = 'timestamp';
+        const full = resolveTypeName(def, name, f.typeName);
         const inner = WRAPPERS[full];
-        if (inner !== undefined) field = { name: f.name, kind: 'wrapper', repeated, oneof, inner };
-        else field = { name: f.name, kind, repeated, oneof };
-        if (kind === 'message' && inner === undefined) field.sub = plan(full);
-      } else {
-        field = { name: f.name, kind, repeated, oneof };
+        if (full === 'google.protobuf.Timestamp') Object.assign(field, { kind: 'timestamp' });
+        else if (inner !== undefined) Object.assign(field, { kind: 'wrapper', inner });
+        else field.sub = plan(full);
       }
       p.fields.push(field);
       p.byName.set(f.name, field);
+      p.lookup[f.name] = field;
     }
     return p;
   };
@@ -119,13 +122,21 @@ function planner(def: PackageDefinition): (name: string) => Plan {
 
 const pad = (n: number, w: number): string => String(n).padStart(w, '0');
 
+/** The last second formatted (flows come in time order: most share it). */
+let lastSecond = NaN;
+let lastBase = '';
+
 /** google.protobuf.Timestamp {seconds, nanos} as protojson writes it: RFC 3339, UTC, 0/3/6/9 fraction digits. */
 export function rfc3339(ts: unknown): string {
   const t = (ts ?? {}) as { seconds?: unknown; nanos?: unknown };
   const s = Number(t.seconds ?? 0);
   const n = Number(t.nanos ?? 0);
-  const d = new Date(s * 1000);
-  const base = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}T${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
+  if (s !== lastSecond) {
+    const d = new Date(s * 1000);
+    lastBase = `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}T${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}`;
+    lastSecond = s;
+  }
+  const base = lastBase;
   if (n === 0) return `${base}Z`;
   const frac = pad(n, 9);
   if (n % 1_000_000 === 0) return `${base}.${frac.slice(0, 3)}Z`;
@@ -192,25 +203,49 @@ export function createFlowJson(def: PackageDefinition, type = 'flow.Flow'): Flow
       default: return scalar(f.kind, v, f);
     }
   };
+  /** Kinds whose repeated values are written as they are (no conversion per item). */
+  const asIs = (k: Kind): boolean => k === 'string' || k === 'bool' || k === 'int' || k === 'enum';
   const message = (p: Plan, obj: Record<string, unknown>, mask: FieldMask | undefined): Record<string, unknown> => {
-    const out: Record<string, unknown> = {};
-    for (const f of p.fields) {
-      const v = obj[f.name];
+    // The object's own keys (few) rather than the message's fields (many): then in declaration
+    // order, as protojson writes them (sorted only when the object's order differs).
+    let fields: Field[] | undefined;
+    let values: unknown[] | undefined;
+    let sorted = true;
+    let last = -1;
+    const keys = Object.keys(obj);
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k] as string;
+      const v = obj[key];
       if (v === undefined || v === null) continue;
+      const f = p.lookup[key];
+      if (f === undefined) continue;
       let sub: FieldMask | undefined;
       if (mask !== undefined) {
-        if (!mask.has(f.name)) continue;
-        sub = mask.get(f.name);
+        if (!mask.has(key)) continue;
+        sub = mask.get(key);
       }
+      let out: unknown;
       if (f.repeated) {
         if (!Array.isArray(v) || v.length === 0) continue;
-        out[f.name] = v.map((item: unknown) => value(f, item, sub));
-        continue;
+        out = asIs(f.kind) && (f.kind !== 'enum' || v.every((x) => typeof x === 'string')) ? v : v.map((item: unknown) => value(f, item, sub));
+      } else {
+        if (!f.oneof && f.kind !== 'message' && f.kind !== 'timestamp' && f.kind !== 'wrapper' && isZero(f.kind, v, f)) continue;
+        out = value(f, v, sub);
       }
-      if (!f.oneof && (f.kind !== 'message' && f.kind !== 'timestamp' && f.kind !== 'wrapper') && isZero(f.kind, v, f)) continue;
-      out[f.name] = value(f, v, sub);
+      (fields ??= []).push(f);
+      (values ??= []).push(out);
+      if (f.index < last) sorted = false;
+      last = f.index;
     }
-    return out;
+    const result: Record<string, unknown> = {};
+    if (fields === undefined || values === undefined) return result;
+    if (sorted) {
+      for (let i = 0; i < fields.length; i++) result[(fields[i] as Field).name] = values[i];
+      return result;
+    }
+    const order = fields.map((_, i) => i).sort((a, b) => (fields[a] as Field).index - (fields[b] as Field).index);
+    for (const i of order) result[(fields[i] as Field).name] = values[i];
+    return result;
   };
   return {
     flow: (flow, mask) => message(root, flow as Record<string, unknown>, mask),

@@ -10,6 +10,7 @@
  * protobufjs. frames.test.ts decodes its output with protobufjs against protobufjs's own.
  */
 import type { PackageDefinition } from '@grpc/proto-loader';
+import { resolveTypeName as resolve } from '../../flow/hubble/index.js';
 
 type Kind = 'string' | 'bool' | 'varint' | 'sint' | 'enum' | 'message' | 'double' | 'float' | 'bytes';
 
@@ -38,17 +39,6 @@ const KINDS: Readonly<Record<string, Kind>> = {
   TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_UINT32: 'varint', TYPE_INT32: 'varint', TYPE_INT64: 'varint', TYPE_UINT64: 'varint',
   TYPE_SINT32: 'sint', TYPE_SINT64: 'sint', TYPE_ENUM: 'enum', TYPE_MESSAGE: 'message', TYPE_DOUBLE: 'double', TYPE_FLOAT: 'float', TYPE_BYTES: 'bytes',
 };
-
-/** The full name a descriptor's typeName means, seen from message `from` (protobuf's scoping, outward). */
-function resolve(def: PackageDefinition, from: string, typeName: string): string {
-  const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
-  const parts = from.split('.');
-  for (let i = parts.length; i >= 0; i--) {
-    const full = [...parts.slice(0, i), name].join('.');
-    if (full in def) return full;
-  }
-  throw new Error(`protobuf type ${typeName} (from ${from}) is not in the package definition`);
-}
 
 export type Encoder = (msg: Record<string, unknown>) => Buffer;
 
