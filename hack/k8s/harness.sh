@@ -173,6 +173,9 @@ KWOK
     [ -f "$ROOT/charts/retina/crds/retina.sh_$plural.yaml" ] || continue
     wait_for kube-apiserver 30 api GET "/apis/retina.sh/v1alpha1/$plural?limit=1"
   done
+  if [ -f "$ROOT/charts/retina/crds/acn.azure.com_containernetworklogs.yaml" ]; then
+    wait_for kube-apiserver 30 api GET "/apis/acn.azure.com/v1alpha1/containernetworklogs?limit=1"
+  fi
   for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
     alive "$c" || { log "$c exited; see $RUN/$c.log"; tail -20 "$RUN/$c.log" >&2; exit 1; }
   done

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { configWarnings, flowLogsWanted, type AgentConfig } from '../config/index.js';
-import type { FlowLogs, FlowSelection } from '../export/index.js';
+import type { ContainerNetworkLogSelection, FlowLogs } from '../export/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import { createLogger, errorFields } from '../log/index.js';
@@ -71,10 +71,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoDir: packageFile('proto/hubble') })
     : undefined;
   // Stored flow logs (src/export): hubble.export static/dynamic and flowLogs, loaded only when configured.
-  const flowLogs = await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), metrics, log);
+  const flowLogs = await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), k8s !== undefined, metrics, log);
   const pipeline = await startNodePipeline({
     agent, metrics, log, k8s, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
   });
+  // ContainerNetworkLogs are read through the node's one informer factory (one more watch, counted).
+  if (flowLogs?.cnl && pipeline.informers) flowLogs.cnl.watch(pipeline.informers);
 
   const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
   const manager = createPluginManager({
@@ -140,20 +142,22 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 }
 
 /**
- * The ContainerNetworkLog selection of `flowLogs.enabled` (src/export/cnl.ts, watching through the
- * pipeline's informer factory) plugs in here; without one, startFlowLogs logs that the container
- * network logs exporter is not started and the hubble.export exporters run alone.
+ * The flow-log exporters the config asks for (none: undefined, and src/export is not loaded). With
+ * `flowLogs.enabled` and an API server, the ContainerNetworkLog selection (src/export/cnl.ts) is
+ * built here and starts watching once the pipeline's informer factory exists (`watch` below).
  */
-function containerNetworkLogSelection(): FlowSelection | undefined {
-  return undefined;
-}
-
-/** The flow-log exporters the config asks for (none: undefined, and src/export is not loaded). */
-async function startFlowLogExport(agent: AgentConfig, nodeName: string, metrics: MetricsRegistry, log: Logger): Promise<FlowLogs | undefined> {
+async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s: boolean, metrics: MetricsRegistry, log: Logger): Promise<(FlowLogs & { readonly cnl: ContainerNetworkLogSelection | undefined }) | undefined> {
   if (!flowLogsWanted(agent.flowLogs)) return undefined;
-  const [{ startFlowLogs }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
-  return startFlowLogs({
-    config: agent.flowLogs, nodeName, protos: loadFlowProtos(packageFile('proto/hubble')), metrics, log,
-    containerNetworkLogs: agent.flowLogs.cnl ? containerNetworkLogSelection() : undefined,
-  });
+  const [{ startFlowLogs, createContainerNetworkLogSelection }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
+  const protos = loadFlowProtos(packageFile('proto/hubble'));
+  const cnl = agent.flowLogs.cnl && withK8s ? createContainerNetworkLogSelection({ log, enums: protos.enums }) : undefined;
+  const started = startFlowLogs({ config: agent.flowLogs, nodeName, protos, metrics, log, containerNetworkLogs: cnl });
+  return {
+    cnl,
+    consumers: started.consumers,
+    async close() {
+      cnl?.[Symbol.dispose]();
+      await started.close();
+    },
+  };
 }

@@ -11,7 +11,7 @@ import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js
 import { defaultImages } from '../capture/index.js';
 import { version } from './command.js';
 import {
-  createCaptureController, type CaptureController, type Controller,
+  createCaptureController, createContainerNetworkLogController, type CaptureController, type Controller,
   createMetricsConfigurationController, createRetinaEndpointController, installCrds, leaderStatus, parseAddr, reflectorEvents, reflectorRejected,
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
@@ -54,7 +54,7 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
 
   const stack = await ResourceStack.build(async (s) => {
     if (cfg.installCRDs) {
-      const names = await installCrds({ client, dir: o.crdDir, log, only: cfg.enableRetinaEndpoint ? undefined : ['MetricsConfiguration', 'Capture'] });
+      const names = await installCrds({ client, dir: o.crdDir, log, only: cfg.enableRetinaEndpoint ? undefined : ['MetricsConfiguration', 'Capture', 'ContainerNetworkLog'] });
       log.info('CRDs installed', { crds: names });
     }
     const relistCounter = metrics.counter(reflectorEvents);
@@ -73,7 +73,10 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
       hostPathBaseDir: cfg.captureHostPathBaseDir, jobNumLimit: cfg.captureJobNumLimit, deadlineSlackMs: cfg.captureDeadlineSlackMs,
       podClusterRole: cfg.captureServiceAccountClusterRole,
     });
-    const controllers: (Controller & { enqueueAll(): void })[] = [createMetricsConfigurationController({ client, informers, metrics, events, log }), captures];
+    const controllers: (Controller & { enqueueAll(): void })[] = [
+      createMetricsConfigurationController({ client, informers, metrics, events, log }), captures,
+      createContainerNetworkLogController({ client, informers, metrics, events, log }),
+    ];
     if (cfg.enableRetinaEndpoint && cfg.remoteContext) {
       re = createRetinaEndpointController({
         client, informers, labelAllowlist: cfg.retinaEndpointLabels, annotationAllowlist: cfg.retinaEndpointAnnotations,

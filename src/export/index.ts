@@ -3,6 +3,10 @@
  * with rotation, aggregation, OTLP. The contract is in types.ts.
  */
 export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, SelectionFilters } from './types.js';
+export {
+  createContainerNetworkLogSelection, includeFilterToFlowFilter, selectResource, selectorString, specToFlowFilters,
+  type ContainerNetworkLogSelection, type ContainerNetworkLogSelectionOptions, type ResourceSelection,
+} from './cnl.js';
 export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, type FlowExporterOptions } from './exporter.js';
 export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
 export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';

@@ -24,3 +24,8 @@ export {
 export type { RetinaEndpoint, RetinaEndpointOwner, RetinaEndpointSpec } from './crd/retina-endpoint.js';
 export type { MetricsConfiguration, MetricsConfigurationSpec, MetricsConfigurationState, MetricsConfigurationStatus, MetricsContextOption } from './crd/metrics-configuration.js';
 export type { Capture, CaptureCondition, CaptureNodeState, CaptureSpec, CaptureStatus, LabelSelector } from './crd/capture.js';
+export {
+  CNL_NAMESPACE_LABEL, CNL_PROTOCOLS, CNL_VERDICTS, CONTAINER_NETWORK_LOG_FIELDS, isIpOrCidr, validateContainerNetworkLogSpec,
+  type ContainerNetworkLog, type ContainerNetworkLogCondition, type ContainerNetworkLogEndpoint, type ContainerNetworkLogFilter,
+  type ContainerNetworkLogProtocol, type ContainerNetworkLogSpec, type ContainerNetworkLogState, type ContainerNetworkLogStatus, type ContainerNetworkLogVerdict,
+} from './crd/container-network-log.js';

@@ -41,6 +41,7 @@ export const resources = Object.freeze({
   retinaEndpoints: r('retina.sh', 'v1alpha1', 'retinaendpoints', 'RetinaEndpoint', true),
   metricsConfigurations: r('retina.sh', 'v1alpha1', 'metricsconfigurations', 'MetricsConfiguration', false),
   captures: r('retina.sh', 'v1alpha1', 'captures', 'Capture', true),
+  containerNetworkLogs: r('acn.azure.com', 'v1alpha1', 'containernetworklogs', 'ContainerNetworkLog', false),
   endpointSlices: r('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice', true),
 });
 

@@ -6,3 +6,4 @@ export { installCrds, readCrds } from './crd-installer.js';
 export { operatorKeys, operatorConfig, parseAddr, DEFAULT_LABEL_ALLOWLIST, type OperatorConfig, type OperatorKeys } from './config.js';
 export { leaderStatus, reflectorEvents, reflectorRejected } from './metrics.js';
 export { createCaptureController, CAPTURE_FINALIZER, type CaptureController, type CaptureControllerOptions } from './capture-controller.js';
+export { createContainerNetworkLogController, describeProblems, type ContainerNetworkLogController } from './container-network-log.js';

@@ -21,7 +21,7 @@ import { flowsWanted, type AgentConfig } from '../config/index.js';
 import type { IpCache, NodeEndpoint } from '../cache/index.js';
 import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
 import { fanOut, type FlowConsumer } from '../flow/index.js';
-import type { Informer, RestClient } from '../k8s/index.js';
+import type { Informer, InformerFactory, RestClient } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { MetricsModule } from '../metrics/module/index.js';
@@ -62,6 +62,8 @@ export interface NodePipeline extends AsyncDisposable {
   readonly cache: IpCache | undefined;
   /** The cluster's Nodes from the one Nodes watch (Hubble's peers); undefined without Kubernetes. */
   nodes(): Informer<NodeEndpoint> | undefined;
+  /** The node's one informer factory (every other watch: ContainerNetworkLogs with flow logs); undefined without Kubernetes. */
+  readonly informers: InformerFactory | undefined;
 }
 
 const noLookup: EndpointLookup = { byIp: () => undefined };
@@ -91,6 +93,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
     spec: podLevel?.spec,
     cache: watches?.cache,
     nodes: () => watches?.nodes(),
+    informers: watches?.factory,
     async [Symbol.asyncDispose]() {
       // The pod-level side first (its subscriptions), then the watches it read.
       const errors: unknown[] = [];

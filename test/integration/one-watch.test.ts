@@ -3,18 +3,21 @@
  * cache, the pod-level spec, Hubble's peers), and counts every watch in k8s_watch_events_total.
  * Counted by the real API server: its apiserver_longrunning_requests{verb="WATCH"} gauge, per
  * resource, before and while the pipeline runs (the harness's own components watch too, so the
- * test reads the difference). Remote context with Hubble once watched Nodes twice.
+ * test reads the difference). Remote context with Hubble once watched Nodes twice. With flow logs the
+ * ContainerNetworkLog selection (src/export/cnl.ts) reads through the same factory: one more watch.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { after, before, describe, it } from 'node:test';
+import { createContainerNetworkLogSelection } from '../../src/export/index.js';
 import type { RestClient } from '../../src/k8s/index.js';
+import { installCrds } from '../../src/operator/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { startNodePipeline, type NodePipeline } from '../../src/pipeline/index.js';
 import { testAgentConfig } from '../ebpf/fake-context.js';
 import { ROOT, eventually, readToken, startCluster, type Cluster } from './harness.js';
-import { testLog } from './operator-helpers.js';
+import { CRD_DIR, testLog } from './operator-helpers.js';
 
 /** The API server's open WATCH requests per `group/resource` (core group: `resource`). */
 async function watches(client: RestClient): Promise<Map<string, number>> {
@@ -40,7 +43,7 @@ async function watches(client: RestClient): Promise<Map<string, number>> {
   return out;
 }
 
-const KINDS = ['nodes', 'pods', 'services', 'namespaces', 'retina.sh/retinaendpoints', 'retina.sh/metricsconfigurations'];
+const KINDS = ['nodes', 'pods', 'services', 'namespaces', 'retina.sh/retinaendpoints', 'retina.sh/metricsconfigurations', 'acn.azure.com/containernetworklogs'];
 
 /** Open watches per kind now minus `base`. */
 const delta = (now: Map<string, number>, base: Map<string, number>): Record<string, number> =>
@@ -63,17 +66,20 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
   before(async () => {
     cluster = await startCluster();
     client = cluster.client;
+    await installCrds({ client, dir: CRD_DIR, log: testLog('crd'), only: ['ContainerNetworkLog'] });
   });
 
   after(async () => {
     await cluster?.[Symbol.asyncDispose]();
   });
 
-  const run = async (over: Parameters<typeof testAgentConfig>[0], nodeName: string | undefined, want: Record<string, number>, wantCounted: string[]): Promise<void> => {
+  const run = async (over: Parameters<typeof testAgentConfig>[0], nodeName: string | undefined, want: Record<string, number>, wantCounted: string[], flowLogs = false): Promise<void> => {
     const base = await watches(client);
     const metrics = createMetricsRegistry({ processMetrics: false });
     const ring = { consume: () => undefined };
     let pipeline: NodePipeline | undefined;
+    // Flow logs (src/cli/agent.ts with flowLogs.enabled): the ContainerNetworkLog selection reads through the pipeline's factory.
+    const selection = flowLogs ? createContainerNetworkLogSelection({ log: testLog('cnl') }) : undefined;
     try {
       pipeline = await startNodePipeline({
         agent: testAgentConfig(over), metrics, log: testLog('pipeline'), k8s: { client, nodeName }, consumers: [{ name: 'hubble', consumer: ring }],
@@ -82,6 +88,11 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
       const nodes = pipeline.nodes();
       assert.ok(nodes, 'with Kubernetes the pipeline offers the Nodes');
       await nodes.waitForSync();
+      if (selection) {
+        assert.ok(pipeline.informers, 'with Kubernetes the pipeline offers its informer factory');
+        selection.watch(pipeline.informers);
+        selection.watch(pipeline.informers);
+      }
       assert.ok(pipeline.flows, 'flows are wanted (pod level and Hubble), so plugins get a sink');
       const got = await eventually('the pipeline\'s watches open', 60_000, async () => {
         const d = delta(await watches(client), base);
@@ -95,6 +106,7 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
       }).catch(async () => counted((await metrics.expose()).body));
       assert.deepEqual([...seen].sort(), [...wantCounted].sort());
     } finally {
+      selection?.[Symbol.dispose]();
       await pipeline?.[Symbol.asyncDispose]();
     }
     // Stopping closes them all.
@@ -108,8 +120,18 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
     await run(
       { remoteContext: true, enablePodLevel: true, enableAnnotations: false, hubble: { ...testAgentConfig().hubble, enabled: true } },
       undefined,
-      { nodes: 1, pods: 0, services: 1, namespaces: 0, 'retina.sh/retinaendpoints': 1, 'retina.sh/metricsconfigurations': 1 },
+      { nodes: 1, pods: 0, services: 1, namespaces: 0, 'retina.sh/retinaendpoints': 1, 'retina.sh/metricsconfigurations': 1, 'acn.azure.com/containernetworklogs': 0 },
       ['nodes', 'services', 'retinaendpoints.retina.sh', 'metricsconfigurations.retina.sh'],
+    );
+  });
+
+  it('flow logs: the ContainerNetworkLog selection adds one watch, through the same factory, counted like the others', async () => {
+    await run(
+      { remoteContext: true, enablePodLevel: true, enableAnnotations: false, hubble: { ...testAgentConfig().hubble, enabled: true } },
+      undefined,
+      { nodes: 1, pods: 0, services: 1, namespaces: 0, 'retina.sh/retinaendpoints': 1, 'retina.sh/metricsconfigurations': 1, 'acn.azure.com/containernetworklogs': 1 },
+      ['nodes', 'services', 'retinaendpoints.retina.sh', 'metricsconfigurations.retina.sh', 'containernetworklogs.acn.azure.com'],
+      true,
     );
   });
 
@@ -117,7 +139,7 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
     await run(
       { remoteContext: false, enablePodLevel: true, enableAnnotations: true, hubble: { ...testAgentConfig().hubble, enabled: true } },
       'one-watch-node',
-      { nodes: 1, pods: 1, services: 0, namespaces: 1, 'retina.sh/retinaendpoints': 0, 'retina.sh/metricsconfigurations': 0 },
+      { nodes: 1, pods: 1, services: 0, namespaces: 1, 'retina.sh/retinaendpoints': 0, 'retina.sh/metricsconfigurations': 0, 'acn.azure.com/containernetworklogs': 0 },
       ['nodes', 'pods', 'namespaces'],
     );
   });

@@ -3,7 +3,8 @@
  * test/windows/suite/*.wintest.js and the conformance suites (the Windows plugins' life cycle) with
  * koffi's win32 binary, against Wine's real iphlpapi and the
  * fake computenetwork/vmcompute/ETW DLLs built by mk/windows.mk (`make windows-prep`). Output goes to a
- * file (Wine's stdout as a pipe breaks console.log). Fails, with the suite's output, when Wine, the
+ * file (Wine's stdout as a pipe breaks console.log). The test control plane (hack/k8s/harness.sh) runs
+ * meanwhile, for the flow-log suite's ContainerNetworkLogs. Fails, with the suite's output, when Wine, the
  * Windows node, the prefix or the fakes are missing, or when any Windows test fails or is skipped.
  */
 import assert from 'node:assert/strict';
@@ -11,13 +12,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, openSync, closeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { it } from 'node:test';
+import { startCluster } from '../integration/harness.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CACHE = `${ROOT}.cache/windows`;
 const NODE_VERSION = /^NODE_VERSION := (\S+)$/m.exec(readFileSync(`${ROOT}Makefile`, 'utf8'))?.[1];
 const win = (p: string): string => `Z:${p.replaceAll('/', '\\')}`;
 
-it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 }, () => {
+it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 }, async () => {
   const nodeExe = `${CACHE}/node-${NODE_VERSION}/node.exe`;
   for (const [what, path] of [
     ['the Windows node (make windows-prep)', nodeExe], ['the Wine prefix (make windows-prep)', `${CACHE}/prefix/.win10`],
@@ -31,11 +33,14 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   const fd = openSync(outFile, 'w');
   const started = Date.now();
   // The parent's test-runner context would make the Windows node skip running the files.
-  const { NODE_TEST_CONTEXT: _ctx, ...parentEnv } = process.env;
+  // The harness's ports (RETINA_K8S_*) are this side's: the Windows agent would take them for configuration keys.
+  const { NODE_TEST_CONTEXT: _ctx, RETINA_K8S_ETCD_PORT: _etcd, RETINA_K8S_API_PORT: _api, ...parentEnv } = process.env;
   // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
   const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js',
     // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures.
     'dist/src/server/hubble/server.test.js', 'dist/src/plugins/windows/pktmon/merge.test.js', 'dist/test/windows/etl/pktmon-real.test.js'];
+  // The test control plane, for the flow-log suite's ContainerNetworkLogs (flowlogs.wintest.ts).
+  await using cluster = await startCluster();
   const r = spawnSync('wine', [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=tap', ...tests], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],
@@ -50,6 +55,7 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
       FAKE_PKTMON_EVENTS: win(`${ROOT}test/fixtures/windows/pktmon-events.txt`),
       FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
       RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
+      RETINATS_WINE_KUBECONFIG: win(cluster.kubeconfig),
     },
   });
   closeSync(fd);

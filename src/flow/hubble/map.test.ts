@@ -25,7 +25,7 @@ describe('toHubbleFlow', () => {
       IP: { source: '10.0.0.1', destination: '10.0.0.2', ipVersion: 'IPv4' },
       Type: 'L3_L4',
       l4: { protocol: 'UDP', UDP: { source_port: 5353, destination_port: 9999 } },
-      destination: { namespace: 'shop', pod_name: 'web-5d4f8c9b7-abcde', labels: ['k8s:app=web', 'k8s:tier=front'], workloads: [{ name: 'web', kind: 'Deployment' }] },
+      destination: { namespace: 'shop', pod_name: 'web-5d4f8c9b7-abcde', labels: ['k8s:app=web', 'k8s:io.kubernetes.pod.namespace=shop', 'k8s:tier=front'], workloads: [{ name: 'web', kind: 'Deployment' }] },
       node_name: 'node-x',
       destination_service: { name: 'web', namespace: 'shop' },
       traffic_direction: 'INGRESS',

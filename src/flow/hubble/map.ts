@@ -41,13 +41,23 @@ export function timestampMs(ts: unknown): number | undefined {
   return s * 1000 + n / 1e6;
 }
 
+/** Cilium's pod namespace label key. */
+const NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+
 function endpoint(e: Endpoint | undefined): HubbleObject | undefined {
   if (e === undefined) return undefined;
   const out: HubbleObject = {};
   if (e.namespace) out['namespace'] = e.namespace;
   if (e.podName) out['pod_name'] = e.podName;
-  const labels = Object.keys(e.labels);
-  if (labels.length) out['labels'] = labels.sort().map((k) => `k8s:${k}=${e.labels[k] ?? ''}`);
+  // A pod's labels, with the namespace label Cilium gives every pod endpoint (k8s:io.kubernetes.pod.namespace),
+  // so label filters can select by namespace as in Hubble (ContainerNetworkLog's k8s.io/namespace key).
+  const keys = Object.keys(e.labels);
+  const nsLabel = e.podName && e.namespace && e.labels[NAMESPACE_LABEL] === undefined;
+  if (keys.length || nsLabel) {
+    const labels = keys.map((k) => `k8s:${k}=${e.labels[k] ?? ''}`);
+    if (nsLabel) labels.push(`k8s:${NAMESPACE_LABEL}=${e.namespace}`);
+    out['labels'] = labels.sort();
+  }
   if (e.workloadName) out['workloads'] = [{ name: e.workloadName, kind: e.workloadKind }];
   return out;
 }

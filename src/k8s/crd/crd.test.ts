@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { CAPTURE_FIELDS } from './capture.js';
+import { CONTAINER_NETWORK_LOG_FIELDS } from './container-network-log.js';
 import { METRICS_CONFIGURATION_FIELDS } from './metrics-configuration.js';
 import { RETINA_ENDPOINT_SPEC_FIELDS } from './retina-endpoint.js';
 
@@ -29,5 +30,14 @@ describe('CR types match the chart CRDs', () => {
     const s = schema('retina.sh_captures.yaml');
     assert.deepEqual(props(s.properties?.['spec']), sorted(CAPTURE_FIELDS.spec));
     assert.deepEqual(props(s.properties?.['status']), sorted(CAPTURE_FIELDS.status));
+  });
+  it('ContainerNetworkLog', () => {
+    const s = schema('acn.azure.com_containernetworklogs.yaml');
+    const filter = s.properties?.['spec']?.properties?.['includefilters']?.items;
+    assert.deepEqual(props(s.properties?.['spec']), sorted(CONTAINER_NETWORK_LOG_FIELDS.spec));
+    assert.deepEqual(props(filter), sorted(CONTAINER_NETWORK_LOG_FIELDS.filter));
+    assert.deepEqual(props(filter?.properties?.['from']), sorted(CONTAINER_NETWORK_LOG_FIELDS.endpoint));
+    assert.deepEqual(props(filter?.properties?.['to']), sorted(CONTAINER_NETWORK_LOG_FIELDS.endpoint));
+    assert.deepEqual(props(s.properties?.['status']), sorted(CONTAINER_NETWORK_LOG_FIELDS.status));
   });
 });
