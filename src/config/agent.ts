@@ -8,6 +8,7 @@ import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
 import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
+import { flowLogsOtlpConfig, flowLogsOtlpKeys, type FlowLogsOtlpConfig } from './flowlogs-otlp.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
 
 export interface AgentConfig {
@@ -32,6 +33,8 @@ export interface AgentConfig {
   readonly metricsSecurity: MetricsSecurityConfig;
   /** The Hubble gRPC service (off by default). */
   readonly hubble: HubbleConfig;
+  /** Flow logs to an OpenTelemetry collector (off while its endpoint is ''). */
+  readonly flowLogsOtlp: FlowLogsOtlpConfig;
 }
 
 /** What the platform layer knows when the keys are built: this OS's plugins. */
@@ -80,6 +83,7 @@ export function agentKeys(plugins: PluginChoice) {
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
+    ...flowLogsOtlpKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -107,6 +111,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
+    flowLogsOtlp: flowLogsOtlpConfig(keys, v),
   });
 }
 
