@@ -8,3 +8,4 @@ export { closestMatch, didYouMean, editDistance } from './suggest.js';
 export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig, type MetricsSecurityKeys } from './metrics-security.js';
 export { hubbleConfig, hubbleKeys, parseListenAddress, type HubbleConfig, type HubbleKeys } from './hubble.js';
 export { Backoff, backoffDelay, type BackoffOptions } from './backoff.js';
+export { flowLogsOtlpConfig, flowLogsOtlpKeys, parseHeaders, parseOtlpEndpoint, OTLP_PROTOCOLS, type FlowLogsOtlpConfig, type FlowLogsOtlpKeys, type OtlpProtocol } from './flowlogs-otlp.js';

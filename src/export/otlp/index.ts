@@ -5,7 +5,7 @@
  * `flowLogs.otlp.endpoint` is set (`await import(...)`), so gRPC's client and the OTLP protos cost
  * nothing otherwise. Encoding: encode.ts; transports: transport.ts; queue and retry: sink.ts.
  */
-import type { FlowLogsOtlpConfig } from '../../config/flowlogs-otlp.js';
+import type { FlowLogsOtlpConfig } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import { catalog, type MetricsRegistry } from '../../metrics/index.js';
 import { createOtlpSink, type OtlpSink, type SinkCounts } from './sink.js';

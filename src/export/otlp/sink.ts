@@ -14,7 +14,7 @@
  * - `close` sends what it can within `closeTimeoutMs`; the rest is dropped{reason="closed"}.
  * Every record handed to `write` ends as exactly one written or one dropped count.
  */
-import { Backoff, type BackoffOptions } from '../../config/backoff.js';
+import { Backoff, type BackoffOptions } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
 import type { FlowLogSink } from '../types.js';
 import { msToUnixNano, toLogRecord, type OtlpLogRecord } from './encode.js';

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
-import type { FlowLogsOtlpConfig } from '../../config/flowlogs-otlp.js';
+import type { FlowLogsOtlpConfig } from '../../config/index.js';
 import { toJsonRequest, toProtoRequest, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
 
 const gzip = promisify(gzipCb);
