@@ -7,7 +7,7 @@
 export const REDACTED = '[REDACTED]';
 
 /** Key names whose values are never shown (case-insensitive; camelCase, snake_case, dots and dashes alike). */
-const SECRET_KEY = /(token|passw(or)?d|passphrase|secret|credential|private|api.?key|access.?key|client.?key|(^|[._-])key$|[a-z]Key$|key.?data$|certificate.?data$|cert.?data$|bearer|authorization|cookie|sas$|connection.?string)/i;
+const SECRET_KEY = /(token|passw(or)?d|passphrase|secret|credential|private|api.?key|access.?key|client.?key|(^|[._-])key$|[a-z]Key$|key.?data$|certificate.?data$|cert.?data$|bearer|authorization|cookie|sas$|connection.?string|(^|\.)headers$)/i;
 
 export function isSecretKey(key: string): boolean {
   return SECRET_KEY.test(key);

@@ -9,6 +9,7 @@ import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
 import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
 import { flowLogsConfig, flowLogsKeys, type FlowLogsConfig } from './flow-logs.js';
+import { flowLogsOtlpConfig, flowLogsOtlpKeys, type FlowLogsOtlpConfig } from './flowlogs-otlp.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
 
 export interface AgentConfig {
@@ -35,6 +36,8 @@ export interface AgentConfig {
   readonly hubble: HubbleConfig;
   /** Stored flow logs: hubble.export (static, dynamic) and flowLogs (ContainerNetworkLog); each off by default. */
   readonly flowLogs: FlowLogsConfig;
+  /** Flow logs to an OpenTelemetry collector (off while its endpoint is ''). */
+  readonly flowLogsOtlp: FlowLogsOtlpConfig;
 }
 
 /** What the platform layer knows when the keys are built: this OS's plugins. */
@@ -84,6 +87,7 @@ export function agentKeys(plugins: PluginChoice) {
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
     ...flowLogsKeys(plugins.os),
+    ...flowLogsOtlpKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
 }
 
@@ -112,6 +116,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
     flowLogs: flowLogsConfig(keys, v),
+    flowLogsOtlp: flowLogsOtlpConfig(keys, v),
   });
 }
 

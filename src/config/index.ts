@@ -9,3 +9,4 @@ export { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig,
 export { hubbleConfig, hubbleKeys, parseListenAddress, type HubbleConfig, type HubbleKeys } from './hubble.js';
 export { Backoff, backoffDelay, type BackoffOptions } from './backoff.js';
 export { flowLogsConfig, flowLogsKeys, filterListKey, fieldMaskKey, splitJsonObjects, ACNS_LINUX_PATH, WINDOWS_FLOW_LOG_PATH, STATIC_EXPORT_PATH, DYNAMIC_CONFIG_PATH, type ExportFileConfig, type FilterObject, type FlowLogsConfig, type FlowLogsKeys, type StaticExportConfig } from './flow-logs.js';
+export { flowLogsOtlpConfig, flowLogsOtlpKeys, parseHeaders, parseOtlpEndpoint, OTLP_PROTOCOLS, type FlowLogsOtlpConfig, type FlowLogsOtlpKeys, type OtlpProtocol } from './flowlogs-otlp.js';

@@ -1,0 +1,238 @@
+/**
+ * The OTLP flow-log sink against a real OpenTelemetry Collector (hack/otelcol: v0.161.0, the otlp
+ * receiver, the contrib file exporter as the oracle): exactly the records written arrive, with
+ * their body, attributes, time and resource, over gRPC, HTTP/protobuf and HTTP/JSON; with TLS
+ * (a CA made here, mutual TLS) and a bearer token the collector requires; a wrong token is
+ * refused and counted; the collector down then up delivers what the bounded queue held and
+ * counts exactly what did not fit.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/flowlogs-otlp.js';
+import { createOtlpFlowSink, type OtlpSink } from '../../src/export/otlp/index.js';
+import type { FlowLogRecord } from '../../src/export/types.js';
+import { createLogger } from '../../src/log/index.js';
+import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import { makeCa, makeLeaf } from '../fixtures/certs.js';
+import { arrived, freePort, makeClientCert, startCollector, waitArrived, type Collector } from './otelcol.js';
+
+const PROTO_DIR = fileURLToPath(new URL('../../../proto', import.meta.url));
+const log = createLogger({ level: 'error', stream: new PassThrough() });
+
+/** n flow-log records in the shape the exporter writes (Hubble JSON with node name and time). */
+function records(n: number, tag: string): FlowLogRecord[] {
+  return Array.from({ length: n }, (_, i) => {
+    const time = `2026-11-26T10:00:${String(i % 60).padStart(2, '0')}.${String(123456789 + i).slice(0, 9)}Z`;
+    return {
+      flow: {
+        time,
+        verdict: i % 3 === 0 ? 'DROPPED' : 'FORWARDED',
+        ...(i % 3 === 0 ? { drop_reason_desc: 'POLICY_DENIED' } : {}),
+        IP: { source: `10.0.${i >> 8}.${i & 255}`, destination: '10.1.0.7', ipVersion: 'IPv4' },
+        l4: i % 2 ? { UDP: { source_port: 40000 + i, destination_port: 53 } } : { TCP: { source_port: 30000 + i, destination_port: 8080, flags: { SYN: true } } },
+        source: { namespace: `ns-${tag}`, pod_name: `client-${i}`, labels: ['k8s:app=client'], workloads: [{ name: 'client', kind: 'Deployment' }] },
+        destination: { namespace: 'server-ns', pod_name: 'server-0' },
+        traffic_direction: 'EGRESS',
+        node_name: 'node-a',
+      },
+      node_name: 'node-a',
+      time,
+    };
+  });
+}
+
+function config(endpoint: string, protocol: OtlpProtocol, extra: Partial<FlowLogsOtlpConfig> = {}): FlowLogsOtlpConfig {
+  return {
+    endpoint, protocol, headers: {},
+    tls: { caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false },
+    timeoutMs: 5_000, queueSize: 10_000, batchSize: 100, flushIntervalMs: 50, compression: 'none',
+    ...extra,
+  };
+}
+
+/** flow_log_records_total{sink="otlp"} as result/reason → value. */
+async function counts(metrics: MetricsRegistry): Promise<Record<string, number>> {
+  const m = metrics.registry.getSingleMetric(catalog.flowLogRecords.name);
+  const out: Record<string, number> = {};
+  for (const v of (await m?.get())?.values ?? []) {
+    if (v.labels['sink'] !== 'otlp') continue;
+    out[`${v.labels['result']}${v.labels['reason'] ? `/${v.labels['reason']}` : ''}`] = v.value;
+  }
+  return out;
+}
+
+function sink(c: FlowLogsOtlpConfig, metrics: MetricsRegistry, tuning?: Parameters<typeof createOtlpFlowSink>[0]['tuning']): OtlpSink {
+  return createOtlpFlowSink({ config: c, nodeName: 'node-a', version: '9.9.9-test', protoDir: PROTO_DIR, metrics, log, ...(tuning ? { tuning } : {}) });
+}
+
+/** Every record arrived once, in order, with its body, attributes, time and resource. */
+function assertExact(got: ReturnType<typeof arrived>, sent: readonly FlowLogRecord[]): void {
+  assert.equal(got.length, sent.length, 'record count');
+  for (let i = 0; i < sent.length; i++) {
+    const g = got[i]!;
+    const s = sent[i]! as { flow: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+    assert.equal(g.body, JSON.stringify(sent[i]), `body of record ${i}`);
+    assert.deepEqual(g.resource, { 'service.name': 'retina-agent', 'service.version': '9.9.9-test', 'k8s.node.name': 'node-a' });
+    assert.equal(g.scope.name, 'retina-ts/flow-logs');
+    const frac = String(123456789 + i).slice(0, 9);
+    assert.equal(g.timeUnixNano, String(BigInt(Date.parse(`2026-11-26T10:00:${String(i % 60).padStart(2, '0')}Z`)) * 1_000_000n + BigInt(frac)), `time of record ${i}`);
+    const l4 = i % 2 ? { 'network.transport': 'udp', 'source.port': 40000 + i, 'destination.port': 53 } : { 'network.transport': 'tcp', 'source.port': 30000 + i, 'destination.port': 8080 };
+    assert.deepEqual(g.attributes, {
+      'hubble.verdict': s.flow['verdict'], 'hubble.traffic_direction': 'EGRESS',
+      ...(i % 3 === 0 ? { 'hubble.drop_reason': 'POLICY_DENIED' } : {}),
+      'source.k8s.namespace.name': s.flow['source']['namespace'], 'source.k8s.pod.name': `client-${i}`,
+      'source.k8s.workload.name': 'client', 'source.k8s.workload.kind': 'Deployment',
+      'destination.k8s.namespace.name': 'server-ns', 'destination.k8s.pod.name': 'server-0',
+      'source.address': s.flow['IP']['source'], 'destination.address': '10.1.0.7', ...l4,
+    }, `attributes of record ${i}`);
+  }
+}
+
+describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter as the oracle)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'otlp-collector-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const protocol of ['grpc', 'http/protobuf', 'http/json'] as const) {
+    test(`${protocol}: exactly the records written arrive (count, order, body, attributes, time, resource), all counted written`, async () => {
+      const [g, h] = [await freePort(), await freePort()];
+      const col = await startCollector({ dir, grpcPort: g, httpPort: h }, `plain-${protocol.replace('/', '-')}`);
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const s = sink(config(`http://127.0.0.1:${protocol === 'grpc' ? g : h}`, protocol, { batchSize: 64 }), metrics);
+      try {
+        const sent = records(1000, protocol);
+        for (let i = 0; i < sent.length; i += 37) s.write(sent.slice(i, i + 37)); // drain-sized batches
+        await s.idle();
+        assertExact(await waitArrived(col.out, sent.length), sent);
+        assert.deepEqual(await counts(metrics), { written: 1000 });
+      } finally {
+        await s.close();
+        await col.stop();
+      }
+    });
+  }
+
+  test('gzip compression over gRPC and HTTP: the collector decodes every record', async () => {
+    const [g, h] = [await freePort(), await freePort()];
+    const col = await startCollector({ dir, grpcPort: g, httpPort: h }, 'gzip');
+    const metrics = createMetricsRegistry({ processMetrics: false });
+    const a = sink(config(`http://127.0.0.1:${g}`, 'grpc', { compression: 'gzip' }), metrics);
+    const b = sink(config(`http://127.0.0.1:${h}`, 'http/protobuf', { compression: 'gzip' }), metrics);
+    try {
+      const sent = records(300, 'gzip');
+      a.write(sent.slice(0, 150));
+      await a.idle();
+      await waitArrived(col.out, 150);
+      b.write(sent.slice(150));
+      await b.idle();
+      assertExact(await waitArrived(col.out, 300), sent);
+      assert.deepEqual(await counts(metrics), { written: 300 });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await col.stop();
+    }
+  });
+
+  describe('TLS (a CA made here, mutual TLS) and a bearer token the collector requires', () => {
+    let col: Collector;
+    let ports: { g: number; h: number };
+    let ca: { cert: string; key: string };
+    let client: { cert: string; key: string };
+    before(async () => {
+      ca = makeCa(dir, 'otlp');
+      const server = makeLeaf(dir, ca, 'collector');
+      client = makeClientCert(dir, ca, 'agent');
+      ports = { g: await freePort(), h: await freePort() };
+      col = await startCollector({ dir, grpcPort: ports.g, httpPort: ports.h, tls: { ...server, clientCa: ca.cert }, bearerToken: 'flow-logs-token' }, 'tls');
+    });
+    after(async () => col.stop());
+
+    const tls = (): FlowLogsOtlpConfig['tls'] => ({ caFile: ca.cert, certFile: client.cert, keyFile: client.key, serverName: '', insecureSkipVerify: false });
+
+    test('gRPC and HTTP over TLS with the token: every record arrives', async () => {
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const headers = { authorization: 'Bearer flow-logs-token' };
+      const a = sink(config(`https://127.0.0.1:${ports.g}`, 'grpc', { tls: tls(), headers }), metrics);
+      const b = sink(config(`https://localhost:${ports.h}`, 'http/protobuf', { tls: tls(), headers }), metrics);
+      try {
+        const sent = records(400, 'tls');
+        a.write(sent.slice(0, 200));
+        await a.idle();
+        await waitArrived(col.out, 200);
+        b.write(sent.slice(200));
+        await b.idle();
+        assertExact(await waitArrived(col.out, 400), sent);
+        assert.deepEqual(await counts(metrics), { written: 400 });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    test('a wrong token is refused (gRPC UNAUTHENTICATED, HTTP 401): nothing arrives, every record counted dropped{rejected}', async () => {
+      const before = arrived(col.out).length;
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const headers = { authorization: 'Bearer wrong' };
+      const a = sink(config(`https://127.0.0.1:${ports.g}`, 'grpc', { tls: tls(), headers }), metrics);
+      const b = sink(config(`https://127.0.0.1:${ports.h}`, 'http/json', { tls: tls(), headers }), metrics);
+      try {
+        a.write(records(30, 'bad'));
+        b.write(records(20, 'bad'));
+        await Promise.all([a.idle(), b.idle()]);
+        await new Promise((r) => setTimeout(r, 300));
+        assert.equal(arrived(col.out).length, before);
+        assert.deepEqual(await counts(metrics), { 'dropped/rejected': 50 });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    test('a collector certificate the CA did not sign: not verified, nothing arrives; insecureSkipVerify off by default', async () => {
+      const before = arrived(col.out).length;
+      const other = makeCa(dir, 'other');
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const s = sink(config(`https://127.0.0.1:${ports.h}`, 'http/protobuf', { tls: { ...tls(), caFile: other.cert }, headers: { authorization: 'Bearer flow-logs-token' } }), metrics,
+        { backoff: { initialMs: 20, maxMs: 50, jitter: 0 }, maxElapsedMs: 400 });
+      try {
+        s.write(records(10, 'untrusted'));
+        await s.idle();
+        assert.equal(arrived(col.out).length, before);
+        assert.deepEqual(await counts(metrics), { 'dropped/retries_exhausted': 10 });
+      } finally {
+        await s.close();
+      }
+    });
+  });
+
+  for (const protocol of ['grpc', 'http/protobuf'] as const) {
+    test(`${protocol}: collector down, then up: the queue's records are delivered, what did not fit is counted dropped{queue_full} exactly`, async () => {
+      const [g, h] = [await freePort(), await freePort()];
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const s = sink(config(`http://127.0.0.1:${protocol === 'grpc' ? g : h}`, protocol, { queueSize: 500, batchSize: 100 }), metrics,
+        { backoff: { initialMs: 20, maxMs: 100, jitter: 0 } });
+      let col: Collector | undefined;
+      try {
+        const sent = records(700, `down-${protocol}`);
+        s.write(sent.slice(0, 300));
+        await new Promise((r) => setTimeout(r, 300)); // a few failed attempts
+        assert.equal(s.pending, 300);
+        s.write(sent.slice(300, 700)); // room for 200 of these 400: the queue never grows past 500
+        assert.equal(s.pending, 500);
+        assert.deepEqual(await counts(metrics), { 'dropped/queue_full': 200 });
+        col = await startCollector({ dir, grpcPort: g, httpPort: h }, `down-up-${protocol.replace('/', '-')}`);
+        await s.idle();
+        assertExact(await waitArrived(col.out, 500), sent.slice(0, 500));
+        assert.deepEqual(await counts(metrics), { written: 500, 'dropped/queue_full': 200 });
+      } finally {
+        await s.close();
+        await col?.stop();
+      }
+    });
+  }
+});
