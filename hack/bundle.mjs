@@ -7,6 +7,7 @@
 //   .../native-windows/retina-etw.dll        the native ETW consumer (win32), found like in the checkout
 //   .../charts/retina/crds/                  the CRDs the operator installs
 //   .../proto/hubble/                        the Hubble .proto files the agent's gRPC service loads
+//   .../proto/opentelemetry/                 the OTLP logs .proto files (flowLogs.otlp.*), loaded only when configured
 //   .../package.json                         name and version (--version, and the package root)
 //   node hack/bundle.mjs [--os linux|win32] [--arch x64|arm64] [--sourcemap] [--out DIR]
 import { build } from 'esbuild';
@@ -84,5 +85,6 @@ if (opts.os === 'win32') {
 }
 cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'crds'), { recursive: true });
 cpSync(join(root, 'proto', 'hubble'), join(out, 'proto', 'hubble'), { recursive: true });
+cpSync(join(root, 'proto', 'opentelemetry'), join(out, 'proto', 'opentelemetry'), { recursive: true });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
 process.stdout.write(`bundled ${Object.keys(COMMANDS).join(', ')} into ${out}\n`);

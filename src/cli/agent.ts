@@ -151,7 +151,12 @@ async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s:
   const [{ startFlowLogs, createContainerNetworkLogSelection }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
   const protos = loadFlowProtos(packageFile('proto/hubble'));
   const cnl = agent.flowLogs.cnl && withK8s ? createContainerNetworkLogSelection({ log, enums: protos.enums }) : undefined;
-  const started = startFlowLogs({ config: agent.flowLogs, nodeName, protos, metrics, log, containerNetworkLogs: cnl });
+  // flowLogs.otlp.endpoint: the ContainerNetworkLog exporter's records also go to an OTLP collector
+  // (src/export/otlp, loaded only then), beside its file.
+  const otlp = cnl && agent.flowLogsOtlp.endpoint !== ''
+    ? [(await import('../export/otlp/index.js')).createOtlpFlowSink({ config: agent.flowLogsOtlp, nodeName, version: version(), protoDir: packageFile('proto'), metrics, log })]
+    : [];
+  const started = startFlowLogs({ config: agent.flowLogs, nodeName, protos, metrics, log, containerNetworkLogs: cnl, extraSinks: otlp });
   return {
     cnl,
     consumers: started.consumers,
