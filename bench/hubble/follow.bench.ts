@@ -24,6 +24,7 @@
  * Figures: see bench/hubble/README.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -76,11 +77,16 @@ const head = Buffer.alloc(5); head.writeUInt32BE(body.length, 1);
 req.end(Buffer.concat([head, body]));
 let flows = 0, lost = 0, pending = Buffer.alloc(0);
 // The response's oneof field (1 flow, 3 lost_events, ...): its fields come in any order (Hubble Relay writes node_name first).
+// Also counts flows by node_name (field 1000) when it comes before the flow (as Hubble Relay writes it).
+const byNode = {};
 const oneof = (b, p, end) => {
   const varint = () => { let v = 0, m = 1, x; do { x = b[p++]; v += (x & 0x7f) * m; m *= 128; } while (x & 0x80); return v; };
+  let node;
   while (p < end) {
     const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+    if (field === 1 && node !== undefined) byNode[node] = (byNode[node] ?? 0) + 1;
     if (field === 1 || field === 3) return field;
+    if (field === 1000 && wire === 2) { const n = varint(); node = b.toString('latin1', p, p + n); p += n; continue; }
     if (wire === 0) varint(); else if (wire === 2) p += varint(); else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
   }
   return 0;
@@ -101,14 +107,14 @@ req.on('data', (d) => {
 req.on('error', () => undefined);
 parentPort.postMessage('ready');
 parentPort.on('message', (msg) => {
-  if (msg === 'stop') { req.close(); session.close(); parentPort.postMessage({ flows, lost }); }
+  if (msg === 'stop') { req.close(); session.close(); parentPort.postMessage({ flows, lost, byNode }); }
 });
 `;
 
 /** The clients' HTTP/2 receive window: 4 MiB, as a Go client's BDP estimator grows it (Node's default is 64 KiB). */
 const WINDOW = 4 << 20;
 
-interface Counts { flows: number; lost: number }
+interface Counts { flows: number; lost: number; byNode?: Record<string, number> }
 interface Client { stop(): Promise<Counts> }
 
 async function workerClient(script: string, addr: string): Promise<Client> {
@@ -161,8 +167,21 @@ async function cliClient(tools: string, addr: string): Promise<Client> {
 
 type Kind = 'grpc-js' | 'http2' | 'hubble-cli' | 'relay';
 
+/** Extra hubble-relay flags (BENCH_RELAY_ARGS, space-separated), e.g. `--sort-buffer-len-max 1000`. */
+const relayArgs = (process.env['BENCH_RELAY_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+
+/** A process's CPU time (user + system) in ms from /proc (Linux; NaN elsewhere). */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Hubble Relay (the real one) over the agents at `peers`, listening on a free port of 127.0.45.9; stops with SIGKILL. */
-async function startRelay(tools: string, peerService: string): Promise<{ addr: string; stop(): void }> {
+async function startRelay(tools: string, peerService: string): Promise<{ addr: string; cpuMs(): number; stop(): void }> {
   const free = (): Promise<number> => new Promise((resolve) => {
     const srv = createServer().listen(0, '127.0.45.9', () => {
       const port = (srv.address() as { port: number }).port;
@@ -171,10 +190,10 @@ async function startRelay(tools: string, peerService: string): Promise<{ addr: s
   });
   const port = await free();
   const relay = spawn(`${tools}/hubble-relay`, ['serve', '--peer-service', peerService, '--disable-client-tls', '--disable-server-tls',
-    '--listen-address', `127.0.45.9:${port}`, '--health-listen-address', `127.0.45.9:${await free()}`, '--gops=false', '--retry-timeout', '1s'], { stdio: ['ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore'] });
+    '--listen-address', `127.0.45.9:${port}`, '--health-listen-address', `127.0.45.9:${await free()}`, '--gops=false', '--retry-timeout', '1s', ...relayArgs], { stdio: ['ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore'] });
   // The relay asks the peer service, then connects to each agent.
   await new Promise((r) => setTimeout(r, 3000));
-  return { addr: `127.0.45.9:${port}`, stop: () => relay.kill('SIGKILL') };
+  return { addr: `127.0.45.9:${port}`, cpuMs: () => processCpuMs(relay.pid), stop: () => relay.kill('SIGKILL') };
 }
 
 async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
@@ -201,11 +220,16 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
   // because the ring has dropped them long before they come round again (16 384 > 4 096).
   const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
+  const relayCpu0 = relay?.cpuMs() ?? 0;
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   let written = 0;
   for (let i = 0; performance.now() - t0 < ms; i++) {
-    (cs2[i % agents] as FlowConsumer).consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
+    // Stamped now, as a decoder stamps a record: Hubble Relay sorts by time (a LostEvent is stamped when sent).
+    const flows = pre[i % 64] as Flow[];
+    const now = Date.now();
+    for (const f of flows) (f as { timeMs: number }).timeMs = now;
+    (cs2[i % agents] as FlowConsumer).consume({ source: 'bench', flows });
     written += 256;
     const wait = t0 + (written * 1000) / rate - performance.now();
     await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
@@ -214,18 +238,24 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   const busyMs = performance.eventLoopUtilization(elu0).active;
   // What was written in time but is still on its way: give it a moment, counted against the same window.
   await new Promise((r) => setTimeout(r, 300));
+  const relayCpuMs = (relay?.cpuMs() ?? 0) - relayCpu0;
   const got: Counts[] = [];
   for (const cl of cs) got.push(await cl.stop());
   relay?.stop();
   for (const server of servers) await server[Symbol.asyncDispose]();
+  // What the agents counted lost (their followers fell a ring behind and sent a LostEvent).
+  const agentLost = Number(/hubble_flows_lost_total (\d+)/.exec((await metrics.expose()).body)?.[1] ?? 0);
   const flows = got.reduce((a, g) => a + g.flows, 0);
   const lost = got.reduce((a, g) => a + g.lost, 0);
   return {
     path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
-    deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, written,
+    deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, agentLost, written,
     missing: written * clients - flows - lost,
+    ...(relay ? { byNode: got.map((g) => g.byNode) } : {}),
     // The main thread's busy time (producer, enricher, ring and server) per flow delivered: what a quiet core's rate would be.
     busyUsPerFlow: Number(((busyMs * 1000) / Math.max(1, flows)).toFixed(2)),
+    // The relay's CPU (all its threads) per flow it delivered, and its share of a core.
+    ...(relay ? { relayUsPerFlow: Number(((relayCpuMs * 1000) / Math.max(1, flows)).toFixed(2)), relayCores: Number((relayCpuMs / (elapsed + 300)).toFixed(2)) } : {}),
   };
 }
 
