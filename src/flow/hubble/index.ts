@@ -7,3 +7,4 @@
 export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } from './map.js';
 export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } from './filter.js';
 export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
+export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';
