@@ -87,7 +87,8 @@ const oneof = (b, p, end) => {
     if (field === 1 && node !== undefined) byNode[node] = (byNode[node] ?? 0) + 1;
     if (field === 1 || field === 3) return field;
     if (field === 1000 && wire === 2) { const n = varint(); node = b.toString('latin1', p, p + n); p += n; continue; }
-    if (wire === 0) varint(); else if (wire === 2) p += varint(); else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
+    // (Not \`p += varint()\`: that reads p before varint() moves it past the length.)
+    if (wire === 0) varint(); else if (wire === 2) { const n = varint(); p += n; } else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
   }
   return 0;
 };
