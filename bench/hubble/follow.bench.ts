@@ -18,8 +18,13 @@
  * `relay`: the real Hubble Relay over two agents (both servers in this process, each given half the
  * flows), read by the `http2` client.
  * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2), BENCH_FOLLOW_CLIENTS
- * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g.
- * raw,1,http2,max).
+ * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_RELAY_ARGS (more relay flags,
+ * e.g. `--sort-buffer-len-max 1000`), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g. raw,1,http2,max),
+ * BENCH_FOLLOW_BASELINE (another build's dist/, e.g. main's copied under .cache/: its server alternated with
+ * this one's, raw path both, http2 and relay clients).
+ * Through the relay the figures also give the relay's CPU per flow delivered and its share of a core
+ * (from /proc), and the flows each agent had to report lost (`agentLost`, which the client's `lost`
+ * should equal).
  *
  * Figures: see bench/hubble/README.md.
  */
@@ -33,12 +38,30 @@ import { type Flow, type FlowConsumer } from '../../src/flow/index.js';
 import { batch, lookup } from './flows.js';
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
+import * as hubble from '../../src/server/hubble/index.js';
+import type { HubbleServer } from '../../src/server/hubble/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PROTO_DIR = `${ROOT}proto/hubble`;
 const log = createLogger({ level: 'error', component: 'bench' });
-const protos = loadHubbleProtos(PROTO_DIR);
+
+/** A Hubble server implementation: this tree's, or another build's (BENCH_FOLLOW_BASELINE). */
+interface Impl {
+  readonly name: string;
+  readonly createFlowRing: typeof hubble.createFlowRing;
+  readonly startHubbleServer: typeof hubble.startHubbleServer;
+  readonly protos: ReturnType<typeof hubble.loadHubbleProtos>;
+}
+const current: Impl = { name: 'this', createFlowRing: hubble.createFlowRing, startHubbleServer: hubble.startHubbleServer, protos: hubble.loadHubbleProtos(PROTO_DIR) };
+/**
+ * BENCH_FOLLOW_BASELINE: the dist/ of another build (e.g. main's, copied under this checkout so that
+ * it finds node_modules): its Hubble server runs alternated with this one's, raw path both.
+ */
+const baselineDir = process.env['BENCH_FOLLOW_BASELINE'];
+const baseline: Impl | undefined = baselineDir ? await (async () => {
+  const m = (await import(`${baselineDir}/src/server/hubble/index.js`)) as typeof hubble;
+  return { name: 'baseline', createFlowRing: m.createFlowRing, startHubbleServer: m.startHubbleServer, protos: m.loadHubbleProtos(PROTO_DIR) };
+})() : undefined;
 
 
 const CLIENT = `
@@ -197,7 +220,8 @@ async function startRelay(tools: string, peerService: string): Promise<{ addr: s
   return { addr: `127.0.45.9:${port}`, cpuMs: () => processCpuMs(relay.pid), stop: () => relay.kill('SIGKILL') };
 }
 
-async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
+async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined, impl: Impl = current): Promise<Record<string, unknown>> {
+  const { createFlowRing, startHubbleServer, protos } = impl;
   const metrics = createMetricsRegistry({ processMetrics: false });
   // Through the relay: two agents (both in this process, on its one main thread), each with half the flows.
   const agents = kind === 'relay' ? 2 : 1;
@@ -249,7 +273,7 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   const flows = got.reduce((a, g) => a + g.flows, 0);
   const lost = got.reduce((a, g) => a + g.lost, 0);
   return {
-    path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
+    server: impl.name, path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
     deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, agentLost, written,
     missing: written * clients - flows - lost,
     ...(relay ? { byNode: got.map((g) => g.byNode) } : {}),
@@ -268,6 +292,27 @@ if (only) {
   // One run, e.g. for a CPU profile: BENCH_FOLLOW_ONLY=raw,1,http2,max (path, clients, client, offered).
   const [path, n, kind, rate] = only;
   process.stdout.write(JSON.stringify(await run(path === 'raw', Number(n), rate === 'max' ? 1e9 : Number(rate), ms, kind as Kind, tools)) + '\n');
+  process.exit(0);
+}
+if (baseline) {
+  // This build's server beside the baseline's, raw path both, alternated run by run.
+  const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['http2', 'relay']).filter((k) => k !== 'relay' || tools !== undefined) as Kind[];
+  await run(true, 1, 20_000, 1000, 'http2', tools, baseline); // warm-up; not reported
+  await run(true, 1, 20_000, 1000, 'http2', tools);
+  const results: Record<string, unknown>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const kind of kinds) {
+      for (const clients of kind === 'relay' ? [1] : [1, 4]) {
+        for (const rate of [100_000, 1e9]) {
+          for (const impl of r % 2 === 0 ? [baseline, current] : [current, baseline]) {
+            results.push({ round: r, ...(await run(true, clients, rate, ms, kind, tools, impl)) });
+            process.stderr.write(JSON.stringify(results.at(-1)) + '\n');
+          }
+        }
+      }
+    }
+  }
+  process.stdout.write(JSON.stringify({ bench: 'hubble-follow-baseline', baseline: baselineDir, ms, rounds, runs: results }) + '\n');
   process.exit(0);
 }
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported
