@@ -9,7 +9,7 @@
  * Certificates come from the openssl CLI (test/fixtures/certs.ts). Needs the hubble tools; never skips.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,34 +21,13 @@ import { createFlowRing, hubbleServerCredentials, loadHubbleProtos, rawStreamOf,
 import { ROOT, freePort } from '../e2e/agent-process.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
 import { eventually } from './harness.js';
+import { hubble, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const protos = loadHubbleProtos(`${ROOT}proto/hubble`);
 const log = createLogger({ level: 'error', component: 'test' });
 const HOST = '127.0.45.31';
-
-function hubbleTools(): string {
-  const r = spawnSync('bash', [`${ROOT}hack/hubble/build.sh`], { encoding: 'utf8', env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } });
-  if (r.status !== 0) throw new Error(`the hubble tools are not built: ${r.stderr.trim()} (make test builds them)`);
-  return r.stdout.trim();
-}
-
-function hubble(tools: string, args: string[], timeoutMs = 30_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(join(tools, 'hubble'), args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HUBBLE_CONFIG: '/dev/null' } });
-    let out = '';
-    let err = '';
-    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const t = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
-    c.on('close', (code) => {
-      clearTimeout(t);
-      if (code === 0) resolve(out);
-      else reject(new Error(`hubble ${args.join(' ')} exited ${code}: ${err.trim()}`));
-    });
-  });
-}
 
 const ep = (namespace: string): Endpoint => Object.freeze({ namespace, podName: `${namespace}-pod`, workloadKind: '', workloadName: '', service: '', nodeName: '', zone: '', labels: {} });
 const flowsOf = (node: number, n: number): Flow[] => Array.from({ length: n }, (_, i) => Object.assign(
