@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -149,6 +149,56 @@ describe('Hubble over mutual TLS: the agents, the real Hubble Relay and the real
       assert.ok(found !== undefined, 'rawStreamOf found no HTTP/2 stream under TLS');
     } finally {
       c['close']();
+      probe.forceShutdown();
+      creds[Symbol.dispose]();
+    }
+  });
+
+  it('a TLS file that cannot be read, or is empty, fails the server\'s start naming the file and the key', async () => {
+    const empty = join(dir, 'empty.crt');
+    copyFileSync('/dev/null', empty);
+    assert.throws(() => hubbleServerCredentials({ certFile: join(dir, 'nope.crt'), keyFile: server.key, clientCAFiles: [] }, log), /certificate file \(hubble\.tls\.certFile\) .*nope\.crt/);
+    assert.throws(() => hubbleServerCredentials({ certFile: server.cert, keyFile: server.key, clientCAFiles: [ca.cert, empty] }, log), /client CA file \(hubble\.tls\.clientCAFiles\) .*empty\.crt is empty/);
+    await assert.rejects(startHubbleServer({
+      protos, ring: createFlowRing(1), listen: { host: HOST, port: 0 }, nodeName: 'x', version: 'test', log,
+      peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) }, tls: { certFile: server.cert, keyFile: join(dir, 'nope.key'), clientCAFiles: [] },
+    }), /key file \(hubble\.tls\.keyFile\)/);
+  });
+
+  it('a rotated certificate (and client CA) is served to new connections without a restart', async () => {
+    const key = join(dir, 'rot.key');
+    const cert = join(dir, 'rot.crt');
+    const clientCa = join(dir, 'rot-client-ca.crt');
+    const ca2 = makeCa(dir, 'rotated');
+    const first = makeLeaf(dir, ca, 'rot-1', { san: 'DNS:*.default.hubble-grpc.cilium.io', usage: 'serverAuth,clientAuth' });
+    const second = makeLeaf(dir, ca2, 'rot-2', { san: 'DNS:*.default.hubble-grpc.cilium.io', usage: 'serverAuth,clientAuth' });
+    const client2 = makeLeaf(dir, ca2, 'rot-client-2', { san: 'DNS:c2', usage: 'clientAuth' });
+    const put = (leaf: Leaf, clientCaFile: string): void => {
+      copyFileSync(leaf.cert, cert);
+      copyFileSync(leaf.key, key);
+      copyFileSync(clientCaFile, clientCa);
+    };
+    put(first, ca.cert);
+    const creds = hubbleServerCredentials({ certFile: cert, keyFile: key, clientCAFiles: [clientCa] }, log, 100);
+    const probe = new grpc.Server();
+    probe.addService(protos.observer, { ServerStatus: (_c: unknown, cb: grpc.sendUnaryData<Obj>) => cb(null, { version: 'probe' }) });
+    const port = await new Promise<number>((res, rej) => probe.bindAsync(`${HOST}:0`, creds.credentials, (e, p) => (e ? rej(e) : res(p))));
+    const ask = async (trust: string, leaf: Leaf): Promise<number> => {
+      const c = new protos.ObserverClient(`${HOST}:${port}`, grpc.credentials.createSsl(readFileSync(trust), readFileSync(leaf.key), readFileSync(leaf.cert)),
+        { 'grpc.ssl_target_name_override': 'node-0.default.hubble-grpc.cilium.io' }) as unknown as Obj;
+      try {
+        return await status(c);
+      } finally {
+        c['close']();
+      }
+    };
+    try {
+      assert.equal(await ask(ca.cert, relayClient), grpc.status.OK, 'before: the first CA\'s server and clients');
+      assert.equal(await ask(ca2.cert, client2), grpc.status.UNAVAILABLE, 'before: the second CA is not trusted yet');
+      put(second, ca2.cert);
+      await eventually('the rotated certificate served', 10_000, async () => (await ask(ca2.cert, client2)) === grpc.status.OK || undefined, 200);
+      assert.equal(await ask(ca.cert, relayClient), grpc.status.UNAVAILABLE, 'after: the first CA\'s server certificate and clients are gone');
+    } finally {
       probe.forceShutdown();
       creds[Symbol.dispose]();
     }
