@@ -18,12 +18,18 @@
  * `relay`: the real Hubble Relay over two agents (both servers in this process, each given half the
  * flows), read by the `http2` client.
  * Environment: BENCH_FOLLOW_MS (2000) per run, BENCH_FOLLOW_ROUNDS (2), BENCH_FOLLOW_CLIENTS
- * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g.
- * raw,1,http2,max).
+ * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_RELAY_ARGS (more relay flags,
+ * e.g. `--sort-buffer-len-max 1000`), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g. raw,1,http2,max),
+ * BENCH_FOLLOW_BASELINE (another build's dist/, e.g. main's copied under .cache/: its server alternated with
+ * this one's, raw path both, http2 and relay clients).
+ * Through the relay the figures also give the relay's CPU per flow delivered and its share of a core
+ * (from /proc), and the flows each agent had to report lost (`agentLost`, which the client's `lost`
+ * should equal).
  *
  * Figures: see bench/hubble/README.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -32,12 +38,30 @@ import { type Flow, type FlowConsumer } from '../../src/flow/index.js';
 import { batch, lookup } from './flows.js';
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
+import * as hubble from '../../src/server/hubble/index.js';
+import type { HubbleServer } from '../../src/server/hubble/index.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PROTO_DIR = `${ROOT}proto/hubble`;
 const log = createLogger({ level: 'error', component: 'bench' });
-const protos = loadHubbleProtos(PROTO_DIR);
+
+/** A Hubble server implementation: this tree's, or another build's (BENCH_FOLLOW_BASELINE). */
+interface Impl {
+  readonly name: string;
+  readonly createFlowRing: typeof hubble.createFlowRing;
+  readonly startHubbleServer: typeof hubble.startHubbleServer;
+  readonly protos: ReturnType<typeof hubble.loadHubbleProtos>;
+}
+const current: Impl = { name: 'this', createFlowRing: hubble.createFlowRing, startHubbleServer: hubble.startHubbleServer, protos: hubble.loadHubbleProtos(PROTO_DIR) };
+/**
+ * BENCH_FOLLOW_BASELINE: the dist/ of another build (e.g. main's, copied under this checkout so that
+ * it finds node_modules): its Hubble server runs alternated with this one's, raw path both.
+ */
+const baselineDir = process.env['BENCH_FOLLOW_BASELINE'];
+const baseline: Impl | undefined = baselineDir ? await (async () => {
+  const m = (await import(`${baselineDir}/src/server/hubble/index.js`)) as typeof hubble;
+  return { name: 'baseline', createFlowRing: m.createFlowRing, startHubbleServer: m.startHubbleServer, protos: m.loadHubbleProtos(PROTO_DIR) };
+})() : undefined;
 
 
 const CLIENT = `
@@ -76,12 +100,18 @@ const head = Buffer.alloc(5); head.writeUInt32BE(body.length, 1);
 req.end(Buffer.concat([head, body]));
 let flows = 0, lost = 0, pending = Buffer.alloc(0);
 // The response's oneof field (1 flow, 3 lost_events, ...): its fields come in any order (Hubble Relay writes node_name first).
+// Also counts flows by node_name (field 1000) when it comes before the flow (as Hubble Relay writes it).
+const byNode = {};
 const oneof = (b, p, end) => {
   const varint = () => { let v = 0, m = 1, x; do { x = b[p++]; v += (x & 0x7f) * m; m *= 128; } while (x & 0x80); return v; };
+  let node;
   while (p < end) {
     const key = varint(), field = Math.floor(key / 8), wire = key & 7;
+    if (field === 1 && node !== undefined) byNode[node] = (byNode[node] ?? 0) + 1;
     if (field === 1 || field === 3) return field;
-    if (wire === 0) varint(); else if (wire === 2) p += varint(); else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
+    if (field === 1000 && wire === 2) { const n = varint(); node = b.toString('latin1', p, p + n); p += n; continue; }
+    // (Not \`p += varint()\`: that reads p before varint() moves it past the length.)
+    if (wire === 0) varint(); else if (wire === 2) { const n = varint(); p += n; } else if (wire === 1) p += 8; else if (wire === 5) p += 4; else return 0;
   }
   return 0;
 };
@@ -101,14 +131,14 @@ req.on('data', (d) => {
 req.on('error', () => undefined);
 parentPort.postMessage('ready');
 parentPort.on('message', (msg) => {
-  if (msg === 'stop') { req.close(); session.close(); parentPort.postMessage({ flows, lost }); }
+  if (msg === 'stop') { req.close(); session.close(); parentPort.postMessage({ flows, lost, byNode }); }
 });
 `;
 
 /** The clients' HTTP/2 receive window: 4 MiB, as a Go client's BDP estimator grows it (Node's default is 64 KiB). */
 const WINDOW = 4 << 20;
 
-interface Counts { flows: number; lost: number }
+interface Counts { flows: number; lost: number; byNode?: Record<string, number> }
 interface Client { stop(): Promise<Counts> }
 
 async function workerClient(script: string, addr: string): Promise<Client> {
@@ -161,8 +191,21 @@ async function cliClient(tools: string, addr: string): Promise<Client> {
 
 type Kind = 'grpc-js' | 'http2' | 'hubble-cli' | 'relay';
 
+/** Extra hubble-relay flags (BENCH_RELAY_ARGS, space-separated), e.g. `--sort-buffer-len-max 1000`. */
+const relayArgs = (process.env['BENCH_RELAY_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+
+/** A process's CPU time (user + system) in ms from /proc (Linux; NaN elsewhere). */
+function processCpuMs(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Hubble Relay (the real one) over the agents at `peers`, listening on a free port of 127.0.45.9; stops with SIGKILL. */
-async function startRelay(tools: string, peerService: string): Promise<{ addr: string; stop(): void }> {
+async function startRelay(tools: string, peerService: string): Promise<{ addr: string; cpuMs(): number; stop(): void }> {
   const free = (): Promise<number> => new Promise((resolve) => {
     const srv = createServer().listen(0, '127.0.45.9', () => {
       const port = (srv.address() as { port: number }).port;
@@ -171,13 +214,14 @@ async function startRelay(tools: string, peerService: string): Promise<{ addr: s
   });
   const port = await free();
   const relay = spawn(`${tools}/hubble-relay`, ['serve', '--peer-service', peerService, '--disable-client-tls', '--disable-server-tls',
-    '--listen-address', `127.0.45.9:${port}`, '--health-listen-address', `127.0.45.9:${await free()}`, '--gops=false', '--retry-timeout', '1s'], { stdio: ['ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore'] });
+    '--listen-address', `127.0.45.9:${port}`, '--health-listen-address', `127.0.45.9:${await free()}`, '--gops=false', '--retry-timeout', '1s', ...relayArgs], { stdio: ['ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore', process.env['BENCH_RELAY_LOG'] ? 'inherit' : 'ignore'] });
   // The relay asks the peer service, then connects to each agent.
   await new Promise((r) => setTimeout(r, 3000));
-  return { addr: `127.0.45.9:${port}`, stop: () => relay.kill('SIGKILL') };
+  return { addr: `127.0.45.9:${port}`, cpuMs: () => processCpuMs(relay.pid), stop: () => relay.kill('SIGKILL') };
 }
 
-async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined): Promise<Record<string, unknown>> {
+async function run(rawWrites: boolean, clients: number, rate: number, ms: number, kind: Kind, tools: string | undefined, impl: Impl = current): Promise<Record<string, unknown>> {
+  const { createFlowRing, startHubbleServer, protos } = impl;
   const metrics = createMetricsRegistry({ processMetrics: false });
   // Through the relay: two agents (both in this process, on its one main thread), each with half the flows.
   const agents = kind === 'relay' ? 2 : 1;
@@ -201,11 +245,16 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   // Fresh objects per batch, as decoders make them; a pool of 64 batches is reused round-robin only
   // because the ring has dropped them long before they come round again (16 384 > 4 096).
   const pre = Array.from({ length: 64 }, (_, b) => batch(256, b * 256));
+  const relayCpu0 = relay?.cpuMs() ?? 0;
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   let written = 0;
   for (let i = 0; performance.now() - t0 < ms; i++) {
-    (cs2[i % agents] as FlowConsumer).consume({ source: 'bench', flows: pre[i % 64] as Flow[] });
+    // Stamped now, as a decoder stamps a record: Hubble Relay sorts by time (a LostEvent is stamped when sent).
+    const flows = pre[i % 64] as Flow[];
+    const now = Date.now();
+    for (const f of flows) (f as { timeMs: number }).timeMs = now;
+    (cs2[i % agents] as FlowConsumer).consume({ source: 'bench', flows });
     written += 256;
     const wait = t0 + (written * 1000) / rate - performance.now();
     await new Promise((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
@@ -214,18 +263,24 @@ async function run(rawWrites: boolean, clients: number, rate: number, ms: number
   const busyMs = performance.eventLoopUtilization(elu0).active;
   // What was written in time but is still on its way: give it a moment, counted against the same window.
   await new Promise((r) => setTimeout(r, 300));
+  const relayCpuMs = (relay?.cpuMs() ?? 0) - relayCpu0;
   const got: Counts[] = [];
   for (const cl of cs) got.push(await cl.stop());
   relay?.stop();
   for (const server of servers) await server[Symbol.asyncDispose]();
+  // What the agents counted lost (their followers fell a ring behind and sent a LostEvent).
+  const agentLost = Number(/hubble_flows_lost_total (\d+)/.exec((await metrics.expose()).body)?.[1] ?? 0);
   const flows = got.reduce((a, g) => a + g.flows, 0);
   const lost = got.reduce((a, g) => a + g.lost, 0);
   return {
-    path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
-    deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, written,
+    server: impl.name, path: rawWrites ? 'raw' : 'grpc-js', client: kind, clients, offeredPerSec: rate >= 1e9 ? 'max' : rate,
+    deliveredPerSec: Math.round((flows / elapsed) * 1000), perClient: got.map((g) => Math.round((g.flows / elapsed) * 1000)), lost, agentLost, written,
     missing: written * clients - flows - lost,
+    ...(relay ? { byNode: got.map((g) => g.byNode) } : {}),
     // The main thread's busy time (producer, enricher, ring and server) per flow delivered: what a quiet core's rate would be.
     busyUsPerFlow: Number(((busyMs * 1000) / Math.max(1, flows)).toFixed(2)),
+    // The relay's CPU (all its threads) per flow it delivered, and its share of a core.
+    ...(relay ? { relayUsPerFlow: Number(((relayCpuMs * 1000) / Math.max(1, flows)).toFixed(2)), relayCores: Number((relayCpuMs / (elapsed + 300)).toFixed(2)) } : {}),
   };
 }
 
@@ -237,6 +292,27 @@ if (only) {
   // One run, e.g. for a CPU profile: BENCH_FOLLOW_ONLY=raw,1,http2,max (path, clients, client, offered).
   const [path, n, kind, rate] = only;
   process.stdout.write(JSON.stringify(await run(path === 'raw', Number(n), rate === 'max' ? 1e9 : Number(rate), ms, kind as Kind, tools)) + '\n');
+  process.exit(0);
+}
+if (baseline) {
+  // This build's server beside the baseline's, raw path both, alternated run by run.
+  const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['http2', 'relay']).filter((k) => k !== 'relay' || tools !== undefined) as Kind[];
+  await run(true, 1, 20_000, 1000, 'http2', tools, baseline); // warm-up; not reported
+  await run(true, 1, 20_000, 1000, 'http2', tools);
+  const results: Record<string, unknown>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const kind of kinds) {
+      for (const clients of kind === 'relay' ? [1] : [1, 4]) {
+        for (const rate of [100_000, 1e9]) {
+          for (const impl of r % 2 === 0 ? [baseline, current] : [current, baseline]) {
+            results.push({ round: r, ...(await run(true, clients, rate, ms, kind, tools, impl)) });
+            process.stderr.write(JSON.stringify(results.at(-1)) + '\n');
+          }
+        }
+      }
+    }
+  }
+  process.stdout.write(JSON.stringify({ bench: 'hubble-follow-baseline', baseline: baselineDir, ms, rounds, runs: results }) + '\n');
   process.exit(0);
 }
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported

@@ -54,7 +54,7 @@ const probe = (v: unknown): unknown => (v && typeof v === 'object' && Object.key
 const affinity = (v: unknown): unknown => (Array.isArray(v) ? undefined : probe(v));
 const image = 'Retina\'s image; ours runs the retina-ts image (image.linux / image.windows, tag defaulting to the chart\'s version)';
 const telemetry = 'Retina\'s Application Insights telemetry: ours sends none';
-const RELAY = 'ours deploys Hubble Relay with only its image, replicas, resources, nodeSelector and tolerations set, plaintext inside the cluster';
+const RELAY = 'ours deploys Hubble Relay with only its image, replicas, resources, nodeSelector, tolerations, sort buffer and TLS to the agents set';
 const monitorScheme = 'ours sets scheme and TLS from metricsSecurity.tls';
 const monitorNamespace = 'ours puts monitors in the release namespace';
 
@@ -198,10 +198,25 @@ export const RETINA_KEYS: Readonly<Record<string, RetinaKey>> = {
   'hubble.relay.resources': { to: [{ to: 'hubble.relay.resources', map: probe }] },
   'hubble.relay.nodeSelector': same('hubble.relay.nodeSelector'),
   'hubble.relay.tolerations': same('hubble.relay.tolerations'),
+  'hubble.relay.sortBufferLenMax': { to: [{ to: 'hubble.relay.sortBufferLenMax', map: (v) => (v === null || v === undefined ? undefined : Number(v)) }] },
+  'hubble.relay.sortBufferDrainTimeout': { to: [{ to: 'hubble.relay.sortBufferDrainTimeout', map: (v) => (v === null || v === undefined ? undefined : String(v)) }] },
+  'hubble.relay.tls.client': drop('ours takes the relay\'s client certificate from a Secret: hubble.relay.tls.client.existingSecret, or made by the chart (hubble.tls.auto)', true),
+  'hubble.relay.tls.server': drop('ours serves the relay in plaintext inside the cluster (TLS is between the relay and the agents)', true),
   ...Object.fromEntries(['rollOutPods', 'affinity', 'topologySpreadConstraints', 'extraEnv', 'annotations', 'podAnnotations', 'podLabels', 'podDisruptionBudget',
     'priorityClassName', 'terminationGracePeriodSeconds', 'updateStrategy', 'extraVolumes', 'extraVolumeMounts', 'podSecurityContext', 'securityContext', 'service',
-    'listenHost', 'listenPort', 'grpcHealthPort', 'tls', 'dialTimeout', 'retryTimeout', 'sortBufferLenMax', 'sortBufferDrainTimeout', 'prometheus', 'gops', 'pprof']
+    'listenHost', 'listenPort', 'grpcHealthPort', 'dialTimeout', 'retryTimeout', 'prometheus', 'gops', 'pprof']
     .map((k) => [`hubble.relay.${k}`, drop(RELAY, true)])),
+  'hubble.tls.enabled': same('hubble.tls.enabled'),
+  'hubble.tls.auto.enabled': same('hubble.tls.auto.enabled'),
+  // Cilium's cronJob (certgen at install and on a schedule) becomes ours helm (the chart makes them at install and renews them at upgrades).
+  'hubble.tls.auto.method': { to: [{ to: 'hubble.tls.auto.method', map: (v) => (v === 'certmanager' ? 'certmanager' : 'helm') }] },
+  'hubble.tls.auto.certValidityDuration': { to: [{ to: 'hubble.tls.auto.certValidityDuration', map: (v) => Number(v) }] },
+  'hubble.tls.auto.certManagerIssuerRef': same('hubble.tls.auto.certManagerIssuerRef'),
+  'hubble.tls.auto.schedule': drop('ours renews the chart-made certificates at each upgrade (hubble.tls.auto.method helm), or cert-manager does'),
+  'hubble.tls.server.extraDnsNames': same('hubble.tls.server.extraDnsNames'),
+  'hubble.tls.server.extraIpAddresses': same('hubble.tls.server.extraIpAddresses'),
+  'hubble.tls.server.cert': drop('ours takes the agents\' certificate from a Secret: hubble.tls.server.existingSecret'),
+  'hubble.tls.server.key': drop('ours takes the agents\' certificate from a Secret: hubble.tls.server.existingSecret'),
   'hubble.annotations': drop('ours sets no annotations on the Hubble peer Service', true),
   'hubble.preferIpv6': drop('ours announces the node\'s address as the agent sees it'),
   'hubble.skipUnknownCGroupIDs': drop('Cilium\'s cgroup filter: ours reads no cgroups'),
@@ -210,12 +225,12 @@ export const RETINA_KEYS: Readonly<Record<string, RetinaKey>> = {
   'hubble.export.fileMaxBackups': same('hubble.export.static.fileMaxBackups'),
   ...Object.fromEntries(['enabled', 'filePath', 'fieldMask', 'allowList', 'denyList'].map((k) => [`hubble.export.static.${k}`, same(`hubble.export.static.${k}`)])),
   'hubble.export.dynamic': { to: [{ to: 'hubble.export.dynamic' }], subtree: true },
-  certgen: drop('Hubble TLS certificate generation: ours serves Hubble in plaintext inside the cluster', true),
-  tls: drop('Hubble TLS: ours serves Hubble in plaintext inside the cluster', true),
+  certgen: drop('Cilium\'s certgen job: ours makes Hubble\'s certificates in the chart or with cert-manager (hubble.tls.auto.method)', true),
+  tls: drop('Cilium\'s tls.ca / tls.secretsBackend: ours keeps its Hubble CA in <fullname>-hubble-ca (hubble.tls.auto.method helm) or leaves it to cert-manager', true),
   'hubble.relay': drop(RELAY, true),
   'hubble.metrics': drop('Hubble\'s own metrics (port 9965): ours exports the networkobservability_ metrics on the agent\'s port', true),
   'hubble.ui': drop('ours deploys no Hubble UI: install Cilium\'s hubble-ui against our relay', true),
-  'hubble.tls': drop('ours serves Hubble in plaintext inside the cluster', true),
+  'hubble.tls': drop('a Cilium Hubble TLS setting ours does not have', true),
   'hubble.peerService': drop('ours names its peer Service <fullname>-hubble-peer', true),
   'hubble.redact': drop('ours redacts nothing (flows carry no HTTP/Kafka payloads)', true),
   hubble: drop('a Cilium Hubble setting ours does not have', true),

@@ -143,6 +143,18 @@ dataAggregationLevel: high
     assert.deepEqual(errorOf('metricsAuth:\n  enabled: maybe\n').errors.map((e) => e.key), ['metricsAuth.enabled']);
   });
 
+  it('hubble: plaintext by default in cluster "default"; hubble.tls needs the certificate and the key, the missing ones named', () => {
+    assert.deepEqual([load().hubble.tls, load().hubble.clusterName], [undefined, 'default']);
+    const c = load('hubble:\n  clusterName: prod\n  tls:\n    enabled: true\n    certFile: /t/s.crt\n    keyFile: /t/s.key\n    clientCAFiles: [/t/ca1.crt, /t/ca2.crt]\n');
+    assert.deepEqual([c.hubble.clusterName, c.hubble.tls], ['prod', { certFile: '/t/s.crt', keyFile: '/t/s.key', clientCAFiles: ['/t/ca1.crt', '/t/ca2.crt'] }]);
+    // Files set without enabled: still plaintext.
+    assert.equal(load('hubble:\n  tls:\n    certFile: /t/s.crt\n').hubble.tls, undefined);
+    const e = errorOf('hubble:\n  tls:\n    enabled: true\n    keyFile: /t/s.key\n');
+    assert.deepEqual(e.errors.map((x) => x.key), ['hubble.tls.certFile']);
+    assert.match(e.message, /hubble\.tls\.enabled is true, and TLS needs both/);
+    assert.deepEqual(errorOf('hubble:\n  tls:\n    enabled: true\n').errors.map((x) => x.key), ['hubble.tls.certFile', 'hubble.tls.keyFile']);
+  });
+
   it('rejects a key declared twice by two components', () => {
     assert.throws(() => collectSpecs(keys, { other: stringKey('logLevel', 'x', 'dup') }), /declared twice/);
     assert.doesNotThrow(() => collectSpecs(keys, { mine: intKey('myPluginKey', 1, 'mine') }));

@@ -2,9 +2,9 @@
  * Keys of the agent's Hubble service (Observer and Peer over gRPC; off by default). Names follow
  * Cilium's hubble-* flags where one exists (listen address `:4244`, a unix socket).
  */
-import { InvalidValue } from './errors.js';
+import { ConfigError, ConfigErrors, InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
-import { boolKey, intKey, stringKey, type KeySpec } from './schema.js';
+import { boolKey, intKey, listKey, stringKey, type KeySpec } from './schema.js';
 
 export interface HubbleConfig {
   readonly enabled: boolean;
@@ -13,6 +13,10 @@ export interface HubbleConfig {
   /** Unix socket path, '' for none. */
   readonly socketPath: string;
   readonly maxFlows: number;
+  /** Cilium's cluster-name: GetNamespaces' cluster and the agents' TLS names. */
+  readonly clusterName: string;
+  /** TLS on the TCP address (Cilium's hubble-tls-*), or undefined for plaintext. */
+  readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCAFiles: readonly string[] } | undefined;
 }
 
 /** `host:port`, `:port` or `[v6]:port`; port 0 takes any free port. */
@@ -42,13 +46,30 @@ export function hubbleKeys() {
     hubbleListenAddress: listenKey,
     hubbleSocketPath: stringKey('hubble.socketPath', '', 'Ours: also serve Hubble on this unix socket (\'\' for none), e.g. /var/run/retina/hubble.sock.'),
     hubbleMaxFlows: intKey('hubble.maxFlows', 4096, 'Ours: how many of the last flows the Hubble ring keeps.', { min: 1, max: 65_536 }),
+    hubbleClusterName: stringKey('hubble.clusterName', 'default', 'Ours (Cilium\'s cluster-name): the cluster GetNamespaces names, and the middle of each agent\'s TLS name <node>.<cluster>.hubble-grpc.cilium.io.', { nonEmpty: true }),
+    hubbleTlsEnabled: boolKey('hubble.tls.enabled', false, 'Ours (Cilium\'s hubble-disable-tls, inverted): serve Hubble over TLS on hubble.listenAddress (the unix socket stays plaintext).'),
+    hubbleTlsCertFile: stringKey('hubble.tls.certFile', '', 'Ours (Cilium\'s hubble-tls-cert-file): PEM certificate (chain) of the Hubble server, for <node>.<cluster>.hubble-grpc.cilium.io. Re-read every minute.'),
+    hubbleTlsKeyFile: stringKey('hubble.tls.keyFile', '', 'Ours (Cilium\'s hubble-tls-key-file): PEM private key of hubble.tls.certFile.'),
+    hubbleTlsClientCAFiles: listKey('hubble.tls.clientCAFiles', [], 'Ours (Cilium\'s hubble-tls-client-ca-files): PEM CA bundles; when set, clients (Hubble Relay, the hubble CLI) must show a certificate they signed (mutual TLS).'),
   };
 }
 
 export type HubbleKeys = ReturnType<typeof hubbleKeys>;
 
+/** Throws ConfigErrors naming the key when TLS is on without its certificate or key. */
 export function hubbleConfig(keys: HubbleKeys, v: LoadedValues): HubbleConfig {
+  const tlsOn = v.get(keys.hubbleTlsEnabled);
+  const certFile = v.get(keys.hubbleTlsCertFile);
+  const keyFile = v.get(keys.hubbleTlsKeyFile);
+  if (tlsOn) {
+    const missing = [keys.hubbleTlsCertFile, keys.hubbleTlsKeyFile].filter((k) => v.get(k) === '');
+    if (missing.length > 0) {
+      throw new ConfigErrors(missing.map((k) => new ConfigError(k.key, '', `a file path: ${keys.hubbleTlsEnabled.key} is true, and TLS needs both the certificate and the key`, v.sourceOf(k.key))));
+    }
+  }
   return Object.freeze({
+    clusterName: v.get(keys.hubbleClusterName),
+    tls: tlsOn ? Object.freeze({ certFile, keyFile, clientCAFiles: Object.freeze([...v.get(keys.hubbleTlsClientCAFiles)]) }) : undefined,
     enabled: v.get(keys.hubbleEnabled),
     listen: Object.freeze({ ...v.get(keys.hubbleListenAddress) }),
     socketPath: v.get(keys.hubbleSocketPath),

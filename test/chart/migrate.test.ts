@@ -161,7 +161,12 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
   it('Retina\'s Hubble chart values: Hubble and relay carried over, Cilium-only keys named, renders', async () => {
     const c = await convert([HUBBLE]);
     const { export: exported, ...hubble } = c.values['hubble'] as Record<string, unknown>;
-    assert.deepEqual(hubble, { enabled: true, port: 4244, maxFlows: 4095, relay: { enabled: true, image: 'quay.io/cilium/hubble-relay:v1.19.5', replicas: 1, nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] } });
+    assert.deepEqual(hubble, {
+      enabled: true, port: 4244, maxFlows: 4095,
+      // Retina's Hubble chart runs mutual TLS between the relay and the agents (Cilium's certgen cronJob): ours makes the certificates itself.
+      tls: { enabled: true, auto: { enabled: true, method: 'helm', certValidityDuration: 120, certManagerIssuerRef: {} }, server: { extraDnsNames: [], extraIpAddresses: [] } },
+      relay: { enabled: true, image: 'quay.io/cilium/hubble-relay:v1.19.5', replicas: 1, nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] },
+    });
     // Its hubble.export (Cilium's older layout: the file size and backups beside static) carried over.
     const ex = exported as { static: Record<string, unknown>; dynamic: Record<string, unknown> };
     assert.equal(ex.static['filePath'], '/var/run/cilium/hubble/events.log');
@@ -169,7 +174,7 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
     assert.equal(ex.static['fileMaxBackups'], 5);
     assert.equal(ex.dynamic['enabled'], false);
     const named = new Set(c.unmapped.map((u) => u.key));
-    for (const k of ['hubble.ui.enabled', 'hubble.tls.enabled', 'hubble.metrics.port', 'operator.identityGCInterval', 'cluster.name']) assert.ok(named.has(k), `${k} named`);
+    for (const k of ['hubble.ui.enabled', 'hubble.tls.auto.schedule', 'hubble.metrics.port', 'operator.identityGCInterval', 'cluster.name']) assert.ok(named.has(k), `${k} named`);
     const lint = await tool('helm', ['lint', '--strict', CHART, '-f', c.file]);
     assert.equal(lint.code, 0, lint.stdout + lint.stderr);
     const { objects } = await render(undefined, ['-f', c.file]);
@@ -178,6 +183,7 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
     assert.equal(cfg['bypassLookupIPOfInterest'], true);
     assert.deepEqual((cfg['hubble'] as Record<string, unknown>)['enabled'], true);
     assert.equal(find(objects, 'Deployment', 'retina-hubble-relay').length, 1);
+    assert.equal(find(objects, 'Secret', 'retina-hubble-server-certs').length, 1);
   });
 
   it('the kubectl-retina command prints the values on stdout and the unmapped keys on stderr', async () => {

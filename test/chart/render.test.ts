@@ -4,6 +4,7 @@
  * CRDs, and the properties the issue asks for (and Retina's chart gets wrong) checked on the objects.
  */
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -210,6 +211,46 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     // Relay off: the peer Service alone.
     const noRelay = (await render('basic', ['--set', 'hubble.enabled=true'])).objects;
     assert.deepEqual(noRelay.filter((o) => o.metadata.name.includes('hubble')).map((o) => `${o.kind}/${o.metadata.name}`), ['Service/retina-hubble-peer']);
+  });
+
+  it('hubble.tls: the chart makes a CA and the certificates (helm) or cert-manager Certificates; agents mount theirs and load the TLS keys, the relay its client certificate', async () => {
+    const { text, objects } = await render('windows', ['--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', 'hubble.tls.enabled=true', '--set', 'config.hubble.clusterName=prod.eu']);
+    const r = await kubeconform(text);
+    assert.equal(r.summary.invalid + r.summary.errors, 0, r.stdout);
+    const secret = (name: string): Obj => one(objects, 'Secret', name) as Obj;
+    const pem = (s: Obj, k: string): X509Certificate => new X509Certificate(Buffer.from(s['data'][k] as string, 'base64'));
+    const ca = pem(secret('retina-hubble-ca'), 'ca.crt');
+    const server = pem(secret('retina-hubble-server-certs'), 'tls.crt');
+    const client = pem(secret('retina-hubble-relay-client-certs'), 'tls.crt');
+    assert.ok(server.verify(ca.publicKey) && client.verify(ca.publicKey), 'both signed by the chart\'s CA');
+    assert.equal(server.checkHost('node-1.prod-eu.hubble-grpc.cilium.io'), '*.prod-eu.hubble-grpc.cilium.io');
+    assert.equal(server.checkHost('hubble-peer.prod-eu.hubble-grpc.cilium.io'), '*.prod-eu.hubble-grpc.cilium.io', 'the relay\'s name for the peer service');
+    assert.equal(server.checkHost('node-1.default.hubble-grpc.cilium.io'), undefined);
+    assert.equal(secret('retina-hubble-server-certs')['data']['ca.crt'], secret('retina-hubble-ca')['data']['ca.crt']);
+    for (const [ds, cm, dir] of [['retina-agent-linux', 'retina-agent-linux', '/retina/hubble-tls'], ['retina-agent-windows', 'retina-agent-windows', 'hubble-tls']] as const) {
+      const cfg = parseYaml((one(objects, 'ConfigMap', cm) as Obj)['data']['config.yaml'] as string) as Obj;
+      assert.deepEqual(cfg['hubble']['tls'], { enabled: true, certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key`, clientCAFiles: [`${dir}/ca.crt`] }, cm);
+      assert.equal(cfg['hubble']['clusterName'], 'prod.eu');
+      assert.ok((container(one(objects, 'DaemonSet', ds))['volumeMounts'] as Obj[]).some((m) => m['name'] === 'hubble-tls' && m['mountPath'] === dir), ds);
+      assert.ok((podSpec(one(objects, 'DaemonSet', ds))['volumes'] as Obj[]).some((v) => v['secret']?.['secretName'] === 'retina-hubble-server-certs'), ds);
+    }
+    const relay = one(objects, 'Deployment', 'retina-hubble-relay');
+    const args = container(relay)['args'] as string[];
+    for (const a of ['--cluster-name=prod-eu', '--tls-hubble-server-ca-files=/var/lib/hubble-relay/tls/ca.crt', '--tls-hubble-client-cert-file=/var/lib/hubble-relay/tls/tls.crt', '--tls-hubble-client-key-file=/var/lib/hubble-relay/tls/tls.key']) assert.ok(args.includes(a), `${a} in ${JSON.stringify(args)}`);
+    assert.ok(!args.includes('--disable-client-tls'));
+    assert.deepEqual(podSpec(relay)['volumes'], [{ name: 'tls', secret: { secretName: 'retina-hubble-relay-client-certs' } }]);
+    // cert-manager: Certificates instead of Secrets; an issuer is required.
+    const cm = (await render('basic', ['--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', 'hubble.tls.enabled=true', '--set', 'hubble.tls.auto.method=certmanager',
+      '--set', 'hubble.tls.auto.certManagerIssuerRef.kind=ClusterIssuer', '--set', 'hubble.tls.auto.certManagerIssuerRef.name=ca'])).objects;
+    assert.deepEqual(cm.filter((o) => o.kind === 'Certificate').map((o) => (o as Obj)['spec']['secretName']), ['retina-hubble-server-certs', 'retina-hubble-relay-client-certs']);
+    assert.deepEqual(cm.filter((o) => o.kind === 'Secret' && o.metadata.name.includes('hubble')), []);
+    await assert.rejects(render('basic', ['--set', 'hubble.enabled=true', '--set', 'hubble.tls.enabled=true', '--set', 'hubble.tls.auto.method=certmanager']), /certManagerIssuerRef/);
+    // Brought Secrets: none made, the named ones mounted.
+    const own = (await render('basic', ['--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', 'hubble.tls.enabled=true', '--set', 'hubble.tls.auto.enabled=false',
+      '--set', 'hubble.tls.server.existingSecret=mine', '--set', 'hubble.relay.tls.client.existingSecret=relay-mine'])).objects;
+    assert.deepEqual(own.filter((o) => o.kind === 'Secret' && o.metadata.name.includes('hubble')), []);
+    assert.ok((podSpec(one(own, 'DaemonSet', 'retina-agent-linux'))['volumes'] as Obj[]).some((v) => v['secret']?.['secretName'] === 'mine'));
+    assert.deepEqual(podSpec(one(own, 'Deployment', 'retina-hubble-relay'))['volumes'], [{ name: 'tls', secret: { secretName: 'relay-mine' } }]);
   });
 
   it('the Service Azure Monitor scrapes: network-observability in the release namespace, port named retina', async () => {

@@ -5,22 +5,16 @@
  * every flow in order. The server runs in this process over loopback; no cluster. Never skips: it fails when the hubble tools are not built.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createFlow } from '../../src/flow/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
-import { ROOT } from '../e2e/agent-process.js';
+import { hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-function hubbleTools(): string {
-  const r = spawnSync('bash', [`${ROOT}hack/hubble/build.sh`], { encoding: 'utf8', env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } });
-  if (r.status !== 0) throw new Error(`the hubble tools are not built: ${r.stderr.trim()} (make test builds them)`);
-  return r.stdout.trim();
-}
 
 const flowAt = (i: number) => createFlow({
   srcIp: '10.0.0.1', dstIp: '10.0.1.1', verdict: i % 5 === 0 ? 'DROPPED' : 'FORWARDED', dropReason: i % 5 === 0 ? 'NETFILTER_DROP' : '',

@@ -11,45 +11,22 @@
  * Needs root, BTF, the built native objects and the hubble tools; never skips.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RestClient } from '../../src/k8s/index.js';
-import { AgentProcess, ROOT, agentEnv, freePort } from '../e2e/agent-process.js';
+import { AgentProcess, agentEnv, freePort } from '../e2e/agent-process.js';
 import { requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, UDP_SEND } from '../ebpf/traffic.js';
 import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
 import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
 import { PodNet, type PodNs } from './pod-flows-net.js';
+import { hubble, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** The directory holding hubble and hubble-relay (hack/hubble/build.sh answers at once once built). */
-function hubbleTools(): string {
-  const r = spawnSync('bash', [`${ROOT}hack/hubble/build.sh`], { encoding: 'utf8', env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' } });
-  if (r.status !== 0) throw new Error(`the hubble tools are not built: ${r.stderr.trim()} (make test builds them)`);
-  return r.stdout.trim();
-}
-
-/** Runs the hubble CLI to completion; stdout, or an error with its stderr. */
-function hubble(tools: string, args: string[], timeoutMs = 30_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(join(tools, 'hubble'), args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HUBBLE_CONFIG: '/dev/null' } });
-    let out = '';
-    let err = '';
-    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const t = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
-    c.on('close', (code) => {
-      clearTimeout(t);
-      if (code === 0) resolve(out);
-      else reject(new Error(`hubble ${args.join(' ')} exited ${code}: ${err.trim()}`));
-    });
-  });
-}
 
 /** `-o json` lines → their flows (lost events and others dropped). */
 const jsonFlows = (out: string): Obj[] => out.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Obj).filter((m) => m['flow']).map((m) => m['flow'] as Obj);

@@ -6,7 +6,7 @@
  * nftables drop with its kernel reason (dropreason) and DNS as L7 (dns), with the pods' names and
  * workloads; history (number, first, since, until), follow, and a stalled follower that gets a
  * LostEvent without raising the agent's ring-buffer losses; ServerStatus over TCP and the unix
- * socket; Peer Notify listing both nodes; UNIMPLEMENTED; enriched flows with pod-level metrics off;
+ * socket; Peer Notify listing both nodes; GetNamespaces; UNIMPLEMENTED; enriched flows with pod-level metrics off;
  * hubble disabled = nothing listening; SIGTERM closes the server.
  * Needs root, BTF and the built native objects; never skips.
  */
@@ -298,6 +298,12 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
       call.cancel();
       peer['close']();
     }
+  });
+
+  it('GetNamespaces lists the namespaces of the pods whose flows the agent saw (Hubble UI\'s list), in cluster "default"', async () => {
+    const r = await unary(observer, 'GetNamespaces');
+    const mine = (r['namespaces'] as Obj[]).filter((n) => n['namespace'] === nsA || n['namespace'] === nsB);
+    assert.deepEqual(mine, [{ cluster: 'default', namespace: nsA }, { cluster: 'default', namespace: nsB }].sort((a, b) => a.namespace.localeCompare(b.namespace)));
   });
 
   it('the RPCs not served answer UNIMPLEMENTED', async () => {

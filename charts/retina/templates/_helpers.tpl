@@ -63,6 +63,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .root.Values "dir" .tlsDir) | fromYaml) -}}
 {{- if .root.Values.hubble.enabled -}}
 {{- $h := dict "enabled" true "listenAddress" (printf ":%v" .root.Values.hubble.port) "maxFlows" .root.Values.hubble.maxFlows -}}
+{{- if .root.Values.hubble.tls.enabled -}}
+{{- $d := .hubbleTlsDir | default (include "retina.hubbleTlsDir" .root) -}}
+{{- $_ := set $h "tls" (dict "enabled" true "certFile" (printf "%s/tls.crt" $d) "keyFile" (printf "%s/tls.key" $d) "clientCAFiles" (list (printf "%s/ca.crt" $d))) -}}
+{{- end -}}
 {{- $_ := set $cfg "hubble" (mergeOverwrite $h (deepCopy ($cfg.hubble | default dict))) -}}
 {{- end -}}
 {{- $x := include "retina.hubbleExportKeys" . | fromYaml -}}
@@ -113,6 +117,17 @@ config.flowLogs' file and each dynamic exporter's, with the agent's per-OS defau
 {{- $dirs := list -}}
 {{- range $files -}}{{- $dirs = append $dirs (regexReplaceAll "[\\\\/][^\\\\/]*$" . "") -}}{{- end -}}
 {{- join "\n" ($dirs | uniq) -}}
+{{/* Hubble TLS (docs/hubble.md): where the agents mount their server certificate's Secret (Linux; the Windows agent's is relative), the Secrets' names, the cluster name in the certificates. */}}
+{{- define "retina.hubbleTlsDir" -}}/retina/hubble-tls{{- end -}}
+{{- define "retina.hubbleTlsDirWindows" -}}hubble-tls{{- end -}}
+{{- define "retina.hubbleServerSecret" -}}
+{{- .Values.hubble.tls.server.existingSecret | default (printf "%s-hubble-server-certs" (include "retina.fullname" .)) -}}
+{{- end -}}
+{{- define "retina.hubbleRelayClientSecret" -}}
+{{- .Values.hubble.relay.tls.client.existingSecret | default (printf "%s-hubble-relay-client-certs" (include "retina.fullname" .)) -}}
+{{- end -}}
+{{- define "retina.hubbleClusterName" -}}
+{{- ((.Values.config.hubble | default dict).clusterName | default "default") | replace "." "-" -}}
 {{- end -}}
 
 {{/* Where the metrics TLS Secret is mounted: Linux agent and operator; the Windows agent's is relative to its sandbox working directory. */}}

@@ -8,3 +8,4 @@ export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } f
 export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } from './filter.js';
 export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
 export { createFlowJson, loadFlowProtos, resolveTypeName, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';
+export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';

@@ -44,8 +44,18 @@ export function timestampMs(ts: unknown): number | undefined {
 /** Cilium's pod namespace label key. */
 const NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
 
-function endpoint(e: Endpoint | undefined): HubbleObject | undefined {
-  if (e === undefined) return undefined;
+/**
+ * An endpoint's Hubble objects, made once per Endpoint (the enricher hands out one object per
+ * endpoint, shared by all its flows; a changed pod is a new Endpoint) and frozen, deeply: every flow
+ * of the endpoint shares them, and the frame encoder (src/server/hubble/encode.ts) writes a frozen
+ * message's bytes once. Frozen, a reader that tried to change one would throw instead of changing
+ * every flow of the endpoint.
+ */
+const endpoints = new WeakMap<Endpoint, { endpoint: HubbleObject; service: HubbleObject | undefined }>();
+
+function hubbleEndpoint(e: Endpoint): { endpoint: HubbleObject; service: HubbleObject | undefined } {
+  const known = endpoints.get(e);
+  if (known) return known;
   const out: HubbleObject = {};
   if (e.namespace) out['namespace'] = e.namespace;
   if (e.podName) out['pod_name'] = e.podName;
@@ -56,14 +66,20 @@ function endpoint(e: Endpoint | undefined): HubbleObject | undefined {
   if (keys.length || nsLabel) {
     const labels = keys.map((k) => `k8s:${k}=${e.labels[k] ?? ''}`);
     if (nsLabel) labels.push(`k8s:${NAMESPACE_LABEL}=${e.namespace}`);
-    out['labels'] = labels.sort();
+    out['labels'] = Object.freeze(labels.sort());
   }
-  if (e.workloadName) out['workloads'] = [{ name: e.workloadName, kind: e.workloadKind }];
-  return out;
+  if (e.workloadName) out['workloads'] = Object.freeze([Object.freeze({ name: e.workloadName, kind: e.workloadKind })]);
+  const made = { endpoint: Object.freeze(out), service: e.service ? Object.freeze({ name: e.service, namespace: e.namespace }) : undefined };
+  endpoints.set(e, made);
+  return made;
+}
+
+function endpoint(e: Endpoint | undefined): HubbleObject | undefined {
+  return e === undefined ? undefined : hubbleEndpoint(e).endpoint;
 }
 
 function service(e: Endpoint | undefined): HubbleObject | undefined {
-  return e?.service ? { name: e.service, namespace: e.namespace } : undefined;
+  return e === undefined ? undefined : hubbleEndpoint(e).service;
 }
 
 function tcpFlags(bits: number): HubbleObject {

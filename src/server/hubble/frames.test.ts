@@ -47,6 +47,21 @@ describe('encode.ts writes GetFlowsResponse frames protobufjs decodes as its own
       assert.deepEqual(ours, theirs);
     }
   });
+  it('an endpoint\'s Hubble objects are made once, frozen, and their bytes written once and reused', () => {
+    const a = toHubbleFlow(flowAt(20, { source: ep, destination: ep }), 'node-a');
+    const b = toHubbleFlow(flowAt(21, { source: ep }), 'node-a');
+    assert.equal(a['source'], b['source']);
+    assert.equal(a['source'], a['destination']);
+    assert.ok(Object.isFrozen(a['source']) && Object.isFrozen((a['source'] as Obj)['labels']) && Object.isFrozen(a['source_service']));
+    assert.throws(() => {
+      ((a['source'] as Obj)['labels'] as string[]).push('k8s:x=y');
+    }, TypeError);
+    // The same endpoint among other fields, three times: each frame decodes as protobufjs's.
+    for (const f of [flowAt(22, { source: ep, destination: ep }), flowAt(23, { destination: ep }), flowAt(24, { source: ep, verdict: 'DROPPED' })]) {
+      const msg = { flow: toHubbleFlow(f, 'node-a'), node_name: 'node-a', time: timestamp(f.timeMs) };
+      assert.deepEqual(method.responseDeserialize(protos.flowsFrame(msg).subarray(5)), method.responseDeserialize(Buffer.from(method.responseSerialize(msg))));
+    }
+  });
   it('a lost event, and what it cannot write throws (the caller falls back to protobufjs)', () => {
     const lost = { lost_events: { source: 'HUBBLE_RING_BUFFER', num_events_lost: 300 }, node_name: 'n', time: { seconds: 1_700_000_000, nanos: 5 } };
     assert.deepEqual(method.responseDeserialize(protos.flowsFrame(lost).subarray(5)), method.responseDeserialize(Buffer.from(method.responseSerialize(lost))));

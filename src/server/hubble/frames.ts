@@ -81,7 +81,8 @@ export function createEncodedFlows(ring: FlowRing, nodeName: string, encode: Enc
       this.timeMs = flow.timeMs;
     }
     get frame(): Buffer {
-      return (this.#frame ??= frameOf({ flow: this.hubble, node_name: nodeName, time: timestamp(this.timeMs) }));
+      // The response's time is the flow's (the same Timestamp object: written twice, made once).
+      return (this.#frame ??= frameOf({ flow: this.hubble, node_name: nodeName, time: this.hubble['time'] ?? timestamp(this.timeMs) }));
     }
   }
   let cache: (Entry | undefined)[] = [];

@@ -10,7 +10,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/index.js';
 import type { Encoder } from './encode.js';
-import { compileFlowFilters, FilterError, type FlowMatcher } from '../../flow/hubble/index.js';
+import { checkFilterLimits, compileFlowFilters, FilterError, type FilterLimits, type FlowMatcher } from '../../flow/hubble/index.js';
 import { createEncodedFlows, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
 import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from '../../flow/hubble/index.js';
 import type { FlowRing } from './ring.js';
@@ -43,6 +43,8 @@ export interface GetFlowsDeps {
   readonly serialize: (msg: HubbleObject) => Uint8Array;
   /** A GetFlowsResponse as one gRPC frame (proto.ts `flowsFrame`). */
   readonly flowsFrame: Encoder;
+  /** Bounds on one request's filters (limits.ts). */
+  readonly filterLimits: FilterLimits;
   /** hubble_flows_lost: flows a follower missed (overwritten before it sent them). */
   readonly lost: { inc(labels: Record<string, string>, n: number): void } | undefined;
   /** Registers an open stream and how to end it (server stop); returns its release. */
@@ -62,6 +64,7 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     const req = call.request;
     let matcher: FlowMatcher;
     try {
+      checkFilterLimits(req['whitelist'], req['blacklist'], d.filterLimits);
       matcher = compileFlowFilters(req['whitelist'], req['blacklist'], d.enums);
     } catch (e) {
       const msg = e instanceof FilterError ? e.message : `bad filter: ${(e as Error).message}`;

@@ -6,3 +6,6 @@ export { startHubbleServer, type HubblePeer, type HubbleServer, type HubbleServe
 export { compileFlowFilters, FilterError, type FlowMatcher } from '../../flow/hubble/index.js';
 export { createHubbleService, type HubbleService, type HubbleServiceOptions } from './service.js';
 export { hostPort, nodePeers, selfPeer, type PeerNode } from './peers.js';
+export { hubbleServerCredentials, tlsServerName, type HubbleServerCredentials, type HubbleTlsFiles } from './tls.js';
+export { createNamespaceTracker, type HubbleNamespace, type NamespaceTracker } from './namespaces.js';
+export { rawStreamOf } from './frames.js';

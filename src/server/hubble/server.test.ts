@@ -122,8 +122,37 @@ describe('hubble gRPC server', () => {
   it('the RPCs we do not serve answer UNIMPLEMENTED', async () => {
     const ev = await collect(observer['GetAgentEvents']({}));
     assert.equal(ev.err?.code, grpc.status.UNIMPLEMENTED);
-    const ns = await new Promise<grpc.ServiceError>((res) => observer['GetNamespaces']({}, (e: grpc.ServiceError) => res(e)));
-    assert.equal(ns.code, grpc.status.UNIMPLEMENTED);
+  });
+
+  it('GetNamespaces lists the namespaces of the flows held (no tracker given), sorted, in cluster "default"', async () => {
+    const ep = (namespace: string) => ({ namespace, podName: 'p', workloadKind: '', workloadName: '', service: '', nodeName: '', zone: '', labels: {} });
+    ring.consume({ source: 'test', flows: [flowAt(60, { source: ep('zeta'), destination: ep('alpha') }), flowAt(61, { source: ep(''), destination: ep('zeta') })] });
+    const r = await new Promise<Obj>((res, rej) => observer['GetNamespaces']({}, (e: Error | null, x: Obj) => (e ? rej(e) : res(x))));
+    assert.deepEqual(r['namespaces'], [{ cluster: 'default', namespace: 'alpha' }, { cluster: 'default', namespace: 'zeta' }]);
+  });
+
+  for (const [what, req, limit] of [
+    ['too many filters', { whitelist: Array.from({ length: 40 }, () => ({ verdict: ['DROPPED'] })), blacklist: Array.from({ length: 25 }, () => ({ verdict: ['FORWARDED'] })) }, 'maxFilters'],
+    ['too many values', { whitelist: [{ source_pod: Array.from({ length: 1025 }, (_, i) => `ns/p${i}`) }] }, 'maxValues'],
+    ['too many regexes', { whitelist: [{ http_path: Array.from({ length: 20 }, () => '/a') }, { dns_query: Array.from({ length: 13 }, () => 'x') }] }, 'maxRegexes'],
+    ['too long regexes', { blacklist: [{ http_url: ['a'.repeat(2049)] }] }, 'maxRegexBytes'],
+    ['too many IPs and CIDRs', { whitelist: [{ source_ip: Array.from({ length: 200 }, (_, i) => `10.0.0.${i}`) }, { destination_ip: Array.from({ length: 57 }, (_, i) => `10.${i}.0.0/16`) }] }, 'maxAddresses'],
+  ] as const) {
+    it(`GetFlows with ${what} answers INVALID_ARGUMENT naming ${limit}`, async () => {
+      const r = await collect(observer['GetFlows'](req));
+      assert.equal(r.err?.code, grpc.status.INVALID_ARGUMENT);
+      assert.match(r.err?.details ?? '', new RegExp(`limit of \\d+ \\(${limit}\\)`));
+      assert.equal(r.msgs.length, 0);
+    });
+  }
+
+  it('GetFlows just within every limit is served', async () => {
+    const req = {
+      whitelist: [{ source_ip: Array.from({ length: 256 }, (_, i) => `10.9.${i}.0/24`) }, { http_path: Array.from({ length: 32 }, () => 'a'.repeat(64)) }],
+      blacklist: Array.from({ length: 62 }, () => ({ verdict: ['ERROR'] })),
+    };
+    const r = await collect(observer['GetFlows']({ ...req, number: 1 }));
+    assert.equal(r.err, undefined);
   });
 
   it('gRPC health answers SERVING (hubble status asks it first)', async () => {

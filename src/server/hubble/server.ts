@@ -1,8 +1,10 @@
 /**
  * The agent's Hubble gRPC server (@grpc/grpc-js): `observer.Observer` (GetFlows, ServerStatus,
- * GetNodes; the other RPCs answer UNIMPLEMENTED) and `peer.Peer` (Notify), over the flow ring, on a
- * TCP address and optionally a unix socket. GetFlows (history, follow, lost events): get-flows.ts;
- * its responses are encoded once per flow and many go in one HTTP/2 write, below grpc-js (frames.ts).
+ * GetNodes, GetNamespaces; the other RPCs answer UNIMPLEMENTED) and `peer.Peer` (Notify), over the
+ * flow ring, on a TCP address (with TLS or mutual TLS as Cilium's: tls.ts) and optionally a unix
+ * socket (plaintext, as Cilium's). GetFlows (history, follow, lost events, bounded filters):
+ * get-flows.ts; its responses are encoded once per flow and many go in one HTTP/2 write, below
+ * grpc-js (frames.ts). GetNamespaces: namespaces.ts.
  */
 import * as grpc from '@grpc/grpc-js';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -10,7 +12,9 @@ import { dirname } from 'node:path';
 import type { Logger } from '../../log/index.js';
 import { catalog, type MetricWriters } from '../../metrics/index.js';
 import { createGetFlows, grpcError, type FlowsCall } from './get-flows.js';
-import type { HubbleObject } from '../../flow/hubble/index.js';
+import { DEFAULT_FILTER_LIMITS, type FilterLimits, type HubbleObject } from '../../flow/hubble/index.js';
+import { createNamespaceTracker, type HubbleNamespace } from './namespaces.js';
+import { hubbleServerCredentials, tlsServerName, type HubbleTlsFiles } from './tls.js';
 import type { HubbleProtos } from './proto.js';
 import type { FlowRing } from './ring.js';
 
@@ -51,6 +55,14 @@ export interface HubbleServerOptions {
   readonly rawWrites?: boolean;
   /** Raw path: bytes of messages gathered into one write (default 64 KiB). */
   readonly chunkBytes?: number;
+  /** Bounds on one GetFlows request's filters (default DEFAULT_FILTER_LIMITS). */
+  readonly filterLimits?: FilterLimits;
+  /** Cilium's cluster-name (default 'default'): GetNamespaces' cluster and the agents' TLS names. */
+  readonly clusterName?: string;
+  /** What GetNamespaces answers (namespaces.ts); default: the namespaces of the flows the ring holds. */
+  readonly namespaces?: () => readonly HubbleNamespace[];
+  /** TLS on the TCP address (the unix socket stays plaintext); undefined: plaintext. */
+  readonly tls?: HubbleTlsFiles;
 }
 
 export interface HubbleServer extends AsyncDisposable {
@@ -74,6 +86,9 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const rawWrites = o.rawWrites ?? true;
   const chunkBytes = o.chunkBytes ?? 64 * 1024;
   const lostCounter = o.metrics?.counter(catalog.hubbleFlowsLost);
+  const clusterName = o.clusterName || 'default';
+  // Read (and checked) before anything listens: a missing file fails the start, naming it.
+  const tls = o.tls ? hubbleServerCredentials(o.tls, log) : undefined;
   const clients = o.metrics?.gauge(catalog.hubbleClients);
   /** How to end each open stream (server stop). */
   const closers = new Set<() => void>();
@@ -93,8 +108,23 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const serialize = (o.protos.observer['GetFlows'] as grpc.MethodDefinition<HubbleObject, HubbleObject>).responseSerialize;
   const getFlows = createGetFlows({
     ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track,
-    rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame,
+    rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame, filterLimits: o.filterLimits ?? DEFAULT_FILTER_LIMITS,
   });
+
+  const heldNamespaces = (): HubbleNamespace[] => {
+    const t = createNamespaceTracker(clusterName);
+    const flows = [];
+    for (let s = ring.tail(); s < ring.head(); s++) {
+      const f = ring.at(s);
+      if (f !== undefined) flows.push(f);
+    }
+    t.consume({ source: 'ring', flows });
+    return t.list();
+  };
+  const namespacesOf = o.namespaces ?? heldNamespaces;
+  const getNamespaces = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
+    cb(null, { namespaces: namespacesOf().map((n) => ({ cluster: n.cluster, namespace: n.namespace })) });
+  };
 
   const serverStatus = (_call: unknown, cb: grpc.sendUnaryData<HubbleObject>): void => {
     const st = ring.stats();
@@ -126,8 +156,10 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
       call.end();
     });
     // Changes during the first listing are queued behind it: a peer is never deleted before added.
-    for (const p of o.peers.list()) call.write({ name: p.name, address: p.address, type: 'PEER_ADDED' });
-    const sub = o.peers.subscribe((type, p) => call.write({ name: p.name, address: p.address, type }));
+    // With TLS, each peer's name for it (Hubble Relay checks the agent's certificate against it).
+    const change = (type: PeerChange, p: HubblePeer): HubbleObject => ({ name: p.name, address: p.address, type, ...(tls ? { tls: { server_name: tlsServerName(p.name, clusterName) } } : {}) });
+    for (const p of o.peers.list()) call.write(change('PEER_ADDED', p));
+    const sub = o.peers.subscribe((type, p) => call.write(change(type, p)));
     const end = (): void => {
       sub[Symbol.dispose]();
       untrack();
@@ -144,7 +176,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     GetNodes: getNodes,
     GetAgentEvents: unimplemented('GetAgentEvents'),
     GetDebugEvents: unimplemented('GetDebugEvents'),
-    GetNamespaces: unimplemented('GetNamespaces'),
+    GetNamespaces: getNamespaces,
   });
   server.addService(o.protos.peer, { Notify: notify });
   // gRPC health (what `hubble status` asks first): SERVING for the whole server and our services.
@@ -164,8 +196,8 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     },
   });
 
-  const bind = (addr: string): Promise<number> => new Promise((resolve, reject) => {
-    server.bindAsync(addr, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+  const bind = (addr: string, creds = tls?.credentials ?? grpc.ServerCredentials.createInsecure()): Promise<number> => new Promise((resolve, reject) => {
+    server.bindAsync(addr, creds, (err, port) => (err ? reject(err) : resolve(port)));
   });
   let port = 0;
   try {
@@ -184,13 +216,17 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
     if (o.socketPath) {
       mkdirSync(dirname(o.socketPath), { recursive: true });
       rmSync(o.socketPath, { force: true });
-      await bind(`unix:${o.socketPath}`);
+      await bind(`unix:${o.socketPath}`, grpc.ServerCredentials.createInsecure());
     }
   } catch (e) {
     server.forceShutdown();
+    tls?.[Symbol.dispose]();
     throw e;
   }
-  log.info('hubble server listening', { ...(o.listen ? { address: `${o.listen.host || '*'}:${port}` } : {}), ...(o.socketPath ? { socket: o.socketPath } : {}), maxFlows: ring.capacity });
+  log.info('hubble server listening', {
+    ...(o.listen ? { address: `${o.listen.host || '*'}:${port}`, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' } : {}),
+    ...(o.socketPath ? { socket: o.socketPath } : {}), maxFlows: ring.capacity,
+  });
 
   return {
     port,
@@ -208,6 +244,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
         });
       });
       if (o.socketPath) rmSync(o.socketPath, { force: true });
+      tls?.[Symbol.dispose]();
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
- * The agent's Hubble service (hubble.enabled): the flow ring, a consumer of the node's flow
- * pipeline after the enricher (src/pipeline), and the gRPC server (Observer, Peer) that serves it,
+ * The agent's Hubble service (hubble.enabled): the flow ring and the namespaces seen in flows
+ * (GetNamespaces), a consumer of the node's flow pipeline after the enricher (src/pipeline), and the gRPC server (Observer, Peer) that serves it,
  * with the peer list from the cluster's Nodes (peers.ts) or this node alone.
  */
 import { hostname } from 'node:os';
@@ -11,6 +11,7 @@ import type { Logger } from '../../log/index.js';
 import { catalog, type MetricsRegistry } from '../../metrics/index.js';
 import { nodePeers, selfPeer, type PeerNode } from './peers.js';
 import { loadHubbleProtos } from './proto.js';
+import { createNamespaceTracker } from './namespaces.js';
 import { createFlowRing } from './ring.js';
 import { startHubbleServer, type HubbleServer } from './server.js';
 
@@ -37,9 +38,11 @@ export function createHubbleService(o: HubbleServiceOptions): HubbleService {
   const log = o.log.child({ component: 'hubble' });
   const ringStore = createFlowRing(cfg.maxFlows);
   const seen = o.metrics.counter(catalog.hubbleFlowsSeen);
+  const namespaces = createNamespaceTracker(cfg.clusterName);
   const ring: FlowConsumer = {
     consume(batch: FlowBatch): void {
       ringStore.consume(batch);
+      namespaces.consume(batch);
       seen.inc({}, batch.flows.length);
     },
   };
@@ -53,6 +56,7 @@ export function createHubbleService(o: HubbleServiceOptions): HubbleService {
       const peers = nodes ? nodePeers(nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
       server = await startHubbleServer({
         protos, ring: ringStore, listen: cfg.listen, socketPath: cfg.socketPath, nodeName, version: `${o.version}+retina-ts`, peers, log, metrics: o.metrics,
+        clusterName: cfg.clusterName, namespaces: () => namespaces.list(), ...(cfg.tls ? { tls: cfg.tls } : {}),
       });
       if (port === 0) port = server.port;
       return server;
