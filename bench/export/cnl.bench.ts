@@ -12,6 +12,7 @@
  * Prints one JSON line: M flows/s, ns/flow and selected share per case. BENCH_ROUNDS, BENCH_ROUND_MS tune it.
  */
 import { fileURLToPath } from 'node:url';
+import { rng } from '../random.js';
 import { createContainerNetworkLogSelection, selectResource } from '../../src/export/index.js';
 import { compileFlowFilters, loadFlowEnums, type HubbleFlow } from '../../src/flow/hubble/index.js';
 import type { InformerFactory, ReflectorHandler } from '../../src/k8s/index.js';
@@ -21,17 +22,6 @@ const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../proto/hubble', impor
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const ROUNDS = envNum('BENCH_ROUNDS', 5);
 const ROUND_MS = envNum('BENCH_ROUND_MS', 300);
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function buildFlows(n: number): HubbleFlow[] {
   const r = rng(7);

@@ -20,6 +20,7 @@
  * The typical `--pod X --verdict DROPPED` filter costs about 0.16 µs per flow.
  */
 import { fileURLToPath } from 'node:url';
+import { rng } from '../random.js';
 import { compileFlowFilters as compileWith, type FlowMatcher, type HubbleFlow } from '../../src/flow/hubble/index.js';
 import { loadFlowEnums } from '../../src/flow/hubble/index.js';
 
@@ -29,18 +30,6 @@ const compileFlowFilters = (w: unknown, b: unknown): FlowMatcher => compileWith(
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const ROUNDS = envNum('BENCH_ROUNDS', 5);
 const ROUND_MS = envNum('BENCH_ROUND_MS', 300);
-
-/** A small seeded PRNG (mulberry32), so every run sees the same flows. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function buildFlows(n: number): HubbleFlow[] {
   const r = rng(42);

@@ -9,25 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { createFlow, type Endpoint, type Flow } from '../flow/index.js';
 import { compileFlowFilters, loadFlowEnums, toHubbleFlow } from '../flow/hubble/index.js';
 import type { InformerFactory, ReflectorHandler } from '../k8s/index.js';
-import type { Logger } from '../log/index.js';
+import { captureLog } from '../../test/fakes/log.js';
 import { FakeInformer } from '../../test/fakes/informer.js';
 import { createContainerNetworkLogSelection, includeFilterToFlowFilter, selectResource, selectorString, specToFlowFilters } from './cnl.js';
 import type { SelectionFilters } from './types.js';
 
 const ENUMS = loadFlowEnums(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
 
-function captureLog(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
-  const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  const log = {
-    lines,
-    debug: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'debug', msg, fields }),
-    info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
-    warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'warn', msg, fields }),
-    error: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'error', msg, fields }),
-    child: () => log,
-  };
-  return log;
-}
 
 const ep = (namespace: string, podName: string, labels: Record<string, string> = {}): Endpoint => ({
   namespace, podName, workloadKind: '', workloadName: '', service: '', nodeName: '', zone: '', labels,

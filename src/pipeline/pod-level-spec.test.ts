@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PodEndpoint } from '../cache/index.js';
 import { createInterestSet, type Informer, type InformerFactory, type InformerSpec, type KubeObject, type SlimMetricsConfiguration } from '../k8s/index.js';
-import type { Logger } from '../log/index.js';
 import { annotationSpec, type MetricsModule, type MetricsSpec } from '../metrics/module/index.js';
+import { captureLog } from '../../test/fakes/log.js';
 import { FakeInformer, fakePodWatch } from '../../test/fakes/informer.js';
 import { annotationSelection, selectionOf, startSpecController } from './pod-level-spec.js';
 
@@ -38,18 +38,6 @@ function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[] } 
   };
 }
 
-function captureLog(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
-  const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  const log = {
-    lines,
-    debug: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'debug', msg, fields }),
-    info: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'info', msg, fields }),
-    warn: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'warn', msg, fields }),
-    error: (msg: string, fields?: Record<string, unknown>) => void lines.push({ level: 'error', msg, fields }),
-    child: () => log,
-  };
-  return log;
-}
 
 const pod = (namespace: string, name: string, ip: string, annotations: Record<string, string> = {}): PodEndpoint => ({
   kind: 'pod', namespace, name, ips: [ip], nodeIP: undefined, labels: {}, annotations, owners: [], workloads: [],
