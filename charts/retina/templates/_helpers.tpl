@@ -117,6 +117,8 @@ config.flowLogs' file and each dynamic exporter's, with the agent's per-OS defau
 {{- $dirs := list -}}
 {{- range $files -}}{{- $dirs = append $dirs (regexReplaceAll "[\\\\/][^\\\\/]*$" . "") -}}{{- end -}}
 {{- join "\n" ($dirs | uniq) -}}
+{{- end -}}
+
 {{/* Hubble TLS (docs/hubble.md): where the agents mount their server certificate's Secret (Linux; the Windows agent's is relative), the Secrets' names, the cluster name in the certificates. */}}
 {{- define "retina.hubbleTlsDir" -}}/retina/hubble-tls{{- end -}}
 {{- define "retina.hubbleTlsDirWindows" -}}hubble-tls{{- end -}}
