@@ -12,16 +12,18 @@ import { loadPlugins } from '../../src/platform/index.js';
 import type { OsName } from '../../src/plugin/index.js';
 import { CHART, PROFILES, one, render } from './helm.js';
 
-async function loadAgent(os: OsName, text: string): Promise<{ unknown: string[]; warnings: string[] }> {
+async function loadAgentConfig(os: OsName, text: string, env: Record<string, string> = {}) {
   const plugins = await loadPlugins(os);
   const keys = agentKeys({ os, names: plugins.map((p) => p.name), defaults: plugins.filter((p) => p.defaultEnabled).map((p) => p.name) });
-  const values = loadValues({ fileText: text, filePath: `${os}/config.yaml`, env: {}, specs: collectSpecs(keys, ...plugins.map((p) => p.config as ConfigSpec<object>)) });
+  const values = loadValues({ fileText: text, filePath: `${os}/config.yaml`, env, specs: collectSpecs(keys, ...plugins.map((p) => p.config as ConfigSpec<object>)) });
   const agent = agentConfig(keys, values);
   const podLevelOnlyPlugins = plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
-  return {
-    unknown: values.unknownKeys.map((u) => u.key),
-    warnings: configWarnings({ agent, keys, values, podLevelOnlyPlugins }).map((w) => w.problem),
-  };
+  return { agent, unknown: values.unknownKeys.map((u) => u.key), warnings: configWarnings({ agent, keys, values, podLevelOnlyPlugins }).map((w) => w.problem) };
+}
+
+async function loadAgent(os: OsName, text: string): Promise<{ unknown: string[]; warnings: string[] }> {
+  const { unknown, warnings } = await loadAgentConfig(os, text);
+  return { unknown, warnings };
 }
 
 const data = (o: { [k: string]: unknown }, key: string): string => (o['data'] as Record<string, string>)[key] as string;
@@ -78,6 +80,23 @@ describe('chart: rendered config keys are the agent\'s and the operator\'s', { t
     assert.match(linux, /^hubble:\n {2}enabled: true\n {2}listenAddress: :4244\n {2}maxFlows: 4096\n {2}socketPath: \/var\/run\/retina\/hubble.sock$/m);
     assert.deepEqual(await loadAgent('linux', linux), { unknown: [], warnings: [] });
     assert.deepEqual(await loadAgent('windows', data(one(objects, 'ConfigMap', 'retina-agent-windows'), 'config.yaml')), { unknown: [], warnings: [] });
+  });
+
+  it('flowLogs.otlp renders keys both agents load, the headers coming from the env variable the DaemonSets set from the Secret', async () => {
+    const { objects } = await render('windows', ['config.flowLogs.enabled=true', 'flowLogs.otlp.endpoint=https://otel.monitoring:4317', 'flowLogs.otlp.compression=gzip',
+      'flowLogs.otlp.headers.secretName=otlp-auth', 'flowLogs.otlp.tls.secretName=otlp-certs', 'flowLogs.otlp.tls.clientCertificate=true'].flatMap((x) => ['--set', x]));
+    for (const [os, name, dir] of [['linux', 'retina-agent-linux', '/retina/otlp-tls'], ['windows', 'retina-agent-windows', 'otlp-tls']] as const) {
+      const env = ((one(objects, 'DaemonSet', name) as unknown as { spec: { template: { spec: { containers: { env: { name: string }[] }[] } } } }).spec.template.spec.containers[0]?.env ?? [])
+        .filter((e) => e.name.startsWith('RETINA_'));
+      assert.deepEqual(env.map((e) => e.name), ['RETINA_FLOWLOGS_OTLP_HEADERS'], name);
+      // What the kubelet hands over from the Secret's key.
+      const loaded = await loadAgentConfig(os, data(one(objects, 'ConfigMap', name), 'config.yaml'), { RETINA_FLOWLOGS_OTLP_HEADERS: 'authorization=Bearer%20t0ken,x-tenant=a' });
+      assert.deepEqual({ unknown: loaded.unknown, warnings: loaded.warnings }, { unknown: [], warnings: [] }, name);
+      const o = loaded.agent.flowLogsOtlp;
+      assert.deepEqual({ endpoint: o.endpoint, protocol: o.protocol, compression: o.compression, headers: o.headers, caFile: o.tls.caFile, certFile: o.tls.certFile, keyFile: o.tls.keyFile },
+        { endpoint: 'https://otel.monitoring:4317', protocol: 'grpc', compression: 'gzip', headers: { authorization: 'Bearer t0ken', 'x-tenant': 'a' },
+          caFile: `${dir}/ca.crt`, certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key` }, name);
+    }
   });
 
   it('a key the agent does not know is caught here (the check can fail)', async () => {

@@ -253,6 +253,49 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     assert.deepEqual(podSpec(one(own, 'Deployment', 'retina-hubble-relay'))['volumes'], [{ name: 'tls', secret: { secretName: 'relay-mine' } }]);
   });
 
+  it('flowLogs.otlp: endpoint, protocol, compression and the TLS Secret\'s paths in both agents\' config; the headers from their Secret as an env variable, no credential in a ConfigMap', async () => {
+    const set = ['config.flowLogs.enabled=true', 'flowLogs.otlp.endpoint=https://otel.monitoring:4318', 'flowLogs.otlp.protocol=http/protobuf', 'flowLogs.otlp.compression=gzip',
+      'flowLogs.otlp.headers.secretName=otlp-auth', 'flowLogs.otlp.headers.secretKey=otel-headers', 'flowLogs.otlp.tls.secretName=otlp-certs', 'flowLogs.otlp.tls.clientCertificate=true',
+      'flowLogs.otlp.tls.serverName=otel.example'].flatMap((x) => ['--set', x]);
+    const { text, objects } = await render('windows', set);
+    const r = await kubeconform(text);
+    assert.equal(r.summary.invalid + r.summary.errors, 0, r.stdout);
+    for (const [ds, cm, dir] of [['retina-agent-linux', 'retina-agent-linux', '/retina/otlp-tls'], ['retina-agent-windows', 'retina-agent-windows', 'otlp-tls']] as const) {
+      const cmText = (one(objects, 'ConfigMap', cm) as Obj)['data']['config.yaml'] as string;
+      const cfg = parseYaml(cmText) as Obj;
+      assert.deepEqual(cfg['flowLogs'], {
+        enabled: true,
+        otlp: { endpoint: 'https://otel.monitoring:4318', protocol: 'http/protobuf', compression: 'gzip', tls: { caFile: `${dir}/ca.crt`, certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key`, serverName: 'otel.example' } },
+      }, cm);
+      assert.doesNotMatch(cmText, /headers|otlp-auth|otel-headers/, `${cm}: no header and no Secret reference in the ConfigMap`);
+      const c = container(one(objects, 'DaemonSet', ds));
+      assert.deepEqual((c['env'] as Obj[]).filter((e) => e['name'] === 'RETINA_FLOWLOGS_OTLP_HEADERS'),
+        [{ name: 'RETINA_FLOWLOGS_OTLP_HEADERS', valueFrom: { secretKeyRef: { name: 'otlp-auth', key: 'otel-headers' } } }], ds);
+      assert.deepEqual((c['volumeMounts'] as Obj[]).filter((m) => m['name'] === 'otlp-tls'), [{ name: 'otlp-tls', mountPath: dir, readOnly: true }], ds);
+      assert.deepEqual((podSpec(one(objects, 'DaemonSet', ds))['volumes'] as Obj[]).filter((v) => v['name'] === 'otlp-tls'), [{ name: 'otlp-tls', secret: { secretName: 'otlp-certs' } }], ds);
+    }
+    // The chart makes no Secret of its own for the sink, and reads none (the kubelet does).
+    assert.deepEqual(objects.filter((o) => o.kind === 'Secret' && /otlp/.test(o.metadata.name)), []);
+    // Off (no endpoint): nothing rendered, however the rest is set.
+    const off = (await render('windows', [...set.slice(0, 2), ...set.slice(4)])).objects;
+    for (const cm of ['retina-agent-linux', 'retina-agent-windows']) {
+      assert.equal((parseYaml((one(off, 'ConfigMap', cm) as Obj)['data']['config.yaml'] as string) as Obj)['flowLogs']['otlp'], undefined, cm);
+    }
+    for (const ds of ['retina-agent-linux', 'retina-agent-windows']) {
+      const c = container(one(off, 'DaemonSet', ds));
+      assert.ok(!(c['env'] as Obj[]).some((e) => e['name'] === 'RETINA_FLOWLOGS_OTLP_HEADERS') && !(c['volumeMounts'] as Obj[]).some((m) => m['name'] === 'otlp-tls'), ds);
+    }
+    // Without a TLS Secret: no paths (the system's roots verify the collector), no mount.
+    const plain = (await render('basic', ['--set', 'config.flowLogs.enabled=true', '--set', 'flowLogs.otlp.endpoint=http://otel.monitoring:4317'])).objects;
+    assert.deepEqual((parseYaml((one(plain, 'ConfigMap', 'retina-agent-linux') as Obj)['data']['config.yaml'] as string) as Obj)['flowLogs']['otlp'],
+      { endpoint: 'http://otel.monitoring:4317', protocol: 'grpc', compression: 'none' });
+    // Mistakes stop the install, naming the value.
+    await assert.rejects(render('basic', ['--set', 'flowLogs.otlp.endpoint=http://otel:4317']), /flowLogs\.otlp\.endpoint.*config\.flowLogs\.enabled/);
+    await assert.rejects(render('basic', ['--set', 'config.flowLogs.enabled=true', '--set', 'flowLogs.otlp.endpoint=http://otel:4317', '--set', 'flowLogs.otlp.tls.secretName=c']), /flowLogs\.otlp\.tls\.secretName.*https:\/\//);
+    await assert.rejects(render('basic', ['--set', 'config.flowLogs.enabled=true', '--set', 'flowLogs.otlp.endpoint=https://otel:4317', '--set', 'flowLogs.otlp.tls.clientCertificate=true']), /flowLogs\.otlp\.tls\.clientCertificate/);
+    await assert.rejects(render('basic', ['--set', 'flowLogs.otlp.protocol=http']), /protocol/);
+  });
+
   it('the Service Azure Monitor scrapes: network-observability in the release namespace, port named retina', async () => {
     const { objects } = await render('basic');
     const svc = one(objects, 'Service', 'network-observability') as Obj;

@@ -61,6 +61,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "retina.agentConfig" -}}
 {{- $cfg := merge (deepCopy .os.config) (deepCopy .root.Values.config) -}}
 {{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .root.Values "dir" .tlsDir) | fromYaml) -}}
+{{- $cfg = mergeOverwrite $cfg (include "retina.flowLogsOtlpKeys" (dict "Values" .root.Values "dir" .otlpTlsDir) | fromYaml) -}}
+{{- if and .root.Values.flowLogs.otlp.endpoint (not ($cfg.flowLogs | default dict).enabled) -}}
+{{- fail (printf "flowLogs.otlp.endpoint %q: the OTLP sink sends the ContainerNetworkLog exporter's records, so it needs config.flowLogs.enabled: true (docs/flow-logs.md)" .root.Values.flowLogs.otlp.endpoint) -}}
+{{- end -}}
 {{- if .root.Values.hubble.enabled -}}
 {{- $h := dict "enabled" true "listenAddress" (printf ":%v" .root.Values.hubble.port) "maxFlows" .root.Values.hubble.maxFlows -}}
 {{- if .root.Values.hubble.tls.enabled -}}
@@ -152,6 +156,51 @@ config.flowLogs' file and each dynamic exporter's, with the agent's per-OS defau
 {{- $_ := set $out "metricsAuth" (dict "enabled" true) -}}
 {{- end -}}
 {{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+The top-level flowLogs.otlp values as the agent's flowLogs.otlp keys: no credential, only the paths
+of the mounted TLS Secret (the headers are the RETINA_FLOWLOGS_OTLP_HEADERS variable from their Secret).
+*/}}
+{{- define "retina.otlpTlsDir" -}}/retina/otlp-tls{{- end -}}
+{{- define "retina.otlpTlsDirWindows" -}}otlp-tls{{- end -}}
+{{- define "retina.flowLogsOtlpKeys" -}}
+{{- $o := .Values.flowLogs.otlp -}}
+{{- if $o.endpoint -}}
+{{- $out := dict "endpoint" $o.endpoint "protocol" $o.protocol "compression" $o.compression -}}
+{{- $tls := dict -}}
+{{- if $o.tls.secretName -}}
+{{- if not (hasPrefix "https://" $o.endpoint) -}}
+{{- fail (printf "flowLogs.otlp.tls.secretName %q: the endpoint %q is not https:// (TLS needs https://)" $o.tls.secretName $o.endpoint) -}}
+{{- end -}}
+{{- $dir := .dir | default (include "retina.otlpTlsDir" .) -}}
+{{- if $o.tls.ca -}}{{- $_ := set $tls "caFile" (printf "%s/ca.crt" $dir) -}}{{- end -}}
+{{- if $o.tls.clientCertificate -}}
+{{- $_ := set $tls "certFile" (printf "%s/tls.crt" $dir) -}}
+{{- $_ := set $tls "keyFile" (printf "%s/tls.key" $dir) -}}
+{{- end -}}
+{{- else if $o.tls.clientCertificate -}}
+{{- fail "flowLogs.otlp.tls.clientCertificate: needs flowLogs.otlp.tls.secretName (the Secret with tls.crt and tls.key)" -}}
+{{- end -}}
+{{- if $o.tls.serverName -}}{{- $_ := set $tls "serverName" $o.tls.serverName -}}{{- end -}}
+{{- if $o.tls.insecureSkipVerify -}}{{- $_ := set $tls "insecureSkipVerify" true -}}{{- end -}}
+{{- if $tls -}}{{- $_ := set $out "tls" $tls -}}{{- end -}}
+{{- toYaml (dict "flowLogs" (dict "otlp" $out)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The agents' RETINA_FLOWLOGS_OTLP_HEADERS from flowLogs.otlp.headers' Secret (env entries, or nothing). */}}
+{{- define "retina.flowLogsOtlpEnv" -}}
+{{- $o := .Values.flowLogs.otlp -}}
+{{- if and $o.endpoint $o.headers.secretName -}}
+- name: RETINA_FLOWLOGS_OTLP_HEADERS
+  valueFrom: {secretKeyRef: {name: {{ $o.headers.secretName | quote }}, key: {{ $o.headers.secretKey | quote }}}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the agents mount flowLogs.otlp.tls' Secret ("true" or ""). */}}
+{{- define "retina.flowLogsOtlpTls" -}}
+{{- if and .Values.flowLogs.otlp.endpoint .Values.flowLogs.otlp.tls.secretName -}}true{{- end -}}
 {{- end -}}
 
 {{- define "retina.operatorConfig" -}}
