@@ -134,7 +134,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
   // Stopped during start-up: nothing is attached yet, and nothing will be.
   if (shutdown.signal === undefined) {
-    await manager.start();
+    // A scrape or probe that comes while the plugins attach is answered between two plugins' starts
+    // (at most 1 s later): /metrics answers from the first moment, its series filling in as plugins start.
+    await manager.start(() => http.quiet(1000));
     const st = manager.status();
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
   }

@@ -48,6 +48,34 @@ async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
 }
 
 describe('plugin manager', () => {
+  it('every plugin reads starting at once; each starts after between() (the HTTP server quiet), one at a time', async () => {
+    const plugins = ['a', 'b', 'c'].map((n) => counting(n));
+    const { manager } = setup(plugins.map((p) => p.def));
+    const seen: string[] = [];
+    const started = manager.start(async () => {
+      seen.push(`${manager.status().map((s) => s.state).join(',')} / ${plugins.map((p) => p.stats.starts).join(',')}`);
+      await new Promise((r) => setTimeout(r, 20));
+    });
+    assert.deepEqual(manager.status().map((s) => s.state), ['starting', 'starting', 'starting'], 'starting before any start, not stopped');
+    assert.equal(manager.ready(), false);
+    await started;
+    assert.deepEqual(seen, ['starting,starting,starting / 0,0,0', 'running,starting,starting / 1,0,0', 'running,running,starting / 1,1,0']);
+    assert.equal(manager.ready(), true);
+    await manager[Symbol.asyncDispose]();
+  });
+
+  it('a manager stopped while it waits between plugins starts none of the rest', async () => {
+    const plugins = ['a', 'b'].map((n) => counting(n));
+    const { manager } = setup(plugins.map((p) => p.def));
+    let calls = 0;
+    const started = manager.start(async () => {
+      if (++calls === 2) await manager[Symbol.asyncDispose]();
+    });
+    await started;
+    assert.deepEqual(plugins.map((p) => p.stats.starts), [1, 0]);
+    assert.deepEqual(plugins.map((p) => p.stats.stops), [1, 0]);
+  });
+
   it('a plugin that throws in start does not stop the others, and readiness says which and why', async () => {
     const good = counting('good');
     const bad = counting('bad', { failStarts: 1000 });

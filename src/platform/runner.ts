@@ -97,6 +97,11 @@ export class Runner {
     this.opts.metrics.gauge(catalog.pluginUp).set({ plugin: this.def.name }, up);
   }
 
+  /** Its start comes next (manager.start starts the plugins one loop turn apart): `starting` already. */
+  queued(): void {
+    if (!this.#stopping && this.state === 'stopped') this.#set('starting');
+  }
+
   /** One start attempt; on failure schedules the next one. Never throws. */
   async attempt(): Promise<void> {
     if (this.#stopping) return;

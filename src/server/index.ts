@@ -11,7 +11,7 @@
  * unless the request carries a token allowed on /metrics.
  */
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { KubeAuthorizerOptions, RequestAuthorizer } from './auth.js';
 import type { TlsFiles } from './tls.js';
@@ -89,6 +89,12 @@ export interface HttpServerOptions<S> {
 export interface HttpServer extends AsyncDisposable {
   readonly address: AddressInfo;
   readonly scheme: 'http' | 'https';
+  /**
+   * Resolves once no connection waits for an answer (one accepted and not answered yet, or a request
+   * being handled), or after `maxMs`: start-up work that holds the event loop for tens of ms (the
+   * plugins' attach) waits for it, so a scrape or probe that came meanwhile is answered first.
+   */
+  quiet(maxMs: number): Promise<void>;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -96,7 +102,17 @@ const TEXT = 'text/plain; charset=utf-8';
 export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<HttpServer> {
   const started = Date.now();
   const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+  // Connections waiting for an answer (quiet()): a new one until its first response or its close,
+  // a kept-alive one from each request to its response.
+  const waiting = new Set<Socket>();
+  const onQuiet: (() => void)[] = [];
+  const answered = (s: Socket): void => {
+    if (!waiting.delete(s) || waiting.size) return;
+    for (const f of onQuiet.splice(0)) f();
+  };
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    waiting.add(req.socket);
+    res.once('close', () => answered(req.socket));
     handle(req, res).catch((e: unknown) => {
       opts.log.error('request failed', { path: (req.url ?? '').slice(0, 200), error: e instanceof Error ? e.message : String(e) });
       if (!res.headersSent) send(res, 500, TEXT, 'internal error\n');
@@ -126,6 +142,10 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
   } else {
     server = createHttpServer(common, listener);
   }
+  server.on(opts.tls ? 'secureConnection' : 'connection', (s: Socket) => {
+    waiting.add(s);
+    s.once('close', () => answered(s));
+  });
   // A connection that never sends a request (or stalls mid-body) is closed too.
   server.setTimeout(limits.requestTimeoutMs, (socket) => socket.destroy());
 
@@ -214,6 +234,18 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
   return {
     address,
     scheme,
+    quiet: (maxMs) => new Promise<void>((resolve) => {
+      if (!waiting.size) return resolve();
+      const timer = setTimeout(done, maxMs);
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        const i = onQuiet.indexOf(done);
+        if (i >= 0) onQuiet.splice(i, 1);
+        resolve();
+      }
+      onQuiet.push(done);
+    }),
     async [Symbol.asyncDispose]() {
       reloader?.[Symbol.dispose]();
       await new Promise<void>((resolve) => {

@@ -110,3 +110,38 @@ test('/metrics may be bytes: sent with their length, and released once written (
   assert.equal(Number(head.headers['content-length']), body.length);
   assert.equal(released, 2);
 });
+
+test('quiet() resolves at once with no connection, waits for a silent accepted connection up to maxMs and for a /metrics request until it is answered', async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let exposes = 0;
+  await using server = await startHttpServer({
+    ...base,
+    expose: async () => {
+      if (exposes++ === 0) await gate;
+      return { contentType: 'text/plain', body: 'm 1\n' };
+    },
+  });
+  await server.quiet(5_000); // nothing waits: at once
+  const port = server.address.port;
+  // A connection that has sent nothing yet waits for an answer too (it is the scrape about to come).
+  const silent = connect(port, '127.0.0.1');
+  await new Promise((r) => silent.once('connect', r));
+  const t0 = Date.now();
+  await server.quiet(300);
+  assert.ok(Date.now() - t0 >= 250, 'quiet() waited for the silent connection until maxMs');
+  silent.destroy();
+  await new Promise((r) => setTimeout(r, 50));
+  await server.quiet(5_000); // its close answered it
+  // A /metrics request being handled: quiet() resolves when its response is sent, not before.
+  const order: string[] = [];
+  const reply = get(port, '/metrics').then((r) => order.push(`response ${r.status}`));
+  while (exposes === 0) await new Promise((r) => setTimeout(r, 5));
+  const quiet = server.quiet(10_000).then(() => order.push('quiet'));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(order.length, 0, 'quiet() waits while /metrics is being answered');
+  release();
+  await Promise.all([reply, quiet]);
+  assert.equal(order.length, 2);
+  assert.ok(order.includes('response 200'));
+});
