@@ -7,8 +7,9 @@
  *    exporter's record and the real file sink: JSON.stringify and queueing; its writes are off the
  *    drain), `otlpQueue` (the record, made an OTLP log record with its attributes and queued; the
  *    batches handed to a transport that sends nothing), `otlpProtobuf` and `otlpJson` (the same,
- *    the transport encoding each batch as the gRPC / HTTP-protobuf and the HTTP-JSON request:
- *    encode + queue, all but the socket). The per-flow cost of a stage is its figure minus `baseline`.
+ *    the transport encoding each batch as the gRPC / HTTP-protobuf request (wire.ts, what the
+ *    transports send) and the HTTP-JSON one: encode + queue, all but the socket), and
+ *    `otlpProtobufjs` (protobufjs's encoding of the same request, which wire.ts replaced). The per-flow cost of a stage is its figure minus `baseline`.
  * 2. `otlp-cpu`: the whole process's CPU (one core = 100 %) while the exporter sends 50 000 flows/s
  *    (BENCH_RATE) for BENCH_CPU_S seconds over OTLP to a real OpenTelemetry Collector (hack/otelcol,
  *    started here on loopback, its file exporter writing what arrived), over gRPC and over
@@ -28,7 +29,7 @@ import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/index.js
 import { createFlow, type Endpoint, type Flow } from '../../src/flow/index.js';
 import { loadFlowProtos } from '../../src/flow/hubble/index.js';
 import { createFileSink, createFlowExporter, sinkCounts, staticSelection, type FlowLogSink } from '../../src/export/index.js';
-import { createOtlpFlowSink, createOtlpSink, loadExportCodec, otlpCounts, toJsonRequest, toProtoRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
+import { createOtlpFlowSink, createOtlpSink, encodeLogsRequest, loadExportCodec, SCOPE_NAME, otlpCounts, toJsonRequest, toProtoRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { freePort, otelcolBinary, startCollector, waitArrived } from '../../test/export/otelcol.js';
@@ -96,11 +97,12 @@ async function nsPerFlow(run: (flows: Flow[]) => void, settle: () => Promise<voi
 const resource = { nodeName: 'node-0', serviceName: 'retina-agent', serviceVersion: 'bench' };
 
 /** A transport that sends nothing: `encode` makes the request the protocol would put on the wire. */
-function localTransport(encode: 'none' | 'protobuf' | 'json'): Transport {
+function localTransport(encode: 'none' | 'protobuf' | 'protobufjs' | 'json'): Transport {
   const codec = loadExportCodec(PROTO_DIR);
   return {
     send: async (records) => {
-      if (encode === 'protobuf') codec.serialize(toProtoRequest(records, resource));
+      if (encode === 'protobuf') encodeLogsRequest(records, resource, SCOPE_NAME);
+      else if (encode === 'protobufjs') codec.serialize(toProtoRequest(records, resource));
       else if (encode === 'json') toJsonRequest(records, resource);
       return { kind: 'ok', rejected: 0 };
     },
@@ -119,9 +121,9 @@ async function otlpCost(): Promise<void> {
   const exporter = (sink: FlowLogSink): ReturnType<typeof createFlowExporter> =>
     createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [sink], nodeName: 'node-0', protos, metrics, log });
   const fileSink = createFileSink({ path: join(dir, 'events.log'), maxSizeBytes: 10 << 20, maxBackups: 2, compress: false, counts: sinkCounts(metrics, 'file'), log, maxBufferedBytes: 1 << 30 });
-  const otlp = (encode: 'none' | 'protobuf' | 'json'): OtlpSink =>
+  const otlp = (encode: 'none' | 'protobuf' | 'protobufjs' | 'json'): OtlpSink =>
     createOtlpSink({ transport: localTransport(encode), counts: otlpCounts(metrics), log, queueSize: 1 << 20, batchSize: 512, flushIntervalMs: 1000 });
-  const sinks = { otlpQueue: otlp('none'), otlpProtobuf: otlp('protobuf'), otlpJson: otlp('json') };
+  const sinks = { otlpQueue: otlp('none'), otlpProtobuf: otlp('protobuf'), otlpJson: otlp('json'), otlpProtobufjs: otlp('protobufjs') };
   const file = exporter(fileSink);
   const stages: [string, (f: Flow[]) => void, () => Promise<void>][] = [
     ['baseline', () => undefined, async () => undefined],
@@ -143,7 +145,7 @@ async function otlpCost(): Promise<void> {
   const per = (k: string): number => (results[k] as number) - (results['baseline'] as number);
   console.log(JSON.stringify({
     bench: 'otlp-cost', unit: 'ns/flow', batch: BATCH, otlpBatch: 512, rounds: ROUNDS, roundMs: ROUND_MS, ...results, dropped: lost,
-    exportNsPerFlow: { file: per('file'), otlpQueue: per('otlpQueue'), otlpProtobuf: per('otlpProtobuf'), otlpJson: per('otlpJson') },
+    exportNsPerFlow: { file: per('file'), otlpQueue: per('otlpQueue'), otlpProtobuf: per('otlpProtobuf'), otlpJson: per('otlpJson'), otlpProtobufjs: per('otlpProtobufjs') },
   }));
 }
 
