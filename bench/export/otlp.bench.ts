@@ -26,11 +26,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/index.js';
-import { createFlow, type Endpoint, type Flow } from '../../src/flow/index.js';
+import type { Flow } from '../../src/flow/index.js';
 import { loadFlowProtos } from '../../src/flow/hubble/index.js';
 import { createFileSink, createFlowExporter, sinkCounts, staticSelection, type FlowLogSink } from '../../src/export/index.js';
 import { createOtlpFlowSink, createOtlpSink, encodeLogsRequest, loadExportCodec, SCOPE_NAME, otlpCounts, toJsonRequest, toProtoRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
 import { createLogger } from '../../src/log/index.js';
+import { batch, median, paced } from './flows.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { freePort, otelcolBinary, startCollector, waitArrived } from '../../test/export/otelcol.js';
 
@@ -46,28 +47,6 @@ const PROTO_DIR = fileURLToPath(new URL('../../../proto', import.meta.url));
 const log = createLogger({ level: 'error', stream: new PassThrough() });
 const DENY = [{ source_pod: ['kube-system/'] }];
 
-const endpoints: Endpoint[] = Array.from({ length: 200 }, (_, i) => Object.freeze({
-  namespace: `ns-${i % 20}`, podName: `web-${i}-5d4f8c9b7-x${i}`, workloadKind: 'Deployment', workloadName: `web-${i}`,
-  service: i % 3 === 0 ? `svc-${i}` : '', nodeName: 'node-0', zone: 'z1', labels: Object.freeze({ app: `web-${i}`, 'pod-template-hash': '5d4f8c9b7' }),
-}));
-const ipOf = (i: number): string => `10.0.${i >> 8}.${i & 255}`;
-
-/** A fresh batch of n enriched flows, as the enricher hands them on (as export.bench.ts). */
-function batch(n: number, seq: number): Flow[] {
-  const out: Flow[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = seq + i;
-    const drop = k % 10 === 0;
-    out.push(createFlow({
-      srcIp: ipOf(k % 200), dstIp: ipOf((k * 7) % 200), verdict: drop ? 'DROPPED' : 'FORWARDED', dropReason: drop ? 'NETFILTER_DROP' : '',
-      proto: k % 3 === 0 ? 17 : 6, srcPort: 30000 + (k % 20000), dstPort: 80, tcpFlags: 16, direction: 'EGRESS', observationPoint: 'FROM_ENDPOINT',
-      isReply: false, bytes: 100, timeMs: Date.now(), source: endpoints[k % 200], destination: endpoints[(k * 7) % 200],
-    }));
-  }
-  return out;
-}
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const cpuNs = (c: NodeJS.CpuUsage): number => (c.user + c.system) * 1000;
 
 /**
@@ -149,26 +128,6 @@ async function otlpCost(): Promise<void> {
   }));
 }
 
-/** Paced production at RATE flows/s for CPU_S seconds; CPU % (one core = 100) of the whole process. */
-async function paced(consume: (flows: Flow[]) => void): Promise<{ cpuPct: number; flows: number; wallS: number }> {
-  const tickMs = 10;
-  const perTick = Math.round((RATE * tickMs) / 1000);
-  let seq = 0;
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  const end = t0 + CPU_S * 1000;
-  let next = t0;
-  while (performance.now() < end) {
-    consume(batch(perTick, seq));
-    seq += perTick;
-    next += tickMs;
-    await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
-  }
-  const wallS = (performance.now() - t0) / 1000;
-  const c = process.cpuUsage(c0);
-  return { cpuPct: ((c.user + c.system) / 1e6 / wallS) * 100, flows: seq, wallS };
-}
-
 function otlpConfig(endpoint: string, protocol: OtlpProtocol): FlowLogsOtlpConfig {
   return {
     endpoint, protocol, headers: {}, tls: { caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false },
@@ -185,7 +144,7 @@ async function otlpCpu(): Promise<void> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'otlp-cpu-'));
   globalThis.gc?.();
-  const gen = await paced(() => undefined);
+  const gen = await paced(RATE, CPU_S, () => undefined);
   const out: Record<string, unknown> = { bench: 'otlp-cpu', rate: RATE, seconds: CPU_S, collector: 'hack/otelcol (v0.161.0) on loopback', generateCpuPct: +gen.cpuPct.toFixed(1) };
   for (const protocol of ['grpc', 'http/protobuf'] as const) {
     const [g, h] = [await freePort(), await freePort()];
@@ -195,7 +154,7 @@ async function otlpCpu(): Promise<void> {
     const exp = createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [sink], nodeName: 'node-0', protos, metrics, log });
     try {
       globalThis.gc?.();
-      const run = await paced((flows) => exp.consume({ source: 'b', flows }));
+      const run = await paced(RATE, CPU_S, (flows) => exp.consume({ source: 'b', flows }));
       await sink.idle();
       const values = (await metrics.registry.getSingleMetric(catalog.flowLogRecords.name)?.get())?.values ?? [];
       const written = values.filter((v) => v.labels['result'] === 'written').reduce((s, v) => s + v.value, 0);
