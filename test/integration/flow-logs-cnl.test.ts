@@ -31,7 +31,7 @@ import { gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type ContainerNetworkLog, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
-import { requireKernel } from '../ebpf/netns.js';
+import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { UDP_SEND } from '../ebpf/traffic.js';
 import { arrived, freePort, startCollector, waitArrived, type Collector } from '../export/otelcol.js';
 import { createNamespace, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
@@ -177,7 +177,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       await createPinnedDeployment(client, namespace, app, node);
       const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
       pods[app] = { ns, name: pod.metadata.name, namespace };
-      ns.run('nft', ['-f', '-'], 'table inet fl {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+      ns.run('nft', ['-f', '-'], dropUdp9999('fl'));
     }
     operator = await startOperator(cluster.kubeconfig, { RETINA_LEADERELECTIONID: uniqueId('retina-op') });
     await eventually('RetinaEndpoints of the three pods', 60_000, async () => {
