@@ -20,7 +20,6 @@ import { after, before, describe, it } from 'node:test';
 import { arrived, waitArrived } from '../../export/otelcol.js';
 import { createOtlpFlowSink } from '../../../src/export/otlp/index.js';
 import { createContainerNetworkLogSelection, createFileSink, createFlowExporter, sinkCounts, type ContainerNetworkLogSelection, type FlowExporter } from '../../../src/export/index.js';
-import type { EtwEvent } from '../../../src/ffi/windows/index.js';
 import { fanOut, type Flow, type FlowBatch } from '../../../src/flow/index.js';
 import { loadFlowProtos } from '../../../src/flow/hubble/index.js';
 import { collectionPath, createInformerFactory, createRestClient, loadRestConfig, objectPath, resources, type InformerFactory, type RestClient } from '../../../src/k8s/index.js';
@@ -28,27 +27,11 @@ import { createLogger } from '../../../src/log/index.js';
 import { createMetricsRegistry } from '../../../src/metrics/index.js';
 import { installCrds } from '../../../src/operator/index.js';
 import { createPktmonPlugin } from '../../../src/plugins/windows/pktmon/index.js';
-import type { PktmonSource } from '../../../src/plugins/windows/pktmon/source.js';
-import { readEtl } from '../etl/etl.js';
+import { capture, memorySource } from './replay.js';
 import { pluginContext, until } from './context.js';
 import { env } from './wine.js';
 
-const REAL = new URL('../../../../test/fixtures/windows/real/', import.meta.url);
-const PKTMON = '4d4f80d9-c8bd-4d73-bb5b-19c90402c5ac';
 const CNL = resources.containerNetworkLogs;
-const capture = (file: string): EtwEvent[] => readEtl(readFileSync(new URL(file, REAL))).events.filter((e) => e.provider === PKTMON);
-
-function memorySource(): PktmonSource & { push(e: EtwEvent[]): void } {
-  let queue: EtwEvent[] = [];
-  let end: () => void = () => undefined;
-  return {
-    push: (e) => { queue.push(...e); },
-    drain: (max) => { const out = queue.slice(0, max); queue = queue.slice(max); return out; },
-    lost: () => 0,
-    ended: new Promise<void>((r) => { end = r; }),
-    close: async () => { end(); },
-  };
-}
 
 describe('flow logs under Windows: ContainerNetworkLogs on the real API server select the pktmon flows written to the file', () => {
   const log = createLogger({ level: 'error', component: 'test' });
