@@ -26,10 +26,11 @@ import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createFlow, type Endpoint, type Flow } from '../../src/flow/index.js';
+import { createFlow, type Flow } from '../../src/flow/index.js';
 import { loadFlowProtos } from '../../src/flow/hubble/index.js';
 import { createAggregator, createFileSink, createFlowExporter, sinkCounts, staticSelection, type FlowLogRecord, type FlowLogSink } from '../../src/export/index.js';
 import { createLogger } from '../../src/log/index.js';
+import { batch, median, paced } from './flows.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
 
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
@@ -43,33 +44,11 @@ const BATCH = 256;
 const protos = loadFlowProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
 const log = createLogger({ level: 'error', stream: new PassThrough() });
 
-const endpoints: Endpoint[] = Array.from({ length: 200 }, (_, i) => Object.freeze({
-  namespace: `ns-${i % 20}`, podName: `web-${i}-5d4f8c9b7-x${i}`, workloadKind: 'Deployment', workloadName: `web-${i}`,
-  service: i % 3 === 0 ? `svc-${i}` : '', nodeName: 'node-0', zone: 'z1', labels: Object.freeze({ app: `web-${i}`, 'pod-template-hash': '5d4f8c9b7' }),
-}));
-const ipOf = (i: number): string => `10.0.${i >> 8}.${i & 255}`;
-
-/** A fresh batch of n enriched flows, as the enricher hands them on. */
-function batch(n: number, seq: number): Flow[] {
-  const out: Flow[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = seq + i;
-    const drop = k % 10 === 0;
-    out.push(createFlow({
-      srcIp: ipOf(k % 200), dstIp: ipOf((k * 7) % 200), verdict: drop ? 'DROPPED' : 'FORWARDED', dropReason: drop ? 'NETFILTER_DROP' : '',
-      proto: k % 3 === 0 ? 17 : 6, srcPort: 30000 + (k % 20000), dstPort: 80, tcpFlags: 16, direction: 'EGRESS', observationPoint: 'FROM_ENDPOINT',
-      isReply: false, bytes: 100, timeMs: Date.now(), source: endpoints[k % 200], destination: endpoints[(k * 7) % 200],
-    }));
-  }
-  return out;
-}
-
 const nullSink = (metrics: ReturnType<typeof createMetricsRegistry>): FlowLogSink => {
   const c = sinkCounts(metrics, 'null');
   return { name: 'null', write: (r: readonly FlowLogRecord[]) => c.written(r.length), close: async () => undefined };
 };
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /**
  * CPU ns per flow of `run` over fresh batches (the process's CPU time, not the wall clock: this
@@ -130,36 +109,15 @@ async function exportCost(): Promise<void> {
   }));
 }
 
-/** Paced production at RATE flows/s for CPU_S seconds; CPU % (one core = 100) of the whole process. */
-async function paced(consume: (flows: Flow[]) => void): Promise<{ cpuPct: number; flows: number; wallS: number }> {
-  const tickMs = 10;
-  const perTick = Math.round((RATE * tickMs) / 1000);
-  let seq = 0;
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  const end = t0 + CPU_S * 1000;
-  let next = t0;
-  while (performance.now() < end) {
-    consume(batch(perTick, seq));
-    seq += perTick;
-    next += tickMs;
-    const wait = next - performance.now();
-    await new Promise((r) => setTimeout(r, Math.max(0, wait)));
-  }
-  const wallS = (performance.now() - t0) / 1000;
-  const c = process.cpuUsage(c0);
-  return { cpuPct: ((c.user + c.system) / 1e6 / wallS) * 100, flows: seq, wallS };
-}
-
 async function exportCpu(): Promise<void> {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const dir = mkdtempSync(join(tmpdir(), 'export-cpu-'));
   const sink = createFileSink({ path: join(dir, 'events.log'), maxSizeBytes: 10 << 20, maxBackups: 5, compress: false, counts: sinkCounts(metrics, 'file'), log });
   const exp = createFlowExporter({ name: 'b', selection: staticSelection([], [{ source_pod: ['kube-system/'] }]), sinks: [sink], nodeName: 'node-0', protos, metrics, log });
   globalThis.gc?.();
-  const gen = await paced(() => undefined);
+  const gen = await paced(RATE, CPU_S, () => undefined);
   globalThis.gc?.();
-  const run = await paced((flows) => exp.consume({ source: 'b', flows }));
+  const run = await paced(RATE, CPU_S, (flows) => exp.consume({ source: 'b', flows }));
   await exp.close();
   const values = (await metrics.registry.getSingleMetric(catalog.flowLogRecords.name)?.get())?.values ?? [];
   const written = values.filter((v) => v.labels['result'] === 'written').reduce((s, v) => s + v.value, 0);

@@ -24,10 +24,13 @@ export interface ConsistencyInput {
 
 /** The pod-level pipeline's keys (Retina reads them only with enablePodLevel). */
 const POD_LEVEL_KEYS = ['enableAnnotations', 'bypassLookupIPOfInterest', 'filterMapMaxEntries'] as const;
-/** Keys of the flow path, read with enablePodLevel or hubble.enabled (enrichment, flow rings). */
+/** Keys of the flow path, read when flows are wanted: enablePodLevel, hubble.enabled or a flow-log exporter (enrichment, flow rings). */
 const FLOW_KEYS = ['remoteContext', 'packetParserRingBufferSize'] as const;
 /** Agent keys only packetparser reads (with the pod-level pipeline on). */
 const PACKETPARSER_KEYS = ['dataAggregationLevel', 'dataSamplingRate', 'conntrackReportInterval', 'enableConntrackMetrics'] as const;
+
+/** What makes the agent want flows (flowsWanted), for the warnings' text. */
+const FLOW_REASONS = 'enablePodLevel, hubble.enabled and the flow-log exporters (flowLogs.enabled, hubble.export.static.enabled, hubble.export.dynamic.enabled)';
 
 export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
   const { agent, keys, values } = i;
@@ -41,20 +44,20 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
 
   if (!agent.enablePodLevel) {
     for (const p of i.podLevelOnlyPlugins.filter((n) => agent.enabledPlugin.includes(n) && !flowsWanted(agent))) {
-      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but enablePodLevel is false: ${p} attaches nothing (as in Retina); set enablePodLevel: true (or hubble.enabled: true) or remove it` });
+      out.push({ keys: ['enabledPlugin', 'enablePodLevel'], problem: `${p} is in enabledPlugin but nothing wants flows (${FLOW_REASONS} are all off): ${p} attaches nothing (as in Retina); set enablePodLevel: true (or hubble.enabled: true, or enable a flow-log exporter) or remove it` });
     }
     for (const f of POD_LEVEL_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false` });
     }
     if (!flowsWanted(agent)) {
       for (const f of FLOW_KEYS) {
-        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while enablePodLevel is false and hubble.enabled is false` });
+        if (changed(f)) out.push({ keys: [keys[f].key, 'enablePodLevel'], problem: `${shown(f)} has no effect while nothing wants flows: ${FLOW_REASONS} are all off` });
       }
     }
   }
   const packetparser = i.podLevelOnlyPlugins.includes('packetparser') && agent.enabledPlugin.includes('packetparser') && flowsWanted(agent);
   if (!packetparser) {
-    const why = agent.enabledPlugin.includes('packetparser') ? 'enablePodLevel is false' : 'packetparser is not in enabledPlugin';
+    const why = agent.enabledPlugin.includes('packetparser') ? `nothing wants flows (${FLOW_REASONS} are all off)` : 'packetparser is not in enabledPlugin';
     for (const f of PACKETPARSER_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enabledPlugin'], problem: `${shown(f)} has no effect: only packetparser reads it, and ${why}` });
     }

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
 import { dropreason } from '../../src/plugins/linux/dropreason/index.js';
 import { fakeContext } from './fake-context.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, vethPair } from './netns.js';
+import { Netns, NsAgent, droppingPair, leftoversAfterStop, metric, requireKernel, settled, sleep } from './netns.js';
 import { UDP_SEND } from './traffic.js';
 
 const N = 40;
@@ -19,10 +19,7 @@ let agent: NsAgent | undefined;
 
 before(async () => {
   requireKernel();
-  a = new Netns('drop-a');
-  b = new Netns('drop-b');
-  vethPair(a, 'rtbpf0', '10.231.1.1', b, 'rtbpf1', '10.231.1.2');
-  a.run('nft', ['-f', '-'], 'table inet rtbpf {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+  ({ a, b } = droppingPair('drop', 'rtbpf', '10.231.1'));
   agent = new NsAgent(a, 'enabledPlugin: [dropreason]\nmetricsIntervalDuration: 200ms\n');
   await agent.started(['dropreason']);
 });

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { ROOT } from '../e2e/agent-process.js';
-import { Netns, NsAgent, metric, requireKernel, vethPair } from './netns.js';
+import { Netns, NsAgent, droppingPair, metric, requireKernel } from './netns.js';
 import { UDP_SEND } from './traffic.js';
 
 const BURSTS = 3;
@@ -36,10 +36,7 @@ function hubbleTools(): string {
 
 before(async () => {
   requireKernel();
-  a = new Netns('flog-a');
-  b = new Netns('flog-b');
-  vethPair(a, 'rtflog0', '10.231.7.1', b, 'rtflog1', '10.231.7.2');
-  a.run('nft', ['-f', '-'], 'table inet rtflog {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+  ({ a, b } = droppingPair('flog', 'rtflog', '10.231.7'));
   agent = new NsAgent(a, [
     'enabledPlugin: [dropreason]', 'metricsIntervalDuration: 200ms',
     'hubble:', '  enabled: true', `  listenAddress: "127.0.0.1:${HUBBLE_PORT}"`, '  maxFlows: 65536',

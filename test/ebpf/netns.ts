@@ -90,6 +90,28 @@ export function vethPair(na: Netns, a: string, ipA: string, nb: Netns, b: string
   }
 }
 
+/** nftables rules dropping UDP to port 9999 on input (table `table`): each datagram sent there is one dropreason drop. */
+export const dropUdp9999 = (table: string): string => `table inet ${table} {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n`;
+
+/**
+ * The drop tests' pair: namespaces `<name>-a` and `<name>-b` on a veth pair (`<ifname>0`,
+ * `<net>.1` <-> `<ifname>1`, `<net>.2`), `a` dropping UDP to port 9999. Both destroyed when setup fails.
+ */
+export function droppingPair(name: string, ifname: string, net: string): { a: Netns; b: Netns } {
+  const a = new Netns(`${name}-a`);
+  let b: Netns | undefined;
+  try {
+    b = new Netns(`${name}-b`);
+    vethPair(a, `${ifname}0`, `${net}.1`, b, `${ifname}1`, `${net}.2`);
+    a.run('nft', ['-f', '-'], dropUdp9999(ifname));
+    return { a, b };
+  } catch (e) {
+    b?.destroy();
+    a.destroy();
+    throw e;
+  }
+}
+
 /** The body of the agent's /readyz. */
 export interface Readiness {
   readonly status: string;

@@ -4,10 +4,12 @@
  * their body, attributes, time and resource, over gRPC, HTTP/protobuf and HTTP/JSON; with TLS
  * (a CA made here, mutual TLS) and a bearer token the collector requires; a wrong token is
  * refused and counted; the collector down then up delivers what the bounded queue held and
- * counts exactly what did not fit.
+ * counts exactly what did not fit; close() with the collector down (refusing, or accepting and
+ * silent) ends in bounded time with every record held counted dropped{closed}, exactly.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -235,4 +237,77 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
       }
     });
   }
+
+  describe('close() while the collector is down: bounded time, every record held counted dropped{closed} exactly', () => {
+    /** A port that accepts connections and never answers (a hung collector). */
+    const silent = async (): Promise<{ port: number; stop(): Promise<void> }> => {
+      const sockets: Socket[] = [];
+      const server = createServer((s) => void sockets.push(s));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const a = server.address();
+      return {
+        port: typeof a === 'object' && a ? a.port : 0,
+        stop: () => new Promise<void>((r) => {
+          for (const s of sockets) s.destroy();
+          server.close(() => r());
+        }),
+      };
+    };
+    const CLOSE_MS = 500;
+    const cases = [
+      ['grpc', 'refused'], ['http/protobuf', 'refused'], ['grpc', 'silent'], ['http/protobuf', 'silent'],
+    ] as const;
+    for (const [protocol, down] of cases) {
+      test(`${protocol}, collector ${down === 'refused' ? 'not listening' : 'accepting and never answering'}: close ends within closeTimeout (+1 s) and counts all 700 held records dropped{closed}`, async (t) => {
+        const hung = down === 'silent' ? await silent() : undefined;
+        const port = hung?.port ?? await freePort();
+        const metrics = createMetricsRegistry({ processMetrics: false });
+        // The request timeout (10 s) and the give-up time (5 min) are far past close's 500 ms.
+        const s = sink(config(`http://127.0.0.1:${port}`, protocol, { queueSize: 1000, batchSize: 100, timeoutMs: 10_000 }), metrics,
+          { backoff: { initialMs: 20, maxMs: 100, jitter: 0 }, closeTimeoutMs: CLOSE_MS });
+        try {
+          s.write(records(700, `close-${protocol}-${down}`));
+          await new Promise((r) => setTimeout(r, 300)); // a batch in flight or between retries
+          assert.equal(s.pending, 700);
+          const t0 = performance.now();
+          await s.close();
+          const took = performance.now() - t0;
+          t.diagnostic(`close took ${took.toFixed(0)} ms`);
+          assert.ok(took < CLOSE_MS + 1000, `close took ${took.toFixed(0)} ms`);
+          assert.equal(s.pending, 0);
+          assert.deepEqual(await counts(metrics), { 'dropped/closed': 700 });
+          s.write(records(5, 'after'));
+          assert.deepEqual(await counts(metrics), { 'dropped/closed': 705 }, 'a write after close is counted too');
+        } finally {
+          await s.close();
+          await hung?.stop();
+        }
+      });
+    }
+
+    test('http/protobuf: the collector comes back during close: what gets through in time is written, the rest dropped{closed}, together exactly all', async () => {
+      const [g, h] = [await freePort(), await freePort()];
+      const metrics = createMetricsRegistry({ processMetrics: false });
+      const s = sink(config(`http://127.0.0.1:${h}`, 'http/protobuf', { queueSize: 1000, batchSize: 100 }), metrics,
+        { backoff: { initialMs: 20, maxMs: 50, jitter: 0 }, closeTimeoutMs: 3000 });
+      let col: Collector | undefined;
+      try {
+        const sent = records(600, 'close-back');
+        s.write(sent);
+        await new Promise((r) => setTimeout(r, 200));
+        const closing = s.close();
+        col = await startCollector({ dir, grpcPort: g, httpPort: h }, 'close-back');
+        await closing;
+        const c = await counts(metrics);
+        assert.equal((c['written'] ?? 0) + (c['dropped/closed'] ?? 0), 600, JSON.stringify(c));
+        assert.deepEqual(Object.keys(c).filter((k) => k !== 'written' && k !== 'dropped/closed'), []);
+        const got = await waitArrived(col.out, c['written'] ?? 0, 2000);
+        assert.equal(got.length, c['written'] ?? 0, 'the collector has exactly the records counted written');
+        assert.deepEqual(got.map((r) => r.body), sent.slice(0, got.length).map((r) => JSON.stringify(r)));
+      } finally {
+        await s.close();
+        await col?.stop();
+      }
+    });
+  });
 });

@@ -17,7 +17,11 @@
  *                                                    still there, across events.log and its .gz backups
  *
  * The file is read back whole (every rotated backup too) and each line checked: exactly the
- * selected flows, with the pods' names. Needs root, BTF and the built native objects; never skips.
+ * selected flows, with the pods' names. The same records go to a real OpenTelemetry Collector
+ * (hack/otelcol, test/export/otelcol.ts) over OTLP/gRPC (flowLogs.otlp.endpoint): its file
+ * exporter must hold exactly the file's lines, as log record bodies; the last test restarts the
+ * agent with OTLP over HTTP/protobuf and checks the same. Needs root, BTF and the built native
+ * objects; never skips.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,8 +31,9 @@ import { gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type ContainerNetworkLog, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
-import { requireKernel } from '../ebpf/netns.js';
+import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { UDP_SEND } from '../ebpf/traffic.js';
+import { arrived, freePort, startCollector, waitArrived, type Collector } from '../export/otelcol.js';
 import { createNamespace, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
 import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
@@ -56,6 +61,8 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
   let agent: AgentProcess | undefined;
   let net: PodNet | undefined;
   let port = 0;
+  let collector: Collector | undefined;
+  let otlpPorts = { grpc: 0, http: 0 };
   const dir = mkdtempSync(join(tmpdir(), 'flow-logs-cnl-'));
   const logDir = join(dir, 'log');
   const filePath = join(logDir, 'events.log');
@@ -66,24 +73,42 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
   const cnlA = `${id}-cli-to-b`;
   const cnlB = `${id}-peer-drops`;
   const cnlC = `${id}-rotate`;
+  const cnlD = `${id}-http`;
   const pods: Record<'cli' | 'peer' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
 
-  /** Every line of the flow-log file and its rotated backups (gzip or not). */
-  const lines = (): Line[] => {
+  /** Every line of the flow-log file and its rotated backups (gzip or not), as written. */
+  const rawLines = (): string[] => {
     let names: string[];
     try {
       names = readdirSync(logDir);
     } catch {
       return [];
     }
-    const out: Line[] = [];
+    const out: string[] = [];
     // A backup being gzipped exists twice for a moment (the plain file is removed once the .gz is whole).
     for (const n of names.filter((x) => x.startsWith('events') && !(x.endsWith('.gz') && names.includes(x.slice(0, -3))))) {
       const raw = readFileSync(join(logDir, n));
       const text = (n.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
-      for (const l of text.split('\n')) if (l.trim() !== '') out.push(JSON.parse(l) as Line);
+      for (const l of text.split('\n')) if (l.trim() !== '') out.push(l);
     }
     return out;
+  };
+  const lines = (): Line[] => rawLines().map((l) => JSON.parse(l) as Line);
+  /** The bodies of the log records the collector's file exporter wrote: one flow-log line each. */
+  const otlpBodies = (): string[] => arrived((collector as Collector).out).map((r) => r.body as string);
+  /**
+   * The collector holds exactly the file's lines (same count, same records; order aside, since
+   * rotated backups are read by name) and the OTLP sink counted each written, none dropped.
+   */
+  const assertCollectorHasFile = async (): Promise<number> => {
+    const file = rawLines();
+    await waitArrived((collector as Collector).out, file.length);
+    const got = otlpBodies();
+    assert.equal(got.length, file.length, `the collector received ${got.length} records, the file has ${file.length} lines`);
+    assert.deepEqual([...got].sort(), [...file].sort(), 'the collector received exactly the file\'s lines');
+    assert.equal(await metric('flow_log_records_total', { sink: 'otlp', result: 'written' }), got.length);
+    assert.equal(await metric('flow_log_records_total', { sink: 'otlp', result: 'dropped' }), 0);
+    return got.length;
   };
   const metric = async (name: string, labels: Record<string, string> = {}): Promise<number> => {
     const r = await get(port, '/metrics');
@@ -114,6 +139,22 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     await eventually(`${name} CONFIGURED`, 30_000, async () => (await client.request<ContainerNetworkLog>('GET', objectPath(CNL, undefined, name))).status?.state === 'CONFIGURED');
   };
   const selectionLines = (): number => (agent as AgentProcess).logLines().filter((l) => l.msg === 'flow-log selection changed').length;
+  /** The built agent with flow logs to the file and over OTLP (`protocol`) to the collector. */
+  const startAgent = async (protocol: 'grpc' | 'http/protobuf'): Promise<void> => {
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, [
+      'apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info',
+      'remoteContext: true', 'enabledPlugin: [dropreason, packetparser]', 'metricsIntervalDuration: 1s', 'packetParserHostInterfaces: []',
+      'flowLogs:', '  enabled: true', `  filePath: ${filePath}`, '  fileMaxSizeMb: 1', '  fileMaxBackups: 100', '  fileCompress: true',
+      '  otlp:', `    endpoint: http://127.0.0.1:${protocol === 'grpc' ? otlpPorts.grpc : otlpPorts.http}`, `    protocol: ${protocol}`,
+      '    flushInterval: 100ms', '    batchSize: 256', '',
+    ].join('\n'));
+    agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node }) });
+    port = await agent.listening(30_000);
+    await agent.waitForLog((l) => l.msg === 'flow logs go to an OTLP collector' && l['protocol'] === protocol, `the OTLP sink (${protocol})`, 30_000);
+    await agent.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === 'dropreason', 'dropreason started', 30_000);
+    await agent.waitForLog((l) => l.msg === 'ContainerNetworkLogs synced', 'ContainerNetworkLogs synced', 30_000);
+  };
   const selectionChange = async (before: number, what: string): Promise<void> => {
     await eventually(what, 20_000, () => selectionLines() > before, 100);
   };
@@ -136,7 +177,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       await createPinnedDeployment(client, namespace, app, node);
       const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
       pods[app] = { ns, name: pod.metadata.name, namespace };
-      ns.run('nft', ['-f', '-'], 'table inet fl {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+      ns.run('nft', ['-f', '-'], dropUdp9999('fl'));
     }
     operator = await startOperator(cluster.kubeconfig, { RETINA_LEADERELECTIONID: uniqueId('retina-op') });
     await eventually('RetinaEndpoints of the three pods', 60_000, async () => {
@@ -144,16 +185,9 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ns.ip4)));
     }, 500);
 
-    const config = join(dir, 'config.yaml');
-    writeFileSync(config, [
-      'apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info',
-      'remoteContext: true', 'enabledPlugin: [dropreason, packetparser]', 'metricsIntervalDuration: 1s', 'packetParserHostInterfaces: []',
-      'flowLogs:', '  enabled: true', `  filePath: ${filePath}`, '  fileMaxSizeMb: 1', '  fileMaxBackups: 100', '  fileCompress: true', '',
-    ].join('\n'));
-    agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node }) });
-    port = await agent.listening(30_000);
-    await agent.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === 'dropreason', 'dropreason started', 30_000);
-    await agent.waitForLog((l) => l.msg === 'ContainerNetworkLogs synced', 'ContainerNetworkLogs synced', 30_000);
+    otlpPorts = { grpc: await freePort(), http: await freePort() };
+    collector = await startCollector({ dir, grpcPort: otlpPorts.grpc, httpPort: otlpPorts.http }, 'flow-logs-cnl');
+    await startAgent('grpc');
     // The cache knows the pods before traffic is judged by pod names.
     await drops('cli', 'srv', 1);
   });
@@ -162,12 +196,13 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     await agent?.[Symbol.asyncDispose]();
     await operator?.[Symbol.asyncDispose]();
     if (client) {
-      for (const n of [cnlA, cnlB, cnlC]) await client.request('DELETE', objectPath(CNL, undefined, n)).catch(() => undefined);
+      for (const n of [cnlA, cnlB, cnlC, cnlD]) await client.request('DELETE', objectPath(CNL, undefined, n)).catch(() => undefined);
       await deleteNamespace(client, nsA);
       await deleteNamespace(client, nsB);
       await deleteNode(client, node);
     }
     net?.destroy();
+    await collector?.stop();
     rmSync(dir, { recursive: true, force: true });
     await cluster?.[Symbol.asyncDispose]();
   });
@@ -176,6 +211,8 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     await drops('cli', 'srv', 10);
     assert.deepEqual(lines(), []);
     assert.equal(await metric('flow_log_flows_total', { selected: 'true' }), 0);
+    await new Promise((r) => setTimeout(r, 300)); // past the OTLP flush interval
+    assert.deepEqual(otlpBodies(), [], 'nothing sent to the collector either');
   });
 
   it('a ContainerNetworkLog selects exactly its flows: N drops from cli to namespace B, none of the rest', async () => {
@@ -209,6 +246,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     assert.equal(await metric('flow_log_records_total', { sink: 'file', result: 'written' }), N);
     assert.equal(await metric('flow_log_records_total', { sink: 'file', result: 'dropped' }), 0);
     assert.equal(await metric('flow_log_flows_total', { selected: 'true' }), N);
+    assert.equal(await assertCollectorHasFile(), N, 'gRPC: the collector holds the same N flows');
   });
 
   it('a second ContainerNetworkLog adds its flows (a union); deleting both writes nothing more', async () => {
@@ -232,6 +270,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     await drops('cli', 'srv', 10, 0);
     await drops('peer', 'srv', 10);
     assert.equal(lines().length, total, 'no ContainerNetworkLog: nothing written');
+    assert.equal(await assertCollectorHasFile(), total, 'gRPC: the collector holds the union and nothing after the delete');
   });
 
   it('rotation: past fileMaxSizeMb the file rotates into gzipped backups and no line is lost or doubled', async (t) => {
@@ -257,6 +296,35 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
     assert.equal(got.length, start.length + n, `${n} lines after ${start.length}, across events.log and ${backups.length} backups`);
     assert.equal(got.filter((l) => isFrom(l, 'cli', 'srv') && l.flow.verdict === 'DROPPED').length - start.filter((l) => isFrom(l, 'cli', 'srv')).length, n);
     assert.equal(await metric('flow_log_records_total', { sink: 'file', result: 'dropped' }), 0);
-    t.diagnostic(`rotation: ${n} drops selected and written (${Math.round(perLine)} bytes a line) into events.log and ${backups.length} gzipped backups; ${got.length} lines in all`);
+    const sent = await assertCollectorHasFile();
+    t.diagnostic(`rotation: ${n} drops selected and written (${Math.round(perLine)} bytes a line) into events.log and ${backups.length} gzipped backups; ${got.length} lines in all, the same ${sent} records at the collector over gRPC`);
+  });
+
+  it('OTLP over HTTP/protobuf: the agent restarted with protocol http/protobuf sends the collector exactly the new lines', async () => {
+    const N = 200;
+    const file0 = rawLines().length;
+    const otlp0 = otlpBodies().length;
+    assert.equal(file0, otlp0);
+    await client.request('DELETE', objectPath(CNL, undefined, cnlC));
+    await (agent as AgentProcess)[Symbol.asyncDispose]();
+    await startAgent('http/protobuf');
+    await drops('cli', 'srv', 1); // the cache knows the pods before traffic is judged by pod names
+    const before = selectionLines();
+    await apply(cnlD, { includefilters: [{ from: { namespacedPod: [`${nsA}/cli-`] }, to: { namespacedPod: [`${nsB}/srv-`] }, verdict: ['dropped'] }] });
+    await selectionChange(before, 'the restarted agent applied the ContainerNetworkLog');
+    await drops('cli', 'srv', N, 0);
+    await drops('peer', 'srv', 20);
+    await eventually(`${N} records written`, 20_000, async () => (await metric('flow_log_records_total', { sink: 'file', result: 'written' })) >= N, 200);
+    const fresh = rawLines().length - file0;
+    assert.equal(fresh, N, 'exactly the N selected flows in the file');
+    await waitArrived((collector as Collector).out, otlp0 + N);
+    const got = otlpBodies().slice(otlp0);
+    assert.equal(got.length, N, 'exactly the N selected flows at the collector over HTTP/protobuf');
+    const fileNew = new Set(rawLines());
+    for (const b of got) assert.ok(fileNew.has(b), `a record the file does not have: ${b}`);
+    assert.deepEqual([...otlpBodies()].sort(), [...rawLines()].sort(), 'the collector holds exactly the file\'s lines');
+    for (const b of got) assert.ok(isFrom(JSON.parse(b) as Line, 'cli', 'srv'), b);
+    assert.equal(await metric('flow_log_records_total', { sink: 'otlp', result: 'written' }), N);
+    assert.equal(await metric('flow_log_records_total', { sink: 'otlp', result: 'dropped' }), 0);
   });
 });

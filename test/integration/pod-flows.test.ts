@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
 import { parseExposition, series, type Sample } from '../e2e/exposition.js';
-import { requireKernel } from '../ebpf/netns.js';
+import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
 import { createNamespace, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
@@ -94,7 +94,7 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
     }
     const srv = pods.srv.ns;
     // The server drops UDP to 9999; so does the pod to delete (its series as a destination).
-    for (const p of [srv, pods.gone.ns]) p.run('nft', ['-f', '-'], 'table inet pf {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+    for (const p of [srv, pods.gone.ns]) p.run('nft', ['-f', '-'], dropUdp9999('pf'));
     await srv.serve(TCP_SINK, [srv.ip4, '8080']);
     await srv.serve(TCP_SINK, [srv.ip6, '8080']);
     await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);

@@ -4,14 +4,18 @@
  * koffi's win32 binary, against Wine's real iphlpapi and the
  * fake computenetwork/vmcompute/ETW DLLs built by mk/windows.mk (`make windows-prep`). Output goes to a
  * file (Wine's stdout as a pipe breaks console.log). The test control plane (hack/k8s/harness.sh) runs
- * meanwhile, for the flow-log suite's ContainerNetworkLogs. Fails, with the suite's output, when Wine, the
+ * meanwhile, for the flow-log suite's ContainerNetworkLogs, and so does a real OpenTelemetry Collector
+ * (hack/otelcol) on loopback, which the flow-log suite's OTLP sinks send to from Wine. Fails, with the suite's output, when Wine, the
  * Windows node, the prefix or the fakes are missing, or when any Windows test fails or is skipped.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, openSync, closeSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, openSync, closeSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { it } from 'node:test';
+import { freePort, startCollector } from '../export/otelcol.js';
 import { startCluster } from '../integration/harness.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -41,6 +45,12 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
     'dist/src/server/hubble/server.test.js', 'dist/src/plugins/windows/pktmon/merge.test.js', 'dist/test/windows/etl/pktmon-real.test.js'];
   // The test control plane, for the flow-log suite's ContainerNetworkLogs (flowlogs.wintest.ts).
   await using cluster = await startCluster();
+  // A real collector on loopback (a Linux process): the flow-log suite's OTLP sinks send to it from
+  // Wine; its file exporter's output, read through Z:, is the oracle (flowlogs.wintest.ts).
+  const otlpDir = mkdtempSync(join(tmpdir(), 'wine-otlp-'));
+  const otlp = { grpc: await freePort(), http: await freePort() };
+  const collector = await startCollector({ dir: otlpDir, grpcPort: otlp.grpc, httpPort: otlp.http }, 'wine');
+  await using _collector = { [Symbol.asyncDispose]: async () => { await collector.stop(); rmSync(otlpDir, { recursive: true, force: true }); } };
   const r = spawnSync('wine', [nodeExe, '--test', '--test-concurrency=1', '--test-reporter=tap', ...tests], {
     cwd: ROOT,
     stdio: ['ignore', fd, fd],
@@ -56,6 +66,7 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
       FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
       RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
       RETINATS_WINE_KUBECONFIG: win(cluster.kubeconfig),
+      RETINATS_WINE_OTLP: JSON.stringify({ grpc: otlp.grpc, http: otlp.http, out: win(collector.out) }),
     },
   });
   closeSync(fd);

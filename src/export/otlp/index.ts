@@ -13,6 +13,7 @@ import { grpcTransport, httpTransport, loadExportCodec } from './transport.js';
 
 export { createOtlpSink, type OtlpSink, type OtlpSinkOptions, type SinkCounts } from './sink.js';
 export { grpcTransport, httpTransport, loadExportCodec, httpLogsUrl, parseRetryAfter, retryInfoDelayMs, type SendResult, type Transport } from './transport.js';
+export { encodeLogsRequest } from './wire.js';
 export { toLogRecord, toJsonRequest, toProtoRequest, flowAttributes, rfc3339ToUnixNano, SCOPE_NAME, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
 
 export interface OtlpFlowSinkOptions {

@@ -11,8 +11,13 @@
  *   has not got through in `maxElapsedMs` is dropped{reason="retries_exhausted"}, as OpenTelemetry
  *   exporters give up after their max_elapsed_time. A refused batch is dropped{reason="rejected"},
  *   and so are the records a partial success names.
- * - `close` sends what it can within `closeTimeoutMs`; the rest is dropped{reason="closed"}.
- * Every record handed to `write` ends as exactly one written or one dropped count.
+ * - `close` sends what it can within `closeTimeoutMs`; the rest is dropped{reason="closed"}. Its
+ *   deadline binds the batch in flight too: a retry wait ends, and a request the collector has not
+ *   answered by then (down, or accepting and silent) is given up and its batch dropped{closed}, so
+ *   close resolves in about `closeTimeoutMs` with every record counted. (Such a batch may still
+ *   reach a collector that was only slow; it is counted dropped, the sink cannot know.)
+ * Every record handed to `write` ends as exactly one written or one dropped count, all of them by
+ * the time `close` resolves.
  */
 import { Backoff, type BackoffOptions } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
@@ -67,6 +72,12 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
   let retryWake: (() => void) | undefined;
   let idleWaiters: Array<() => void> = [];
   let lastErrorLog = 0;
+  // Set by close(): when sending stops, and a promise that settles then (a send still waiting loses the race).
+  let closeDeadline = Number.POSITIVE_INFINITY;
+  let closeTimer: NodeJS.Timeout | undefined;
+  let giveUp: (r: SendResult) => void = () => undefined;
+  const abandon = new Promise<SendResult>((resolve) => (giveUp = resolve));
+  const pastClose = (): boolean => closed && now() >= closeDeadline;
 
   const queued = (): number => queue.length - head;
 
@@ -119,11 +130,21 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
   const deliver = async (batch: OtlpLogRecord[], deadline: number): Promise<void> => {
     const started = now();
     for (;;) {
+      if (pastClose()) {
+        o.counts.dropped('closed', batch.length);
+        return;
+      }
       let r: SendResult;
       try {
-        r = await o.transport.send(batch);
+        const sent = o.transport.send(batch);
+        r = await Promise.race([sent, abandon]);
       } catch (e) {
         r = { kind: 'retry', message: (e as Error).message };
+      }
+      if (r.kind === 'retry' && pastClose()) {
+        o.counts.dropped('closed', batch.length);
+        warn('OTLP flow-log batch dropped at close', { records: batch.length, error: r.message });
+        return;
       }
       if (r.kind === 'ok') {
         backoff.reset();
@@ -140,7 +161,7 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
       }
       const t = now();
       const delay = r.retryAfterMs !== undefined ? Math.min(r.retryAfterMs, maxRetryAfterMs) : backoff.next();
-      if (t - started + delay > maxElapsedMs || t + delay > deadline) {
+      if (t - started + delay > maxElapsedMs || t + delay > Math.min(deadline, closeDeadline)) {
         o.counts.dropped(closed ? 'closed' : 'retries_exhausted', batch.length);
         warn('OTLP flow-log batch dropped after retrying', { records: batch.length, error: r.message, closing: closed });
         return;
@@ -225,25 +246,30 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
       if (flushTimer) clearTimeout(flushTimer);
       flushTimer = undefined;
       const closeTimeout = o.closeTimeoutMs ?? 5_000;
-      const deadline = now() + closeTimeout;
-      closing = (async () => {
-        // A retry wait in progress ends now: the sender sees `closed` and the deadline.
+      closeDeadline = now() + closeTimeout;
+      closeTimer = setTimeout(() => {
+        // Past the deadline: a send still waiting loses the race, a retry wait ends.
+        closeDeadline = Math.min(closeDeadline, now());
+        giveUp({ kind: 'retry', message: `closing: no answer in ${closeTimeout} ms` });
         wakeRetry();
-        let timer: NodeJS.Timeout | undefined;
-        const waitSender = new Promise<void>((resolve) => {
-          if (!sending) resolve();
+      }, closeTimeout);
+      closing = (async () => {
+        // A retry wait in progress ends now: the sender retries once more or sees the deadline.
+        wakeRetry();
+        // The sender (the one running, or one started here) sends the queue until it is empty or
+        // the deadline passes; past it every batch left is dropped{closed} without a request.
+        const senderDone = new Promise<void>((resolve) => {
+          if (!sending && queued() === 0) resolve();
           else idleWaiters.push(resolve);
         });
-        await Promise.race([waitSender, new Promise<void>((r) => (timer = setTimeout(r, closeTimeout)))]);
-        if (!sending) await Promise.race([pump(deadline), new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - now()))))]);
-        if (timer) clearTimeout(timer);
+        if (!sending) void pump();
+        await senderDone;
+        if (closeTimer) clearTimeout(closeTimer);
         wakeRetry();
         const left = queued();
         head = queue.length;
         o.counts.dropped('closed', left);
         o.transport.close();
-        // A request still in flight after the deadline: its batch is counted when it settles
-        // (written or dropped), or dropped{closed} when the transport's close fails it.
       })();
       return closing;
     },

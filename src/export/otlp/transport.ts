@@ -8,6 +8,7 @@
  *   network error or a timeout), with the delay the collector asked for (gRPC RetryInfo in
  *   grpc-status-details-bin, HTTP Retry-After) when it asked;
  * - reject: anything else (bad request, unauthenticated, ...): retrying would not help.
+ * Protobuf requests are written by wire.ts (protobufjs only decodes the responses).
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -16,7 +17,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import type { FlowLogsOtlpConfig } from '../../config/index.js';
-import { toJsonRequest, toProtoRequest, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
+import { SCOPE_NAME, toJsonRequest, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
+import { encodeLogsRequest } from './wire.js';
 
 const gzip = promisify(gzipCb);
 // Not `import 'node:http'`: its ES namespace loads undici (eslint no-restricted-imports).
@@ -168,7 +170,7 @@ export function grpcTransport(o: TransportOptions): Transport {
     send(records) {
       let body: Buffer;
       try {
-        body = o.codec.serialize(toProtoRequest(records, o.resource));
+        body = encodeLogsRequest(records, o.resource, SCOPE_NAME);
       } catch (e) {
         return Promise.resolve({ kind: 'reject', message: `encode: ${(e as Error).message}` });
       }
@@ -249,7 +251,7 @@ export function httpTransport(o: TransportOptions): Transport {
     async send(records) {
       let body: Buffer;
       try {
-        body = json ? Buffer.from(toJsonRequest(records, o.resource)) : o.codec.serialize(toProtoRequest(records, o.resource));
+        body = json ? Buffer.from(toJsonRequest(records, o.resource)) : encodeLogsRequest(records, o.resource, SCOPE_NAME);
         if (c.compression === 'gzip') body = await gzip(body);
       } catch (e) {
         return { kind: 'reject', message: `encode: ${(e as Error).message}` };

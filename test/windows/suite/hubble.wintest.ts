@@ -8,38 +8,19 @@
  */
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import type { EtwEvent } from '../../../src/ffi/windows/index.js';
 import { createLogger } from '../../../src/log/index.js';
 import { createMetricsRegistry } from '../../../src/metrics/index.js';
 import { createPktmonPlugin } from '../../../src/plugins/windows/pktmon/index.js';
-import type { PktmonSource } from '../../../src/plugins/windows/pktmon/source.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer, type HubblePeer, type PeerChange } from '../../../src/server/hubble/index.js';
-import { readEtl } from '../etl/etl.js';
+import { capture, memorySource } from './replay.js';
 import { pluginContext, until } from './context.js';
 import './wine.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const protos = loadHubbleProtos(fileURLToPath(new URL('../../../../proto/hubble', import.meta.url)));
-const REAL = new URL('../../../../test/fixtures/windows/real/', import.meta.url);
-const PKTMON = '4d4f80d9-c8bd-4d73-bb5b-19c90402c5ac';
 const HOST = '127.0.45.7';
-
-const capture = (file: string): EtwEvent[] => readEtl(readFileSync(new URL(file, REAL))).events.filter((e) => e.provider === PKTMON);
-
-function memorySource(): PktmonSource & { push(e: EtwEvent[]): void } {
-  let queue: EtwEvent[] = [];
-  let end: () => void = () => undefined;
-  return {
-    push: (e) => { queue.push(...e); },
-    drain: (max) => { const out = queue.slice(0, max); queue = queue.slice(max); return out; },
-    lost: () => 0,
-    ended: new Promise<void>((r) => { end = r; }),
-    close: async () => { end(); },
-  };
-}
 
 function collect(call: grpc.ClientReadableStream<Obj>): Promise<Obj[]> {
   return new Promise((resolve, reject) => {
@@ -116,7 +97,9 @@ describe('Hubble server under Windows, fed by pktmon from real captures', () => 
     const got: Obj[] = [];
     const two = new Promise<void>((res) => call.on('data', (m: Obj) => { got.push(m); if (got.length === 2) res(); }));
     call.on('error', () => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    // The change only once the stream is subscribed (its first message, this node, came): a fixed
+    // 100 ms wait lost the change, and hung the test, on a loaded machine.
+    await until('the Notify stream subscribed', () => (got.length >= 1 && peerSubs.size > 0 ? true : undefined));
     for (const cb of peerSubs) cb('PEER_ADDED', { name: 'akswin000001', address: '10.224.0.5:4244' });
     await two;
     call.cancel();

@@ -59,8 +59,9 @@ export interface PacketparserTiming {
 export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
   return ResourceStack.build(async (s) => {
     if (!ctx.flows) {
-      ctx.log.warn('enablePodLevel is false and hubble.enabled is false: packetparser attaches nothing');
-      ctx.status.degraded('enablePodLevel', 'enablePodLevel is false and hubble.enabled is false: packetparser has nothing to feed');
+      const why = 'nothing wants flows (enablePodLevel, hubble.enabled and the flow-log exporters are off)';
+      ctx.log.warn(`${why}: packetparser attaches nothing`);
+      ctx.status.degraded('enablePodLevel', `${why}: packetparser has nothing to feed`);
       return;
     }
     const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);

@@ -1,0 +1,179 @@
+/**
+ * The OTLP flow-log sink's costs (src/export/otlp), beside the file sink's, printed as JSON lines:
+ *
+ * 1. `otlp-cost`: CPU ns per flow, side by side in one run (the median of BENCH_ROUNDS rounds of
+ *    BENCH_ROUND_MS of CPU each, alternated twice, the lower kept; 256-flow batches of enriched
+ *    flows as in export.bench.ts, every flow selected): `baseline` (making the batch), `file` (the
+ *    exporter's record and the real file sink: JSON.stringify and queueing; its writes are off the
+ *    drain), `otlpQueue` (the record, made an OTLP log record with its attributes and queued; the
+ *    batches handed to a transport that sends nothing), `otlpProtobuf` and `otlpJson` (the same,
+ *    the transport encoding each batch as the gRPC / HTTP-protobuf request (wire.ts, what the
+ *    transports send) and the HTTP-JSON one: encode + queue, all but the socket), and
+ *    `otlpProtobufjs` (protobufjs's encoding of the same request, which wire.ts replaced). The per-flow cost of a stage is its figure minus `baseline`.
+ * 2. `otlp-cpu`: the whole process's CPU (one core = 100 %) while the exporter sends 50 000 flows/s
+ *    (BENCH_RATE) for BENCH_CPU_S seconds over OTLP to a real OpenTelemetry Collector (hack/otelcol,
+ *    started here on loopback, its file exporter writing what arrived), over gRPC and over
+ *    HTTP/protobuf, beside the same pacing loop making the flows without exporting them
+ *    (`generate`); the export's share is the difference. Every flow must end written (the sink is
+ *    drained and the collector's file counted), none dropped. When the collector is not built the
+ *    line says so (`collector: "not built: ..."`) and carries no figures.
+ *
+ * Figures are in bench/export/README.md. Run with `node --expose-gc` (make bench does).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/index.js';
+import type { Flow } from '../../src/flow/index.js';
+import { loadFlowProtos } from '../../src/flow/hubble/index.js';
+import { createFileSink, createFlowExporter, sinkCounts, staticSelection, type FlowLogSink } from '../../src/export/index.js';
+import { createOtlpFlowSink, createOtlpSink, encodeLogsRequest, loadExportCodec, SCOPE_NAME, otlpCounts, toJsonRequest, toProtoRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
+import { createLogger } from '../../src/log/index.js';
+import { batch, median, paced } from './flows.js';
+import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import { freePort, otelcolBinary, startCollector, waitArrived } from '../../test/export/otelcol.js';
+
+const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const ROUNDS = envNum('BENCH_ROUNDS', 5);
+const ROUND_MS = envNum('BENCH_ROUND_MS', 300);
+const RATE = envNum('BENCH_RATE', 50_000);
+const CPU_S = envNum('BENCH_CPU_S', 5);
+const BATCH = 256;
+
+const protos = loadFlowProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
+const PROTO_DIR = fileURLToPath(new URL('../../../proto', import.meta.url));
+const log = createLogger({ level: 'error', stream: new PassThrough() });
+const DENY = [{ source_pod: ['kube-system/'] }];
+
+const cpuNs = (c: NodeJS.CpuUsage): number => (c.user + c.system) * 1000;
+
+/**
+ * CPU ns per flow of `run` over fresh batches, for ROUND_MS of CPU; the median of ROUNDS. The loop
+ * yields to the event loop after every batch (every stage alike), so the OTLP sink's sender runs
+ * as it does on the agent's drain and its CPU is counted; `settle` waits for what a stage left.
+ */
+async function nsPerFlow(run: (flows: Flow[]) => void, settle: () => Promise<void>): Promise<number> {
+  const out: number[] = [];
+  let seq = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    globalThis.gc?.();
+    const c0 = process.cpuUsage();
+    let n = 0;
+    while (cpuNs(process.cpuUsage(c0)) < ROUND_MS * 1e6) {
+      run(batch(BATCH, seq));
+      seq += BATCH;
+      n += BATCH;
+      await new Promise((r) => setImmediate(r));
+    }
+    await settle();
+    out.push(cpuNs(process.cpuUsage(c0)) / n);
+  }
+  return median(out);
+}
+
+const resource = { nodeName: 'node-0', serviceName: 'retina-agent', serviceVersion: 'bench' };
+
+/** A transport that sends nothing: `encode` makes the request the protocol would put on the wire. */
+function localTransport(encode: 'none' | 'protobuf' | 'protobufjs' | 'json'): Transport {
+  const codec = loadExportCodec(PROTO_DIR);
+  return {
+    send: async (records) => {
+      if (encode === 'protobuf') encodeLogsRequest(records, resource, SCOPE_NAME);
+      else if (encode === 'protobufjs') codec.serialize(toProtoRequest(records, resource));
+      else if (encode === 'json') toJsonRequest(records, resource);
+      return { kind: 'ok', rejected: 0 };
+    },
+    close: () => undefined,
+  };
+}
+
+async function dropped(metrics: MetricsRegistry): Promise<number> {
+  const values = (await metrics.registry.getSingleMetric(catalog.flowLogRecords.name)?.get())?.values ?? [];
+  return values.filter((v) => v.labels['result'] === 'dropped').reduce((s, v) => s + v.value, 0);
+}
+
+async function otlpCost(): Promise<void> {
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const dir = mkdtempSync(join(tmpdir(), 'otlp-bench-'));
+  const exporter = (sink: FlowLogSink): ReturnType<typeof createFlowExporter> =>
+    createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [sink], nodeName: 'node-0', protos, metrics, log });
+  const fileSink = createFileSink({ path: join(dir, 'events.log'), maxSizeBytes: 10 << 20, maxBackups: 2, compress: false, counts: sinkCounts(metrics, 'file'), log, maxBufferedBytes: 1 << 30 });
+  const otlp = (encode: 'none' | 'protobuf' | 'protobufjs' | 'json'): OtlpSink =>
+    createOtlpSink({ transport: localTransport(encode), counts: otlpCounts(metrics), log, queueSize: 1 << 20, batchSize: 512, flushIntervalMs: 1000 });
+  const sinks = { otlpQueue: otlp('none'), otlpProtobuf: otlp('protobuf'), otlpJson: otlp('json'), otlpProtobufjs: otlp('protobufjs') };
+  const file = exporter(fileSink);
+  const stages: [string, (f: Flow[]) => void, () => Promise<void>][] = [
+    ['baseline', () => undefined, async () => undefined],
+    ['file', (f) => file.consume({ source: 'b', flows: f }), () => fileSink.flushed()],
+    ...Object.entries(sinks).map(([name, s]): [string, (f: Flow[]) => void, () => Promise<void>] => {
+      const e = exporter(s);
+      return [name, (f) => e.consume({ source: 'b', flows: f }), () => s.idle()];
+    }),
+  ];
+  const runs: Record<string, number[]> = {};
+  // Alternated, so a busy neighbour slows every stage alike.
+  for (let i = 0; i < 2; i++) for (const [name, fn, settle] of stages) (runs[name] ??= []).push(await nsPerFlow(fn, settle));
+  const results: Record<string, number> = {};
+  for (const [name, xs] of Object.entries(runs)) results[name] = Math.round(Math.min(...xs));
+  const lost = await dropped(metrics);
+  await file.close();
+  for (const s of Object.values(sinks)) await s.close();
+  rmSync(dir, { recursive: true, force: true });
+  const per = (k: string): number => (results[k] as number) - (results['baseline'] as number);
+  console.log(JSON.stringify({
+    bench: 'otlp-cost', unit: 'ns/flow', batch: BATCH, otlpBatch: 512, rounds: ROUNDS, roundMs: ROUND_MS, ...results, dropped: lost,
+    exportNsPerFlow: { file: per('file'), otlpQueue: per('otlpQueue'), otlpProtobuf: per('otlpProtobuf'), otlpJson: per('otlpJson'), otlpProtobufjs: per('otlpProtobufjs') },
+  }));
+}
+
+function otlpConfig(endpoint: string, protocol: OtlpProtocol): FlowLogsOtlpConfig {
+  return {
+    endpoint, protocol, headers: {}, tls: { caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false },
+    timeoutMs: 10_000, queueSize: 100_000, batchSize: 512, flushIntervalMs: 1000, compression: 'none',
+  };
+}
+
+async function otlpCpu(): Promise<void> {
+  try {
+    otelcolBinary();
+  } catch (e) {
+    console.log(JSON.stringify({ bench: 'otlp-cpu', rate: RATE, collector: `not built: ${(e as Error).message}` }));
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'otlp-cpu-'));
+  globalThis.gc?.();
+  const gen = await paced(RATE, CPU_S, () => undefined);
+  const out: Record<string, unknown> = { bench: 'otlp-cpu', rate: RATE, seconds: CPU_S, collector: 'hack/otelcol (v0.161.0) on loopback', generateCpuPct: +gen.cpuPct.toFixed(1) };
+  for (const protocol of ['grpc', 'http/protobuf'] as const) {
+    const [g, h] = [await freePort(), await freePort()];
+    const col = await startCollector({ dir, grpcPort: g, httpPort: h }, `bench-${protocol.replace('/', '-')}`);
+    const metrics = createMetricsRegistry({ processMetrics: false });
+    const sink = createOtlpFlowSink({ config: otlpConfig(`http://127.0.0.1:${protocol === 'grpc' ? g : h}`, protocol), nodeName: 'node-0', version: 'bench', protoDir: PROTO_DIR, metrics, log });
+    const exp = createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [sink], nodeName: 'node-0', protos, metrics, log });
+    try {
+      globalThis.gc?.();
+      const run = await paced(RATE, CPU_S, (flows) => exp.consume({ source: 'b', flows }));
+      await sink.idle();
+      const values = (await metrics.registry.getSingleMetric(catalog.flowLogRecords.name)?.get())?.values ?? [];
+      const written = values.filter((v) => v.labels['result'] === 'written').reduce((s, v) => s + v.value, 0);
+      const arrivedN = (await waitArrived(col.out, run.flows, 60_000)).length;
+      const usPerFlow = ((run.cpuPct / 100) * run.wallS * 1e6) / run.flows - ((gen.cpuPct / 100) * gen.wallS * 1e6) / gen.flows;
+      out[protocol] = {
+        exportCpuPct: +run.cpuPct.toFixed(1), exportShareCpuPct: +(run.cpuPct - gen.cpuPct).toFixed(1), flows: run.flows, written,
+        dropped: await dropped(metrics), arrived: arrivedN, achievedRate: Math.round(run.flows / run.wallS),
+        // As export.bench.ts: the CPU per flow times the rate, the CPU at `rate` on a core of this speed.
+        exportCpuUsPerFlow: +usPerFlow.toFixed(2), exportCpuPctAtRate: +((usPerFlow / 1e6) * RATE * 100).toFixed(1),
+      };
+    } finally {
+      await exp.close();
+      await col.stop();
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify(out));
+}
+
+await otlpCost();
+await otlpCpu();
