@@ -294,7 +294,35 @@ if (only) {
   process.stdout.write(JSON.stringify(await run(path === 'raw', Number(n), rate === 'max' ? 1e9 : Number(rate), ms, kind as Kind, tools)) + '\n');
   process.exit(0);
 }
+/**
+ * The encoder alone (each build's `flowsFrame`), alternated pass by pass over the same 4 096 mapped flows
+ * (this tree's mapping, the bench's endpoints): µs per GetFlowsResponse frame, a steadier figure than the
+ * rates on a shared machine (one thread, no sockets). Each pass's best of 5 × 4 096.
+ */
+function encodePasses(impls: readonly Impl[], passes: number): Record<string, number[]> {
+  const enricher = createEnricher(lookup, { consume: () => undefined });
+  const flows = batch(4096, 0);
+  enricher.consume({ source: 'bench', flows });
+  const objs = flows.map((f) => hubble.toHubbleFlow(f, 'node-0'));
+  for (const impl of impls) for (const o of objs) impl.protos.flowsFrame({ flow: o, node_name: 'node-0', time: o['time'] }); // warm-up (JIT)
+  const out: Record<string, number[]> = {};
+  for (let pass = 0; pass < passes; pass++) {
+    for (const impl of pass % 2 === 0 ? impls : [...impls].reverse()) {
+      let best = Infinity;
+      for (let k = 0; k < 5; k++) {
+        const t0 = performance.now();
+        for (const o of objs) impl.protos.flowsFrame({ flow: o, node_name: 'node-0', time: o['time'] });
+        best = Math.min(best, performance.now() - t0);
+      }
+      (out[impl.name] ??= []).push(Number(((best * 1000) / objs.length).toFixed(2)));
+    }
+  }
+  return out;
+}
+
 if (baseline) {
+  const encodeUsPerFlow = encodePasses([baseline, current], 10);
+  process.stderr.write(JSON.stringify({ encodeUsPerFlow }) + '\n');
   // This build's server beside the baseline's, raw path both, alternated run by run.
   const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['http2', 'relay']).filter((k) => k !== 'relay' || tools !== undefined) as Kind[];
   await run(true, 1, 20_000, 1000, 'http2', tools, baseline); // warm-up; not reported
@@ -312,7 +340,7 @@ if (baseline) {
       }
     }
   }
-  process.stdout.write(JSON.stringify({ bench: 'hubble-follow-baseline', baseline: baselineDir, ms, rounds, runs: results }) + '\n');
+  process.stdout.write(JSON.stringify({ bench: 'hubble-follow-baseline', baseline: baselineDir, ms, rounds, encodeUsPerFlow, runs: results }) + '\n');
   process.exit(0);
 }
 await run(true, 1, 20_000, 1000, 'grpc-js', tools); // warm-up (JIT, the first connection); not reported

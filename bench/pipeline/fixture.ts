@@ -11,6 +11,7 @@ import { DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
 import { RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
 import { decodeDnsEvent, type DnsRecord } from '../../src/plugins/linux/dns/decode.js';
 import { dnsEvent, dnsFrame, dnsQuery, dnsResponse } from '../../src/plugins/linux/dns/fixtures.js';
+import { rng } from '../random.js';
 
 export const THIS_NODE = 'node-0';
 
@@ -58,15 +59,10 @@ const v6s = (b: Uint8Array): string => {
 };
 
 export function buildFixture(o: FixtureOptions): Fixture {
-  // mulberry32: a linear congruential generator's low bits repeat with short periods, which made
-  // draws taken one after the other (protocol, then packets) depend on each other.
-  let seed = 42;
-  const rnd = (m: number): number => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * m);
-  };
+  // mulberry32 (bench/random.ts): a linear congruential generator's low bits repeat with short periods,
+  // which made draws taken one after the other (protocol, then packets) depend on each other.
+  const next = rng(42);
+  const rnd = (m: number): number => Math.floor(next() * m);
   const cache = new IpCache();
   const nodeIp = (i: number): number => v4n(192, 168, i >> 8, i & 255);
   for (let i = 0; i < o.nodes; i++) cache.upsertNode({ kind: 'node', name: `node-${i}`, ips: [v4s(nodeIp(i))], zone: `zone-${'abc'[i % 3]}` });

@@ -80,6 +80,10 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
   };
   const varint = (v: number): void => {
     room(10);
+    if (v < 0x80 && v >= 0) {
+      buf[pos++] = v;
+      return;
+    }
     if (v < 0) {
       // Negative int32/int64: ten bytes of two's complement.
       let b = BigInt.asUintN(64, BigInt(Math.trunc(v)));
@@ -90,9 +94,13 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
       buf[pos++] = Number(b);
       return;
     }
-    while (v >= 0x80) {
+    while (v > 0x7fffffff) {
       buf[pos++] = (v % 0x80) | 0x80;
       v = Math.floor(v / 0x80);
+    }
+    while (v >= 0x80) {
+      buf[pos++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
     }
     buf[pos++] = v;
   };
@@ -104,11 +112,13 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
     }
     return n;
   };
-  /** Runs `body` after one reserved length byte, then writes the length there (moving the body when it needs more). */
-  const delimited = (body: () => void): void => {
+  /** Reserves one length byte for a length-delimited body: `end` (after the body) writes the length there. */
+  const begin = (): number => {
     room(1);
-    const at = pos++;
-    body();
+    return pos++;
+  };
+  /** Writes the length of the body since `begin` answered `at` (moving the body when the length needs more than a byte). */
+  const end = (at: number): void => {
     const len = pos - at - 1;
     if (len < 0x80) {
       buf[at] = len;
@@ -117,20 +127,41 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
     const extra = varintSize(len) - 1;
     room(extra + 10); // the varint below then never grows the buffer (pos is moved back meanwhile)
     buf.copyWithin(at + 1 + extra, at + 1, pos);
-    const end = pos + extra;
+    const after = pos + extra;
     pos = at;
     varint(len);
-    pos = end;
+    pos = after;
+  };
+  /**
+   * A string field's length and bytes. Short ASCII strings (names, IPs, labels: nearly all of a flow's) are
+   * copied char by char, whose length is known before: no native call, no moving. Others go through Buffer's UTF-8 writer.
+   */
+  const string = (s: string): void => {
+    const len = s.length;
+    room(len * 3 + 6);
+    if (len < 0x80) {
+      const at = pos + 1;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[at + i] = c;
+      }
+      if (i === len) {
+        buf[pos] = len;
+        pos = at + len;
+        return;
+      }
+    }
+    const at = begin();
+    pos += buf.write(s, pos, 'utf8');
+    end(at);
   };
   const scalar = (f: Field, v: unknown): void => {
     switch (f.kind) {
       case 'string': {
-        const s = v as string;
-        if (typeof s !== 'string') throw new TypeError(`field ${f.num}: not a string`);
-        room(s.length * 3 + 6);
-        delimited(() => {
-          pos += buf.write(s, pos, 'utf8');
-        });
+        if (typeof v !== 'string') throw new TypeError(`field ${f.num}: not a string`);
+        string(v);
         return;
       }
       case 'bool':
@@ -150,27 +181,38 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
       }
       case 'message': {
         const o = v as Record<string, unknown>;
-        delimited(() => (Object.isFrozen(o) ? frozen(f.sub as Plan, o) : message(f.sub as Plan, o)));
+        if (Object.isFrozen(o)) {
+          frozen(f.sub as Plan, o);
+          return;
+        }
+        const at = begin();
+        message(f.sub as Plan, o);
+        end(at);
         return;
       }
       default:
         throw new TypeError(`field ${f.num}: ${f.kind} is not written by this encoder`);
     }
   };
-  /** A frozen message cannot change: its bytes are written once and copied after (the flows of one endpoint share theirs). */
-  const frozenBodies = new WeakMap<object, { readonly plan: Plan; readonly body: Buffer }>();
+  /**
+   * A frozen message cannot change: its length and bytes are written once and copied after (the flows of one
+   * endpoint share theirs).
+   */
+  const frozenBodies = new WeakMap<object, { readonly plan: Plan; readonly bytes: Buffer }>();
   const frozen = (p: Plan, obj: Record<string, unknown>): void => {
     const known = frozenBodies.get(obj);
-    const body = known?.plan === p ? known.body : undefined;
-    if (body === undefined) {
-      const at = pos;
+    const bytes = known?.plan === p ? known.bytes : undefined;
+    if (bytes === undefined) {
+      const from = pos;
+      const at = begin();
       message(p, obj);
-      frozenBodies.set(obj, { plan: p, body: Buffer.from(buf.subarray(at, pos)) });
+      end(at);
+      frozenBodies.set(obj, { plan: p, bytes: Buffer.from(buf.subarray(from, pos)) });
       return;
     }
-    room(body.length);
-    body.copy(buf, pos);
-    pos += body.length;
+    room(bytes.length);
+    bytes.copy(buf, pos);
+    pos += bytes.length;
   };
   const message = (p: Plan, obj: Record<string, unknown>): void => {
     for (const key in obj) {
@@ -188,9 +230,9 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
         } else if (v.length > 0) {
           // proto3 packs repeated numbers.
           varint(f.num * 8 + 2);
-          delimited(() => {
-            for (const item of v as unknown[]) scalar(f, item);
-          });
+          const at = begin();
+          for (const item of v as unknown[]) scalar(f, item);
+          end(at);
         }
         continue;
       }

@@ -35,6 +35,11 @@ describe('encode.ts writes GetFlowsResponse frames protobufjs decodes as its own
     flowAt(6, { verdict: 'DNS', proto: 17, dns: { query: 'example.com', qtype: 'A', rcode: 'NXDOMAIN', isResponse: true, answers: ['1.2.3.4', 'x.example.'], numAnswers: 2 } }),
     flowAt(8, { verdict: 'DNS', proto: 17, dns: { query: 'q.test', qtype: 'AAAA', rcode: 'RCODE17', isResponse: false, answers: [], numAnswers: 0 } }),
     flowAt(9, { verdict: 'RETRANSMISSION', tcpFlags: 0x1ff, dropReason: 'ü'.repeat(100) }),
+    // Summaries (`drop reason: ` + 114 or 115 chars) of 127 and 128 ASCII chars, the last with a one-byte length,
+    // the other two; and a short one whose ASCII start is copied before a two-byte char sends it to Buffer's writer.
+    flowAt(10, { verdict: 'DROPPED', dropReason: 'x'.repeat(114) }),
+    flowAt(11, { verdict: 'DROPPED', dropReason: 'x'.repeat(115) }),
+    flowAt(12, { verdict: 'DROPPED', dropReason: 'NETFILTER_DROP-é-'.repeat(3) }),
   ];
   it('every kind of flow we map decodes to the same message', () => {
     for (const f of cases) {
