@@ -15,16 +15,21 @@ async function lagStats(expose: () => Promise<{ body: string }>): Promise<Map<st
 }
 
 test('event-loop lag stats stay finite when scrapes come faster than the monitor samples', async () => {
-  const m = createMetricsRegistry({ eventLoopSampleMs: 20 });
-  await new Promise((r) => setTimeout(r, 200));
-  const first = await lagStats(() => m.expose());
+  // Samples every 300 ms: two scrapes back to back fall between two samples (on a loaded machine a
+  // sample may still land between them, so up to three pairs are tried; one pair must match).
+  const m = createMetricsRegistry({ eventLoopSampleMs: 300 });
+  await new Promise((r) => setTimeout(r, 1000));
+  let first = await lagStats(() => m.expose());
   assert.deepEqual([...first.keys()].sort(), [...EVENT_LOOP_LAG_STATS].sort(), 'every stat is exposed once');
-  // The next scrape at once: no new sample since the last one; the values are kept, not NaN.
-  const second = await lagStats(() => m.expose());
-  for (const [name, v] of second) {
-    assert.ok(Number.isFinite(v) && v >= 0 && v < 10, `${name} = ${v}`);
-    assert.equal(v, first.get(name), `${name} keeps its value without new samples`);
+  let kept = false;
+  for (let pair = 0; pair < 3 && !kept; pair++) {
+    if (pair > 0) first = await lagStats(() => m.expose());
+    // The next scrape at once: no new sample since the last one; the values are kept, not NaN.
+    const second = await lagStats(() => m.expose());
+    for (const [name, v] of second) assert.ok(Number.isFinite(v) && v >= 0 && v < 10, `${name} = ${v}`);
+    kept = [...second].every(([name, v]) => v === first.get(name));
   }
+  assert.ok(kept, 'the stats keep their values between samples');
   assert.ok((first.get('nodejs_eventloop_lag_max_seconds') ?? 0) > 0, 'samples were taken');
 });
 
