@@ -11,6 +11,8 @@ export interface Platform {
   readonly info: PlatformInfo;
   /** Every plugin this OS can run, in the OS list's order. */
   readonly plugins: readonly AnyPluginDefinition[];
+  /** Gives memory the process freed back to the system (Linux: glibc's malloc_trim; Windows: nothing). */
+  readonly releaseFreeMemory?: () => void;
 }
 
 export function currentOs(): OsName {
@@ -21,9 +23,11 @@ export function currentOs(): OsName {
 
 /** Loads the plugin list of `os` (tests may name an OS other than the host's). */
 export async function loadPlugins(os: OsName): Promise<readonly AnyPluginDefinition[]> {
-  const mod = os === 'linux' ? await import('../plugins/linux/index.js') : await import('../plugins/windows/index.js');
-  return mod.plugins;
+  return (await loadOsModule(os)).plugins;
 }
+
+const loadOsModule = async (os: OsName): Promise<{ plugins: readonly AnyPluginDefinition[]; releaseFreeMemory: () => void }> =>
+  os === 'linux' ? import('../plugins/linux/index.js') : import('../plugins/windows/index.js');
 
 export async function detect(os: OsName): Promise<PlatformInfo> {
   if (os === 'linux') return (await import('./linux/detect.js')).detectLinux();
@@ -42,6 +46,6 @@ export async function loadCaptureProvider(os: OsName): Promise<CaptureProvider> 
 }
 
 export async function selectPlatform(os: OsName = currentOs()): Promise<Platform> {
-  const [info, plugins] = await Promise.all([detect(os), loadPlugins(os)]);
-  return { info, plugins };
+  const [info, mod] = await Promise.all([detect(os), loadOsModule(os)]);
+  return { info, plugins: mod.plugins, releaseFreeMemory: mod.releaseFreeMemory };
 }

@@ -1,5 +1,6 @@
 /** The Linux plugin list: a plain array, in start order. Nothing registers itself on import. */
 import type { AnyPluginDefinition } from '../../plugin/index.js';
+import { trimHeap } from '../../ffi/linux/index.js';
 import { linuxutil } from './linuxutil/index.js';
 import { infiniband } from './infiniband/index.js';
 import { dropreason } from './dropreason/index.js';
@@ -9,3 +10,6 @@ import { dns } from './dns/index.js';
 import { packetparser } from './packetparser/index.js';
 
 export const plugins: readonly AnyPluginDefinition[] = [packetforward, dropreason, linuxutil, dns, infiniband, tcpretrans, packetparser];
+
+/** Gives freed C-heap memory back to the system (glibc malloc_trim), for the agent to call now and then. */
+export const releaseFreeMemory: () => void = trimHeap;
