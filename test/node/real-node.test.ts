@@ -73,12 +73,12 @@ for (let i = 0; i < n; i++) {
 s.close();
 console.log('answers', got);
 `;
-/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (IPv4); prints {nameserver, search, address}. */
+/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (address family argv[2], default IPv4); prints {nameserver, search, address}. */
 const RESOLV_LOOKUP = `
 import { readFileSync } from 'node:fs';
 import { promises as dns } from 'node:dns';
 const conf = readFileSync('/etc/resolv.conf', 'utf8');
-const { address } = await dns.lookup(process.argv[1], { family: 4 });
+const { address } = await dns.lookup(process.argv[1], { family: Number(process.argv[2] ?? 4) });
 console.log(JSON.stringify({ nameserver: /^nameserver\\s+(\\S+)/m.exec(conf)?.[1], search: /^search\\s+(.*)$/m.exec(conf)?.[1]?.trim(), address }));
 `;
 
@@ -270,11 +270,15 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     }
   });
 
-  it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
+  /**
+   * adv_forward_count between the two pods' addresses of one family, both directions, against nftables
+   * counters (table `table`) of what each pod sent, around `send` (a TCP exchange cli -> srv).
+   */
+  const forwardExact = async (family: 'ip' | 'ip6', table: string, send: () => Promise<string>): Promise<number[]> => {
     const { cli, srv } = pods;
-    const sentByCli = cli.ns.countSent([srv.ip]);
-    const sentBySrv = srv.ns.countSent([cli.ip]);
-    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from].ip), ...side(to, 'destination', pods[to].ip) }));
+    const sentByCli = cli.ns.countSent([srv[family]], table);
+    const sentBySrv = srv.ns.countSent([cli[family]], table);
+    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from][family]), ...side(to, 'destination', pods[to][family]) }));
     const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
     let before = await pair();
     for (let stable = 0; stable < 3;) {
@@ -283,17 +287,21 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
       before = now;
     }
-    const s0 = [sentByCli.read(srv.ip), sentBySrv.read(cli.ip)];
-    await cli.ns.node(TCP_SEND, ['100000', srv.ip, '8080']);
-    const want = (): number[] => [sentByCli.read(srv.ip) - (s0[0] ?? 0), sentBySrv.read(cli.ip) - (s0[1] ?? 0)];
-    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${want()[0]})`);
+    const s0 = [sentByCli.read(srv[family]), sentBySrv.read(cli[family])];
+    assert.match(await send(), /sent \d+/);
+    const want = (): number[] => [sentByCli.read(srv[family]) - (s0[0] ?? 0), sentBySrv.read(cli[family]) - (s0[1] ?? 0)];
+    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${family}: ${want()[0]})`);
     let last = '';
-    const got = await eventually('adv_forward_count = the nftables counts', 30_000, async () => {
+    return eventually(`adv_forward_count (${family}) = the nftables counts`, 30_000, async () => {
       const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
       const w = want();
       last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
       return JSON.stringify(g) === JSON.stringify(w) && g;
     }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
+  };
+
+  it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
+    const got = await forwardExact('ip', 'pfcount', () => pods.cli.ns.node(TCP_SEND, ['100000', pods.srv.ip, '8080']));
     t.diagnostic(`cli -> srv ${got[0]} packets, srv -> cli ${got[1]}`);
   });
 
@@ -302,28 +310,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     // a TCP sink on the server pod's IPv6 address (the pod's containers listen on IPv4), run in its network namespace
     const sink = await srv.ns.serve(TCP_SINK, [srv.ip6, '8086']);
     t.after(() => sink.kill('SIGKILL'));
-    const sentByCli = cli.ns.countSent([srv.ip6], 'pfcount6');
-    const sentBySrv = srv.ns.countSent([cli.ip6], 'pfcount6');
-    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from].ip6), ...side(to, 'destination', pods[to].ip6) }));
-    const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
-    let before = await pair();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await pair();
-      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
-      before = now;
-    }
-    const s0 = [sentByCli.read(srv.ip6), sentBySrv.read(cli.ip6)];
-    assert.match(await cli.ns.node(TCP_SEND, ['100000', srv.ip6, '8086']), /sent 100000/);
-    const want = (): number[] => [sentByCli.read(srv.ip6) - (s0[0] ?? 0), sentBySrv.read(cli.ip6) - (s0[1] ?? 0)];
-    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli over IPv6 (${want()[0]})`);
-    let last = '';
-    const got = await eventually('adv_forward_count (IPv6) = the nftables counts', 30_000, async () => {
-      const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
-      const w = want();
-      last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
-      return JSON.stringify(g) === JSON.stringify(w) && g;
-    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
+    const got = await forwardExact('ip6', 'pfcount6', () => cli.ns.node(TCP_SEND, ['100000', srv.ip6, '8086']));
     // the server pod's nftables rule drops UDP to 9999 in the inet family: IPv6 too
     const dropLabels = { reason: 'NETFILTER_DROP', ...side('cli', 'source', cli.ip6), ...side('srv', 'destination', srv.ip6) };
     const d0 = total(await find(`${ADV}drop_count`, dropLabels));
