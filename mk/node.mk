@@ -1,5 +1,5 @@
 # A real Kubernetes node (issue 23): kubelet, kube-proxy, containerd (+ shim, ctr), the CNI plugins and
-# a pause stand-in, CoreDNS (cluster DNS) and a Hubble Relay image, built from Go modules into
+# a pause stand-in, CoreDNS (cluster DNS, an image run as a Deployment) and a Hubble Relay image, built from Go modules into
 # ~/.cache/retina-ts/node/ (hack/node/build.sh; the tools cache outside the clone, built once), with
 # Debian's runc. `make node-up` starts a control plane and one node on its own bridge
 # (hack/node/node.sh; KUBECONFIG=.cache/node/kubeconfig) and `make node-down` stops it and restores
@@ -8,7 +8,7 @@
 
 node-bins: $(CACHE)/k8s/tools.stamp $(APT_STAMP) k8s-bins hubble-tools
 	hack/node/build.sh >/dev/null
-	hack/node/build.sh coredns >/dev/null
+	hack/node/build.sh coredns-image >/dev/null
 	hack/node/build.sh relay-image >/dev/null
 	hack/node/build.sh busybox-image >/dev/null
 

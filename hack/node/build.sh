@@ -9,13 +9,16 @@
 #   pause.oci.tar             the sandbox image (hack/node/pause/pause.go, static), an OCI archive
 # and, in a directory of its own keyed by its module files (node/coredns/<key>/coredns; `build.sh
 # coredns` prints its path): CoreDNS for the cluster DNS, from hack/node/coredns (its go.mod and go.sum
-# pin github.com/coredns/coredns and every dependency; main.go compiles in only the plugins the node uses).
+# pin github.com/coredns/coredns and every dependency; main.go compiles in only the plugins the node uses),
+# and beside it coredns.oci.tar (`build.sh coredns-image` prints its path): that static binary alone in an
+# image, docker.io/retina-ts-node/coredns:<version>, which node.sh runs as the cluster DNS Deployment.
 # `build.sh relay-image` prints the path of hubble-relay.oci.tar: the hubble-relay binary of the hubble
 # tools (hack/hubble/build.sh) alone in an image, docker.io/retina-ts-node/hubble-relay:<cilium version>,
 # beside that binary, for the chart's Hubble Relay Deployment on the real node. `build.sh busybox-image`
 # prints the path of an image of Debian's static busybox (busybox-static, in the Makefile's apt list),
 # docker.io/retina-ts-node/busybox:<version>: `kubectl retina capture download`'s helper pod needs a
 # shell, sleep, ls, wc and cat (Retina's default is mcr.microsoft.com/azurelinux/busybox; no registry here).
+# Where and how (tools cache, Go environment, log lines): hack/lib/tools.sh, as every hack/*/build.sh.
 # runc is Debian's (the Makefile's APT_PACKAGES). Each piece is skipped when built; the whole build is a
 # stamp file. Prints the directory. Logs each piece's build time on stderr.
 set -euo pipefail
@@ -23,27 +26,21 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../k8s/versions.sh"
 . "$HERE/../k8s/module.sh"
 . "$HERE/versions.sh"
+. "$HERE/../lib/tools.sh"
 KEY="k8s-${K8S_VERSION}_containerd-${CONTAINERD_VERSION}_cni-${CNI_PLUGINS_VERSION}_pause-$(sha256sum "$HERE/pause/pause.go" | cut -c1-8)"
-TOOLS="${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}"
-BIN="$TOOLS/node/bin/$KEY"
-WORK="$TOOLS/node/build"
-STAMP="$BIN/.complete"
+tools_dirs node "$KEY"
 COREDNS_DIR="$TOOLS/node/coredns/$(cat "$HERE/coredns/go.mod" "$HERE/coredns/go.sum" "$HERE/coredns/main.go" | sha256sum | cut -c1-12)"
-log() { echo "[node-build $(date -u +%H:%M:%S)] $*" >&2; }
+COREDNS_VERSION=$(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$HERE/coredns/go.mod")
+log() { tools_log node-build "$@"; }
 timed() { # what, command...
   local what=$1 t0; shift; t0=$(date +%s)
   log "$what"
   "$@"
   log "$what: built in $(( $(date +%s) - t0 )) s"
 }
-go_env() {
-  command -v go >/dev/null || export PATH=/usr/local/go/bin:$PATH
-  export GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY:-https://proxy.golang.org,direct} CGO_ENABLED=0
-}
-
 build_coredns() {
   [ -x "$COREDNS_DIR/coredns" ] && return 0
-  go_env
+  tools_go
   mkdir -p "$COREDNS_DIR"
   (cd "$HERE/coredns" && go build -mod=readonly -trimpath -ldflags "-s -w" -o "$COREDNS_DIR/coredns.tmp" .)
   mv "$COREDNS_DIR/coredns.tmp" "$COREDNS_DIR/coredns"
@@ -88,10 +85,21 @@ if [ "${1:-}" = busybox-image ]; then
   echo "$O"
   exit 0
 fi
-if [ "${1:-}" = coredns ]; then [ -x "$COREDNS_DIR/coredns" ] || timed "CoreDNS ($(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$HERE/coredns/go.mod"))" build_coredns; echo "$COREDNS_DIR/coredns"; exit 0; fi
+if [ "${1:-}" = coredns ] || [ "${1:-}" = coredns-image ]; then
+  [ -x "$COREDNS_DIR/coredns" ] || timed "CoreDNS $COREDNS_VERSION" build_coredns
+  if [ "$1" = coredns ]; then echo "$COREDNS_DIR/coredns"; exit 0; fi
+  if [ ! -f "$COREDNS_DIR/coredns.oci.tar" ]; then
+    R=$(mktemp -d)
+    install -D -m 0755 "$COREDNS_DIR/coredns" "$R/coredns"
+    image_of "$R" "retina-ts-node/coredns:$COREDNS_VERSION" "$COREDNS_DIR/coredns.oci.tar" --config.entrypoint /coredns
+    rm -rf "$R"
+  fi
+  echo "$COREDNS_DIR/coredns.oci.tar"
+  exit 0
+fi
 
 if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
-go_env
+tools_go
 mkdir -p "$BIN/cni" "$WORK"
 
 build_kube() {

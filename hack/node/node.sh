@@ -18,9 +18,11 @@
 # process that holds it (a test run), else it is held until `down`. A dead holder's lock is taken over.
 # Environment: RETINA_NODE_ETCD_PORT (default RETINA_K8S_ETCD_PORT+2, peer +1), RETINA_NODE_API_PORT
 # (default RETINA_K8S_API_PORT+2), RETINA_NODE_LOCK_WAIT (seconds to wait for the lock, default 0).
-# Cluster DNS: CoreDNS (hack/node/coredns) as a host process on the node's address, port 53; kubelet's
-# clusterDNS names it. It answers cluster.local and the reverse zones from the API server and NXDOMAIN
-# for every other name: it forwards nothing, so no query leaves the machine.
+# Cluster DNS: CoreDNS (hack/node/coredns, an image of its static binary) as a Deployment in kube-system
+# behind the kube-dns Service ($DNS_SVC_IP, kube-proxy), as a cluster has it; kubelet's clusterDNS names
+# that Service. It answers cluster.local and the reverse zones from the API server (in-cluster config,
+# its own ServiceAccount and ClusterRole) and NXDOMAIN for every other name: it forwards nothing, so no
+# query leaves the machine. `up` returns once it is Ready.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -31,7 +33,12 @@ BRIDGE=rtsnode0
 NODE_IP=10.251.0.1
 POD_CIDR=10.251.0.0/24
 SVC_CIDR=10.252.0.0/24
+# Dual stack: the node, its pods and Services have IPv6 addresses too (unique local, not the host's own prefix)
+NODE_IP6=fd51:251::1
+POD_CIDR6=fd51:251::/64
+SVC_CIDR6=fd51:252::/112
 API_SVC_IP=10.252.0.1
+DNS_SVC_IP=10.252.0.10
 RUN=/run/retina-ts-node
 VAR=/var/lib/retina-ts-node
 LOCK=/run/retina-ts-node.lock
@@ -45,14 +52,25 @@ HOST_DIRS=(/var/lib/kubelet /var/log/pods /var/log/containers /usr/libexec/kuber
 SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys kernel.keys.root_maxbytes
   net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding net.ipv4.conf.all.route_localnet
   net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.netfilter.nf_conntrack_max
-  net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait)
+  net.netfilter.nf_conntrack_tcp_timeout_established net.netfilter.nf_conntrack_tcp_timeout_close_wait
+  net.ipv4.conf.default.forwarding net.ipv6.conf.default.forwarding)
+# Writing net.ipv{4,6}.conf.all.forwarding (the bridge plugin's isGateway, for each family) rewrites every
+# interface's own forwarding switch too: the host's own interfaces (those of its default routes, and lo)
+# are recorded and restored after the "all" ones. Not every interface: other suites' veths come and go.
+host_sysctls() {
+  local i f
+  for i in lo $( { ip -o route show default; ip -6 -o route show default; } 2>/dev/null | awk '{for (n = 1; n < NF; n++) if ($n == "dev") print $(n + 1)}' | sort -u); do
+    case "$i" in *.*) continue ;; esac
+    for f in ipv4 ipv6; do echo "net.$f.conf.$i.forwarding"; done
+  done
+}
 log() { echo "[node $(date -u +%H:%M:%S)] $*" >&2; }
 LOGS=$RUN/log
 . "$ROOT/hack/k8s/procs.sh"
 
 k8s_bin() { "$ROOT/hack/k8s/build.sh"; }
 node_bin() { "$HERE/build.sh"; }
-coredns_bin() { "$HERE/build.sh" coredns; }
+coredns_image() { "$HERE/build.sh" coredns-image; }
 
 # ---- the lock ----
 lock_holder() { cat "$LOCK/holder" 2>/dev/null || true; }
@@ -81,7 +99,7 @@ save_pre_state() {
   mkdir -p "$PRE"
   local s d
   : > "$PRE/sysctl"
-  for s in "${SYSCTLS[@]}"; do [ -f "$(sysctl_path "$s")" ] && printf '%s=%s\n' "$s" "$(tr '\t' ' ' < "$(sysctl_path "$s")")" >> "$PRE/sysctl"; done
+  for s in "${SYSCTLS[@]}" $(host_sysctls); do [ -f "$(sysctl_path "$s")" ] && printf '%s=%s\n' "$s" "$(tr '\t' ' ' < "$(sysctl_path "$s")")" >> "$PRE/sysctl"; done
   : > "$PRE/dirs"
   for d in "${HOST_DIRS[@]}"; do [ -e "$d" ] && echo "$d" >> "$PRE/dirs"; done
   nft list tables 2>/dev/null | sort > "$PRE/nft-tables" || true
@@ -176,7 +194,7 @@ clean_net() {
 
 clean() {
   local c
-  for c in kube-proxy kubelet coredns; do stop "$c"; done
+  for c in kube-proxy kubelet; do stop "$c"; done
   kill_containers
   stop containerd
   for c in kube-scheduler kube-controller-manager kube-apiserver; do stop "$c" & done
@@ -196,7 +214,7 @@ clean() {
 
 state() {
   local s h t ipt
-  for s in "${SYSCTLS[@]}"; do [ -f "$(sysctl_path "$s")" ] && echo "sysctl $s=$(tr '\t' ' ' < "$(sysctl_path "$s")")"; done
+  for s in "${SYSCTLS[@]}" $(host_sysctls); do [ -f "$(sysctl_path "$s")" ] && echo "sysctl $s=$(tr '\t' ' ' < "$(sysctl_path "$s")")"; done
   ip -o link show "$BRIDGE" 2>/dev/null | awk '{sub(":$", "", $2); print "link " $2}' || true
   ip -o link show type veth 2>/dev/null | awk '{print $2}' | grep -E '^veth[0-9a-f]{8}@' | sed 's/^/veth /' || true
   ls /run/netns 2>/dev/null | grep -E '^cni-' | sed 's/^/netns /' || true
@@ -259,6 +277,7 @@ api() { # method path [json]
 bridge() {
   ip link add "$BRIDGE" type bridge
   ip addr add "$NODE_IP/24" dev "$BRIDGE"
+  ip -6 addr add "$NODE_IP6/64" dev "$BRIDGE" nodad
   ip link set "$BRIDGE" up
 }
 
@@ -307,7 +326,8 @@ TOML
   "name": "retina-node",
   "plugins": [
     {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "dataDir": "$VAR/cni/networks", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+     "ipam": {"type": "host-local", "dataDir": "$VAR/cni/networks", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}], [{"subnet": "$POD_CIDR6", "gateway": "$NODE_IP6"}]],
+       "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
@@ -331,12 +351,11 @@ authentication:
   webhook: {enabled: false}
 authorization: {mode: AlwaysAllow}
 resolvConf: ""
-clusterDNS: [$NODE_IP]
+clusterDNS: [$DNS_SVC_IP]
 clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {}
-podCIDR: $POD_CIDR
 volumePluginDir: $VAR/volume-plugins
 serializeImagePulls: false
 registerNode: true
@@ -345,7 +364,7 @@ YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
-clusterCIDR: $POD_CIDR
+clusterCIDR: $POD_CIDR,$POD_CIDR6
 bindAddress: $NODE_IP
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
@@ -355,26 +374,33 @@ conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 YAML
 }
 
-coredns_config() {
-  cat > "$RUN/Corefile" <<COREFILE
-cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
-  bind $NODE_IP
-  errors
-  ready 127.0.0.1:$((API_PORT + 2))
-  kubernetes cluster.local in-addr.arpa ip6.arpa {
-    kubeconfig $RUN/admin.kubeconfig retina-node
-    pods insecure
-    ttl 5
-  }
+# The cluster DNS objects, as kubeadm's CoreDNS addon has them (trimmed): ServiceAccount, ClusterRole
+# and binding (list/watch of what the kubernetes plugin reads), the Corefile ConfigMap, a one-replica
+# Deployment of the imported image (readiness from CoreDNS's ready plugin), the kube-dns Service.
+cluster_dns() { # image ref
+  local corefile
+  corefile='cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {\n  errors\n  ready :8181\n  health :8080\n  kubernetes cluster.local in-addr.arpa ip6.arpa {\n    pods insecure\n    ttl 5\n  }\n}\n.:53 {\n  errors\n  template ANY ANY {\n    rcode NXDOMAIN\n  }\n}\n'
+  api POST /api/v1/namespaces/kube-system/serviceaccounts '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"coredns","namespace":"kube-system"}}' >/dev/null
+  api POST /apis/rbac.authorization.k8s.io/v1/clusterroles '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"system:coredns"},"rules":[
+    {"apiGroups":[""],"resources":["endpoints","services","pods","namespaces"],"verbs":["list","watch"]},
+    {"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]}]}' >/dev/null
+  api POST /apis/rbac.authorization.k8s.io/v1/clusterrolebindings '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"system:coredns"},
+    "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:coredns"},"subjects":[{"kind":"ServiceAccount","name":"coredns","namespace":"kube-system"}]}' >/dev/null
+  api POST /api/v1/namespaces/kube-system/configmaps "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"coredns\",\"namespace\":\"kube-system\"},\"data\":{\"Corefile\":\"$corefile\"}}" >/dev/null
+  api POST /apis/apps/v1/namespaces/kube-system/deployments '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"coredns","namespace":"kube-system","labels":{"k8s-app":"kube-dns"}},
+    "spec":{"replicas":1,"selector":{"matchLabels":{"k8s-app":"kube-dns"}},"template":{"metadata":{"labels":{"k8s-app":"kube-dns"}},"spec":{
+      "serviceAccountName":"coredns","dnsPolicy":"Default","terminationGracePeriodSeconds":1,"priorityClassName":"system-cluster-critical",
+      "containers":[{"name":"coredns","image":"'"$1"'","imagePullPolicy":"Never","args":["-conf","/etc/coredns/Corefile"],
+        "ports":[{"name":"dns","containerPort":53,"protocol":"UDP"},{"name":"dns-tcp","containerPort":53,"protocol":"TCP"}],
+        "readinessProbe":{"httpGet":{"path":"/ready","port":8181},"periodSeconds":1},
+        "livenessProbe":{"httpGet":{"path":"/health","port":8080},"periodSeconds":10,"failureThreshold":5},
+        "volumeMounts":[{"name":"config","mountPath":"/etc/coredns","readOnly":true}]}],
+      "volumes":[{"name":"config","configMap":{"name":"coredns"}}]}}}}' >/dev/null
+  api POST /api/v1/namespaces/kube-system/services '{"apiVersion":"v1","kind":"Service","metadata":{"name":"kube-dns","namespace":"kube-system","labels":{"k8s-app":"kube-dns"}},
+    "spec":{"selector":{"k8s-app":"kube-dns"},"clusterIP":"'"$DNS_SVC_IP"'","ports":[{"name":"dns","port":53,"protocol":"UDP"},{"name":"dns-tcp","port":53,"protocol":"TCP"}]}}' >/dev/null
 }
-.:53 {
-  bind $NODE_IP
-  errors
-  template ANY ANY {
-    rcode NXDOMAIN
-  }
-}
-COREFILE
+cluster_dns_ready() {
+  api GET /apis/apps/v1/namespaces/kube-system/deployments/coredns | tr -d ' \n' | grep -q '"readyReplicas":1'
 }
 
 node_ready() {
@@ -385,7 +411,7 @@ node_ready() {
 up() {
   local K N D t0
   t0=$(date +%s)
-  K=$(k8s_bin); N=$(node_bin); D=$(coredns_bin)
+  K=$(k8s_bin); N=$(node_bin); D=$(coredns_image)
   lock
   log "cleaning what an earlier run left"
   clean
@@ -406,31 +432,33 @@ up() {
     --enable-admission-plugins=NodeRestriction --kubelet-preferred-address-types=InternalIP \
     --service-account-key-file="$RUN/pki/sa.pub" --service-account-signing-key-file="$RUN/pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc --api-audiences=https://kubernetes.default.svc \
-    --service-cluster-ip-range="$SVC_CIDR" --allow-privileged=true --profiling=false --cert-dir="$RUN/pki"
+    --service-cluster-ip-range="$SVC_CIDR,$SVC_CIDR6" --allow-privileged=true --profiling=false --cert-dir="$RUN/pki"
   wait_for kube-apiserver 90 curl -sf --max-time 2 --cacert "$RUN/pki/ca.crt" "https://$NODE_IP:$API_PORT/readyz"
   cp "$RUN/admin.kubeconfig" "$KUBECONFIG_OUT.tmp" && mv "$KUBECONFIG_OUT.tmp" "$KUBECONFIG_OUT"
   start kube-controller-manager "$K/kube-controller-manager" --kubeconfig="$RUN/admin.kubeconfig" --leader-elect=false --secure-port=0 \
-    --controllers=serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,deployment-controller,replicaset-controller,daemonset-controller,job-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller,ttl-controller \
+    --controllers=serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,deployment-controller,replicaset-controller,daemonset-controller,job-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,root-ca-certificate-publisher-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller,ttl-controller,node-ipam-controller \
+    --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR,$POD_CIDR6" --node-cidr-mask-size-ipv4=24 --node-cidr-mask-size-ipv6=64 \
+    --service-cluster-ip-range="$SVC_CIDR,$SVC_CIDR6" \
     --root-ca-file="$RUN/pki/ca.crt" --service-account-private-key-file="$RUN/pki/sa.key" --use-service-account-credentials=false
   start kube-scheduler "$K/kube-scheduler" --kubeconfig="$RUN/admin.kubeconfig" --leader-elect=false --secure-port=0 \
     --authentication-kubeconfig="$RUN/admin.kubeconfig" --authorization-kubeconfig="$RUN/admin.kubeconfig"
-  coredns_config
-  start coredns "$D" -conf "$RUN/Corefile"
-  wait_for coredns 60 curl -sf --max-time 2 "http://127.0.0.1:$((API_PORT + 2))/ready"
   containerd_config "$N"
   PATH="$N:$PATH" start containerd "$N/containerd" --config "$RUN/containerd.toml"
   wait_for containerd 30 "$N/ctr" --address "$RUN/containerd.sock" version
   import "$N/pause.oci.tar" >/dev/null
   kubelet_config
   start kubelet "$N/kubelet" --config="$RUN/kubelet.yaml" --kubeconfig="$RUN/node.kubeconfig" --root-dir="$KUBELET_ROOT" \
-    --cert-dir="$RUN/kubelet-pki" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
+    --cert-dir="$RUN/kubelet-pki" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP,$NODE_IP6" --v=1
   start kube-proxy "$N/kube-proxy" --config="$RUN/kube-proxy.yaml"
   wait_for kubelet 120 node_ready
   # kube-proxy's healthz answers 200 once its first nftables sync is done: Services work from here on
   wait_for kube-proxy 60 curl -sf --max-time 2 http://127.0.0.1:10256/healthz
   # kubelet rewrote kernel.panic, panic_on_oops, overcommit, ... at its start: back to what they were
   restore_sysctls
-  for c in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy; do
+  # the first pod (its CNI ADD turns forwarding on for both families, which Services need) after that
+  cluster_dns "$(import "$D" | grep "^docker.io/retina-ts-node/coredns:" | head -1)"
+  wait_for coredns 120 cluster_dns_ready
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
     alive "$c" || { log "$c exited; see $RUN/log/$c.log"; tail -30 "$RUN/log/$c.log" >&2; exit 1; }
   done
   log "ready in $(( $(date +%s) - t0 )) s: KUBECONFIG=$KUBECONFIG_OUT (node $NODE_NAME, $NODE_IP)"
@@ -481,8 +509,8 @@ case "${1:-}" in
   clean) not_others; clean ;;
   import) import "$2" ;;
   state) state ;;
-  kill) not_others; for c in kube-proxy kubelet coredns containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do [ -f "$RUN/$c.pid" ] && kill -KILL "$(cat "$RUN/$c.pid")" 2>/dev/null || true; done ;;
+  kill) not_others; for c in kube-proxy kubelet containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do [ -f "$RUN/$c.pid" ] && kill -KILL "$(cat "$RUN/$c.pid")" 2>/dev/null || true; done ;;
   bin) node_bin ;;
-  status) for c in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy; do printf '%-24s %s\n' "$c" "$(alive "$c" && echo running || echo stopped)"; done; echo "lock: $(lock_holder | tr '\n' ' ')" ;;
+  status) for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do printf '%-24s %s\n' "$c" "$(alive "$c" && echo running || echo stopped)"; done; echo "lock: $(lock_holder | tr '\n' ' ')" ;;
   *) echo "usage: $0 up|down|clean|import <archive>|state|status|bin" >&2; exit 2 ;;
 esac

@@ -86,13 +86,13 @@ export class PodNs {
    * packets counted so far. The source must be the pod's address: the kernel sends some neighbour
    * probes from the link-local address (fe80::), which no flow can attribute to the pod.
    */
-  countSent(ips: readonly string[]): { read(ip: string): number } {
+  countSent(ips: readonly string[], table = 'pfcount'): { read(ip: string): number } {
     const name = (ip: string): string => `to_${ips.indexOf(ip)}`;
     const rules = ips.map((ip) => (ip.includes(':') ? `  ip6 saddr ${this.ip6} ip6 daddr ${ip}` : `  ip saddr ${this.ip4} ip daddr ${ip}`) + ` counter name ${name(ip)}`);
-    this.run('nft', ['-f', '-'], `table inet pfcount {\n${ips.map((ip) => ` counter ${name(ip)} {}`).join('\n')}\n chain out {\n  type filter hook output priority 0;\n${rules.join('\n')}\n }\n}\n`);
+    this.run('nft', ['-f', '-'], `table inet ${table} {\n${ips.map((ip) => ` counter ${name(ip)} {}`).join('\n')}\n chain out {\n  type filter hook output priority 0;\n${rules.join('\n')}\n }\n}\n`);
     return {
       read: (ip) => {
-        const j = JSON.parse(this.run('nft', ['-j', 'list', 'counter', 'inet', 'pfcount', name(ip)])) as { nftables: { counter?: { packets: number } }[] };
+        const j = JSON.parse(this.run('nft', ['-j', 'list', 'counter', 'inet', table, name(ip)])) as { nftables: { counter?: { packets: number } }[] };
         const c = j.nftables.find((x) => x.counter)?.counter;
         if (!c) throw new Error(`no nftables counter for ${ip} in ${this.name}`);
         return c.packets;

@@ -4,6 +4,8 @@
  * tables, mounts under the node's dirs, kubepods cgroups, host dirs, live components) is the same
  * before `up` and after `down`, also when a run was killed (every component SIGKILLed, its lock's
  * holder dead) and the next `up` had to clean what it left. The machine-wide lock refuses a second node.
+ * The node is dual stack: the IPv6 bits (forwarding sysctls of all, default and the host's interfaces,
+ * ip6tables chains, kube-proxy's ip6 table, ip6 tables iptables-nft made) are in the state too.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,6 +15,8 @@ import { createNamespace, deployment, eventually, listAll } from '../integration
 import { LOCK, NODE_NAME, POD_CIDR_PREFIX, machineState, nodeClient, nodeSh } from './node.js';
 
 const sysctls = (s: readonly string[]): string[] => s.filter((l) => l.startsWith('sysctl '));
+/** The forwarding switches (IPv4 and IPv6; all, default and the host's own interfaces): on while a pod runs (the bridge plugin's isGateway), restored by down. */
+const FORWARDING = /^sysctl net\.ipv4\.ip_forward=|^sysctl net\.ipv[46]\.conf\.[^.]+\.forwarding=/;
 const PAUSE = 'docker.io/retina-ts-node/pause:1';
 
 interface Pod extends KubeObject { spec: { nodeName?: string }; status?: { phase?: string; podIP?: string } }
@@ -40,8 +44,14 @@ describe('real node: the machine before up and after down', { timeout: 1_500_000
     try {
       await nodeSh(['up'], { RETINA_NODE_HOLDER_PID: String(holder.pid) });
       const up = await machineState();
-      assert.deepEqual(sysctls(up), sysctls(before), 'kubelet rewrote sysctls at its start and up set them back');
-      for (const want of ['link rtsnode0', 'process kubelet', 'process kube-proxy', 'process containerd', 'nft table ip kube-proxy']) {
+      const notForwarding = (s: readonly string[]): string[] => sysctls(s).filter((l) => !FORWARDING.test(l));
+      assert.deepEqual(notForwarding(up), notForwarding(before), 'kubelet rewrote sysctls at its start and up set them back');
+      assert.ok(sysctls(before).some((l) => l.startsWith('sysctl net.ipv6.conf.eth0.forwarding=') || l.startsWith('sysctl net.ipv6.conf.lo.forwarding=')), `the host interfaces' IPv6 forwarding switches are in the state:\n${before.join('\n')}`);
+      // the cluster DNS pod (CoreDNS, up's first pod): its CNI ADD turned forwarding on for both families
+      for (const want of ['sysctl net.ipv4.ip_forward=1', 'sysctl net.ipv6.conf.all.forwarding=1', 'sysctl net.ipv6.conf.default.forwarding=1']) {
+        assert.ok(up.includes(want), `${want} while the node is up:\n${up.join('\n')}`);
+      }
+      for (const want of ['link rtsnode0', 'process kubelet', 'process kube-proxy', 'process containerd', 'nft table ip kube-proxy', 'nft table ip6 kube-proxy', 'ip6tables -t filter -N KUBE-KUBELET-CANARY']) {
         assert.ok(up.includes(want), `${want} while the node is up:\n${up.join('\n')}`);
       }
       const client = await nodeClient();

@@ -20,7 +20,11 @@ export const NODE_IP = '10.251.0.1';
 export const BRIDGE = 'rtsnode0';
 /** The `kubernetes` Service's ClusterIP (the first of hack/node/node.sh's Service range). */
 export const API_SERVICE_IP = '10.252.0.1';
+/** The kube-dns Service's ClusterIP (kubelet's clusterDNS), in front of the CoreDNS Deployment node.sh runs in kube-system. */
+export const DNS_SERVICE_IP = '10.252.0.10';
 export const POD_CIDR_PREFIX = '10.251.0.';
+/** The node's pods' IPv6 range (dual stack: the bridge CNI's second host-local range, fd51:251::/64). */
+export const POD_CIDR6_PREFIX = 'fd51:251::';
 export const LOCK = '/run/retina-ts-node.lock';
 
 export interface RealNode extends AsyncDisposable {
@@ -77,7 +81,7 @@ export function lockHolder(): string {
 export async function startNode(lockWaitS = 1200): Promise<RealNode> {
   const bin = (await nodeSh(['bin'])).trim().split('\n').pop() ?? '';
   const holder = lockHolder();
-  let client = holder.includes(`root=${ROOT}\n`) && holder.startsWith('pid=0\n') ? await nodeClient() : undefined;
+  let client = holder.includes(`root=${ROOT.replace(/\/$/, '')}\n`) && holder.startsWith('pid=0\n') ? await nodeClient() : undefined;
   const owned = !client;
   if (!client) {
     try {

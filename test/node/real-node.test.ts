@@ -25,7 +25,7 @@ import { PodNs } from '../integration/pod-flows-net.js';
 import { extract, pcapLines } from '../capture/workload-run.js';
 import { CHART, ROOT, profileFile, tool } from '../chart/helm.js';
 import { createNamespace, eventually, listAll } from '../integration/harness.js';
-import { API_SERVICE_IP, BRIDGE, NODE_IP, NODE_NAME, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
+import { API_SERVICE_IP, BRIDGE, DNS_SERVICE_IP, NODE_IP, NODE_NAME, POD_CIDR6_PREFIX, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
 import { startPrometheus } from './prometheus.js';
 import { hooksOnNode, podPids, stillLoaded, type Hooks } from './hooks.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, containerCgroup, getText, netnsOf, podExec, podLog, readyPod, scriptDeployment, type Pod } from './workloads.js';
@@ -73,12 +73,12 @@ for (let i = 0; i < n; i++) {
 s.close();
 console.log('answers', got);
 `;
-/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (IPv4); prints {nameserver, search, address}. */
+/** Reads the pod's /etc/resolv.conf and resolves argv[1] with getaddrinfo (address family argv[2], default IPv4); prints {nameserver, search, address}. */
 const RESOLV_LOOKUP = `
 import { readFileSync } from 'node:fs';
 import { promises as dns } from 'node:dns';
 const conf = readFileSync('/etc/resolv.conf', 'utf8');
-const { address } = await dns.lookup(process.argv[1], { family: 4 });
+const { address } = await dns.lookup(process.argv[1], { family: Number(process.argv[2] ?? 4) });
 console.log(JSON.stringify({ nameserver: /^nameserver\\s+(\\S+)/m.exec(conf)?.[1], search: /^search\\s+(.*)$/m.exec(conf)?.[1]?.trim(), address }));
 `;
 
@@ -161,7 +161,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   // ---- advanced-remote: real pods, real veths, real Services ----
   const nsA = 'rn-a';
   const nsB = 'rn-b';
-  const pods = {} as Record<'cli' | 'srv', { name: string; namespace: string; ip: string; ns: PodNs }>;
+  const pods = {} as Record<'cli' | 'srv', { name: string; namespace: string; ip: string; ip6: string; ns: PodNs }>;
   let svcIp = '';
   const scrape = async (): Promise<readonly Sample[]> => {
     const r = await get(AGENT_PORT, '/metrics');
@@ -202,8 +202,10 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       const p = await readyPod(client, namespace, app);
       assert.equal(p.spec.nodeName, NODE_NAME);
       assert.ok(p.status.podIP.startsWith(POD_CIDR_PREFIX), `${app}: a bridge CNI address (${p.status.podIP})`);
+      const ip6 = ((p.status as { podIPs?: { ip: string }[] }).podIPs ?? []).map((x) => x.ip).find((ip) => ip.includes(':')) ?? '';
+      assert.ok(ip6.startsWith(POD_CIDR6_PREFIX), `${app}: dual stack, an IPv6 address from the bridge CNI's second range (${JSON.stringify(p.status)})`);
       const netns = netnsOf(p.status.podIP);
-      pods[app] = { name: p.metadata.name, namespace, ip: p.status.podIP, ns: new PodNs(netns, '', p.status.podIP, '') };
+      pods[app] = { name: p.metadata.name, namespace, ip: p.status.podIP, ip6, ns: new PodNs(netns, '', p.status.podIP, ip6) };
     }
     svcIp = (await client.request<{ spec: { clusterIP: string } }>('GET', objectPath(resources.services, nsB, 'srv'))).spec.clusterIP;
     // The server pod drops UDP to 9999 (the dropped pod of the suite).
@@ -211,7 +213,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
 
     await eventually('RetinaEndpoints of both pods from the real Pods', 60_000, async () => {
       const res = [...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsA), ...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsB)];
-      return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ip)));
+      return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ip) && r.spec.podIPs.includes(p.ip6)));
     }, 500);
     const mc = {
       apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name: 'real-node' },
@@ -268,11 +270,15 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     }
   });
 
-  it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
+  /**
+   * adv_forward_count between the two pods' addresses of one family, both directions, against nftables
+   * counters (table `table`) of what each pod sent, around `send` (a TCP exchange cli -> srv).
+   */
+  const forwardExact = async (family: 'ip' | 'ip6', table: string, send: () => Promise<string>): Promise<number[]> => {
     const { cli, srv } = pods;
-    const sentByCli = cli.ns.countSent([srv.ip]);
-    const sentBySrv = srv.ns.countSent([cli.ip]);
-    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from].ip), ...side(to, 'destination', pods[to].ip) }));
+    const sentByCli = cli.ns.countSent([srv[family]], table);
+    const sentBySrv = srv.ns.countSent([cli[family]], table);
+    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from][family]), ...side(to, 'destination', pods[to][family]) }));
     const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
     let before = await pair();
     for (let stable = 0; stable < 3;) {
@@ -281,18 +287,41 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
       before = now;
     }
-    const s0 = [sentByCli.read(srv.ip), sentBySrv.read(cli.ip)];
-    await cli.ns.node(TCP_SEND, ['100000', srv.ip, '8080']);
-    const want = (): number[] => [sentByCli.read(srv.ip) - (s0[0] ?? 0), sentBySrv.read(cli.ip) - (s0[1] ?? 0)];
-    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${want()[0]})`);
+    const s0 = [sentByCli.read(srv[family]), sentBySrv.read(cli[family])];
+    assert.match(await send(), /sent \d+/);
+    const want = (): number[] => [sentByCli.read(srv[family]) - (s0[0] ?? 0), sentBySrv.read(cli[family]) - (s0[1] ?? 0)];
+    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${family}: ${want()[0]})`);
     let last = '';
-    const got = await eventually('adv_forward_count = the nftables counts', 30_000, async () => {
+    return eventually(`adv_forward_count (${family}) = the nftables counts`, 30_000, async () => {
       const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
       const w = want();
       last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
       return JSON.stringify(g) === JSON.stringify(w) && g;
     }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
+  };
+
+  it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
+    const got = await forwardExact('ip', 'pfcount', () => pods.cli.ns.node(TCP_SEND, ['100000', pods.srv.ip, '8080']));
     t.diagnostic(`cli -> srv ${got[0]} packets, srv -> cli ${got[1]}`);
+  });
+
+  it('IPv6 (dual stack): pod to pod over the bridge veths: adv_forward_count by pod names equals the nftables counts of what each pod sent, both directions; a dropped IPv6 datagram counted in adv_drop_count', async (t) => {
+    const { cli, srv } = pods;
+    // a TCP sink on the server pod's IPv6 address (the pod's containers listen on IPv4), run in its network namespace
+    const sink = await srv.ns.serve(TCP_SINK, [srv.ip6, '8086']);
+    t.after(() => sink.kill('SIGKILL'));
+    const got = await forwardExact('ip6', 'pfcount6', () => cli.ns.node(TCP_SEND, ['100000', srv.ip6, '8086']));
+    // the server pod's nftables rule drops UDP to 9999 in the inet family: IPv6 too
+    const dropLabels = { reason: 'NETFILTER_DROP', ...side('cli', 'source', cli.ip6), ...side('srv', 'destination', srv.ip6) };
+    const d0 = total(await find(`${ADV}drop_count`, dropLabels));
+    await cli.ns.node(UDP_SEND, [String(N), srv.ip6, '9999', '64']);
+    const dropped = await eventually('adv_drop_count (IPv6) cli -> srv', 30_000, async () => {
+      const v = total(await find(`${ADV}drop_count`, dropLabels)) - d0;
+      return v >= N && v;
+    }, 250);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(total(await find(`${ADV}drop_count`, dropLabels)) - d0, N, `adv_drop_count (IPv6): exactly the ${N} datagrams`);
+    t.diagnostic(`IPv6 ${cli.ip6} -> ${srv.ip6}: cli -> srv ${got[0]} packets, srv -> cli ${got[1]}; ${dropped} dropped`);
   });
 
   it('through the ClusterIP Service (kube-proxy nftables): the bytes reach the server pod and its flows carry both pods', async () => {
@@ -323,9 +352,15 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     assert.equal(resp, 1);
   });
 
-  it('cluster DNS (CoreDNS): the client pod resolves the Service name through kubelet\'s clusterDNS; the agent counts each query and answer for the Service\'s name', async (t) => {
+  it('cluster DNS (a CoreDNS pod behind the kube-dns Service): the client pod resolves the Service name through kubelet\'s clusterDNS; the agent counts each query and answer once, with both pods\' names', async (t) => {
     const { cli } = pods;
     const fqdn = `srv.${nsB}.svc.cluster.local`;
+    const dnsPod = (await listAll<Pod>(client, resources.pods, 'kube-system', { labelSelector: 'k8s-app=kube-dns' })).find((p) => p.status?.phase === 'Running');
+    if (!dnsPod?.status?.podIP?.startsWith(POD_CIDR_PREFIX)) assert.fail(`no CoreDNS pod Running on the bridge: ${JSON.stringify(dnsPod?.status)}`);
+    const dnsSide = (prefix: 'source' | 'destination'): Record<string, string> => ({
+      [`${prefix}_namespace`]: 'kube-system', [`${prefix}_podname`]: dnsPod.metadata.name,
+      [`${prefix}_workload_kind`]: 'Deployment', [`${prefix}_workload_name`]: 'coredns',
+    });
     const exec = async (script: string, args: string[]): Promise<string> => {
       const r = await podExec(node.kubeconfig, cli.namespace, cli.name, 'main', ['/usr/local/bin/node', '--input-type=module', '-e', script, ...args]);
       assert.equal(r.status.status, 'Success', `exec in ${cli.name}: ${JSON.stringify(r.status)} ${r.stderr.slice(-1000)}`);
@@ -333,11 +368,12 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     };
     // getaddrinfo through the pod's resolv.conf (kubelet's: nameserver, search <ns>.svc.cluster.local ..., ndots:5)
     const looked = JSON.parse(await exec(RESOLV_LOOKUP, [`srv.${nsB}`])) as { nameserver: string; search: string; address: string };
-    assert.equal(looked.nameserver, NODE_IP, 'kubelet\'s clusterDNS in the pod\'s resolv.conf');
+    assert.equal(looked.nameserver, DNS_SERVICE_IP, 'kubelet\'s clusterDNS (the kube-dns Service) in the pod\'s resolv.conf');
     assert.match(looked.search, new RegExp(`^${nsA}\\.svc\\.cluster\\.local svc\\.cluster\\.local cluster\\.local`));
     assert.equal(looked.address, svcIp, `srv.${nsB} resolved through the search path to the Service's ClusterIP`);
     const request = { query: `${fqdn}.`, query_type: 'A', ...side('cli', 'source') };
     const response = { query: `${fqdn}.`, return_code: 'NOERROR', response: svcIp, ...side('cli', 'destination') };
+    const all = async (): Promise<Sample[]> => [...await find(`${ADV}dns_request_count`, { query: `${fqdn}.` }), ...await find(`${ADV}dns_response_count`, { query: `${fqdn}.` })];
     const counts = async (): Promise<number[]> => [total(await find(`${ADV}dns_request_count`, request)), total(await find(`${ADV}dns_response_count`, response))];
     let before = await counts();
     for (let stable = 0; stable < 2;) { // the lookup's own queries counted first
@@ -354,10 +390,17 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       const d = (await counts()).map((v, i) => v - (before[i] ?? 0));
       last = JSON.stringify(d);
       return d[0] === Q && d[1] === Q;
-    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last deltas [requests, responses] ${last}`));
+    }, 250).catch(async (e: unknown) => assert.fail(`${String(e)}; last deltas [requests, responses] ${last}; series:\n${(await all()).map((x) => JSON.stringify(x)).join('\n')}`));
     await new Promise((r) => setTimeout(r, 1000));
-    assert.deepEqual((await counts()).map((v, i) => v - (before[i] ?? 0)), [Q, Q], 'each query and answer counted once');
-    t.diagnostic(`${cli.name} -> CoreDNS ${NODE_IP}: srv.${nsB} = ${looked.address}; ${Q} A queries for ${fqdn} counted`);
+    const series_ = (await all()).map((x) => JSON.stringify(x)).join('\n');
+    assert.deepEqual((await counts()).map((v, i) => v - (before[i] ?? 0)), [Q, Q], `each query and answer counted once:\n${series_}`);
+    // the queries go to the kube-dns Service's ClusterIP (the agent sees them on the client's veth, before
+    // kube-proxy's DNAT): the destination is the Service, in kube-system; the answers come from the CoreDNS
+    // pod (the Service's endpoint, the reply un-NATed on the bridge after the agent saw it), named from its real Pod object
+    assert.ok(total(await find(`${ADV}dns_request_count`, { ...request, destination_namespace: 'kube-system' })) >= Q, `requests to the kube-dns Service:\n${series_}`);
+    assert.ok(total(await find(`${ADV}dns_response_count`, { ...response, ...dnsSide('source') })) >= Q, `responses from ${dnsPod.metadata.name}:\n${series_}`);
+    t.diagnostic(`${cli.name} -> kube-dns ${DNS_SERVICE_IP} -> ${dnsPod.metadata.name} ${dnsPod.status?.podIP ?? ''}: srv.${nsB} = ${looked.address}; ${Q} A queries for ${fqdn} counted`);
+    t.diagnostic(series_);
   });
 
   it('a new pod: time from its creation to its first enriched series', async (t) => {
