@@ -17,8 +17,9 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { createFlow, type Endpoint, type Flow } from '../../src/flow/index.js';
 import { createLogger } from '../../src/log/index.js';
-import { createFlowRing, hubbleServerCredentials, loadHubbleProtos, rawStreamOf, startHubbleServer, type FlowRing, type HubbleServer } from '../../src/server/hubble/index.js';
+import { createFlowRing, hubbleServerCredentials, loadHubbleProtos, startHubbleServer, type FlowRing, type HubbleServer } from '../../src/server/hubble/index.js';
 import { ROOT, freePort } from '../e2e/agent-process.js';
+import { probeRawStream } from '../fakes/hubble-probe.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
 import { eventually } from './harness.js';
 import { hubble, hubbleTools } from './hubble-tools.js';
@@ -127,29 +128,13 @@ describe('Hubble over mutual TLS: the agents, the real Hubble Relay and the real
 
   it('GetFlows stays on the raw-writes path under TLS (the HTTP/2 stream is reachable)', async () => {
     const creds = hubbleServerCredentials({ certFile: server.cert, keyFile: server.key, clientCAFiles: [ca.cert] }, log);
-    const probe = new grpc.Server();
-    let found: unknown;
-    probe.addService(protos.observer, {
-      GetFlows: (call: grpc.ServerWritableStream<Obj, Obj>) => {
-        found = rawStreamOf(call);
-        call.end();
-      },
-    });
-    const port = await new Promise<number>((res, rej) => probe.bindAsync(`${HOST}:0`, creds.credentials, (e, p) => (e ? rej(e) : res(p))));
-    const c = new protos.ObserverClient(`${HOST}:${port}`, grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(relayClient.key), readFileSync(relayClient.cert)),
-      { 'grpc.ssl_target_name_override': 'node-0.default.hubble-grpc.cilium.io' }) as unknown as Obj;
     try {
-      const err = await new Promise<unknown>((res) => {
-        const call = c['GetFlows']({});
-        call.on('data', () => undefined);
-        call.on('end', () => res(undefined));
-        call.on('error', res);
-      });
-      assert.equal(err, undefined);
+      const { found, error } = await probeRawStream(protos, HOST, creds.credentials,
+        grpc.credentials.createSsl(readFileSync(ca.cert), readFileSync(relayClient.key), readFileSync(relayClient.cert)),
+        { 'grpc.ssl_target_name_override': 'node-0.default.hubble-grpc.cilium.io' });
+      assert.equal(error, undefined);
       assert.ok(found !== undefined, 'rawStreamOf found no HTTP/2 stream under TLS');
     } finally {
-      c['close']();
-      probe.forceShutdown();
       creds[Symbol.dispose]();
     }
   });

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createFlow, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
 import { createMetricsRegistry } from '../../metrics/index.js';
-import { rawStreamOf } from './frames.js';
+import { probeRawStream } from '../../../test/fakes/hubble-probe.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, timestamp, toHubbleFlow, type HubbleServer } from './index.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));
@@ -103,29 +103,9 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
   });
 
   it('the server reaches the HTTP/2 stream under a grpc-js call (else it would fall back to grpc-js writes)', async () => {
-    const probe = new grpc.Server();
-    let found: unknown;
-    probe.addService(protos.observer, {
-      GetFlows: (call: grpc.ServerWritableStream<Obj, Obj>) => {
-        found = rawStreamOf(call);
-        call.end();
-      },
-    });
-    const port = await new Promise<number>((res, rej) => probe.bindAsync('127.0.45.2:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
-    const c = new protos.ObserverClient(`127.0.45.2:${port}`, grpc.credentials.createInsecure()) as unknown as Obj;
-    try {
-      await new Promise<void>((res) => {
-        const call = c['GetFlows']({});
-        call.on('data', () => undefined);
-        call.on('end', res);
-        call.on('error', res);
-      });
-      assert.ok(found !== undefined, 'rawStreamOf found no HTTP/2 stream: grpc-js moved it');
-      assert.equal(typeof (found as { sendTrailers?: unknown }).sendTrailers, 'function');
-    } finally {
-      c['close']();
-      probe.forceShutdown();
-    }
+    const { found } = await probeRawStream(protos, '127.0.45.2', grpc.ServerCredentials.createInsecure(), grpc.credentials.createInsecure());
+    assert.ok(found !== undefined, 'rawStreamOf found no HTTP/2 stream: grpc-js moved it');
+    assert.equal(typeof (found as { sendTrailers?: unknown }).sendTrailers, 'function');
   });
 
   it('a follower gets every flow in order, decoded by a grpc-js client, the history before it', async () => {
