@@ -58,6 +58,13 @@ const SCRAPE_EVERY_MS = Math.round(envNumber('SOAK_SCRAPE_EVERY_MS', 10_000));
 const PROBE_EVERY_MS = 100;
 const AGENT = process.env['SOAK_AGENT'] || AGENT_BIN;
 const MC_EVERY_MS = 60_000;
+/**
+ * MetricsConfiguration switches are sent half a scrape period after a scrape: sent at the same moment
+ * as a scrape (the first runs of this soak), every sixth scrape met the burst of the switch on this
+ * machine's 2 cores (the soak's API server, etcd and operator writing and validating it), which no
+ * agent on a real node shares its CPU with.
+ */
+const MC_PHASE_MS = SCRAPE_EVERY_MS / 2;
 const RSS_EVERY_MS = 2_000;
 const PORT = 9997;
 const ADV = 'networkobservability_adv_';
@@ -276,8 +283,11 @@ try {
   };
   let mcChanges = 0;
   let mcErrors = 0;
+  /** When each MetricsConfiguration switch was sent (ms from the soak's start): scrapes are told apart by it. */
+  const mcSentMs: number[] = [];
   const setLabels = async (l: typeof LABELS_A): Promise<void> => {
     try {
+      mcSentMs.push(performance.now() - soakT0);
       await patchLabels(l);
       mcChanges++;
     } catch {
@@ -286,7 +296,7 @@ try {
   };
   const mcLoop = async (): Promise<void> => {
     let b = false;
-    for (let next = performance.now() + MC_EVERY_MS; next < soakEnd; next += MC_EVERY_MS) {
+    for (let next = performance.now() + MC_EVERY_MS + MC_PHASE_MS; next < soakEnd; next += MC_EVERY_MS) {
       await sleep(next - performance.now());
       b = !b;
       await setLabels(b ? LABELS_B : LABELS_A);
@@ -298,6 +308,8 @@ try {
   const applied0 = appliedLines();
   await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop(), probeLoop()]);
   const applied = appliedLines() - applied0;
+  const orNaN = (v: number[]): number[] => (v.length ? v : [NaN]);
+  const nearSwitch = (tMs: number): boolean => mcSentMs.some((m) => tMs >= m && tMs - m < SCRAPE_EVERY_MS);
   const alive = a.exit === undefined;
   const sentPackets = Number(/sent (\d+)/.exec(await sent.catch((e: unknown) => String(e)))?.[1] ?? 0);
   const receivedPackets = Number(/received (\d+)/.exec(await received.catch((e: unknown) => String(e)))?.[1] ?? 0);
@@ -332,7 +344,15 @@ try {
       perMinute: scrapes.filter((_, i) => i % Math.max(1, Math.round(60_000 / SCRAPE_EVERY_MS)) === Math.max(1, Math.round(60_000 / SCRAPE_EVERY_MS)) - 1).map((s) => [Number((s.tMs / 60_000).toFixed(1)), s.advSeries]),
     },
     allSeries: { baseline: baseline.series, final: last?.series, largestFamiliesAtEnd: Object.fromEntries([...(last?.families ?? [])].sort((x, y) => y[1] - x[1]).slice(0, 5)) },
-    scrapeMs, healthzMs: summarize(probes.length ? probes : [NaN], 1), scrapes: scrapes.length, scrapeErrors, ...(scrapeErrors ? { lastScrapeError } : {}),
+    scrapeMs,
+    // The first scrape after a MetricsConfiguration switch was sent meets the agent's new spec (applied after
+    // a 1 s debounce, series rebuilt); the others meet only traffic and churn. The slowest ten, with when.
+    scrapeMsBySwitch: {
+      nearSwitch: summarize(orNaN(scrapes.filter((x) => nearSwitch(x.tMs)).map((x) => x.ms)), 1),
+      other: summarize(orNaN(scrapes.filter((x) => !nearSwitch(x.tMs)).map((x) => x.ms)), 1),
+    },
+    slowestScrapes: [...scrapes].sort((x, y) => y.ms - x.ms).slice(0, 10).map((x) => ({ tS: Number((x.tMs / 1000).toFixed(1)), ms: Number(x.ms.toFixed(1)), nearSwitch: nearSwitch(x.tMs) })),
+    healthzMs: summarize(probes.length ? probes : [NaN], 1), scrapes: scrapes.length, scrapeErrors, ...(scrapeErrors ? { lastScrapeError } : {}),
     podsReplaced: replaced, podsReplacedPerSecond: Number((replaced / (MINUTES * 60)).toFixed(2)), churnErrors, churnSkippedBusy: churnSkipped, ...(churnErrors ? { lastChurnError } : {}),
     metricsConfigurationChanges: mcChanges, metricsConfigurationErrors: mcErrors, specsAppliedByAgent: applied,
     packetsSent: sentPackets, packetsReceived: receivedPackets, packetsPerSecond: Math.round(sentPackets / loadSeconds),
