@@ -93,7 +93,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     auth = await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
   // Hubble's .proto files, parsed once (on first use) for both the Hubble server and the flow-log export.
-  const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs) ? (await import('../flow/hubble/index.js')).hubbleProtoFiles(packageFile('proto/hubble')) : undefined;
+  const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs)
+    ? await import('../flow/hubble/index.js').then((m) => m.hubbleProtoFiles(packageFile('proto/hubble'), agent.hubble.enabled ? m.HUBBLE_PROTO_FILES : m.FLOW_PROTO_FILES))
+    : undefined;
   // The flow pipeline (src/pipeline): plugins -> enricher -> Metrics Module (enablePodLevel) and the
   // Hubble ring (hubble.enabled), with the node's one informer factory.
   const hubble = agent.hubble.enabled && hubbleProtos

@@ -10,5 +10,5 @@ export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } fr
 export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
 export { enumValues, messageFields, planner, resolveTypeName, type EnumValue, type FieldDescriptor } from './descriptors.js';
 export { createFlowJson, loadFlowProtos, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';
-export { hubbleProtoFiles, HUBBLE_PROTO_FILES, type HubbleProtoFiles } from './protos.js';
+export { FLOW_PROTO_FILES, hubbleProtoFiles, HUBBLE_PROTO_FILES, type HubbleProtoFiles } from './protos.js';
 export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';

@@ -17,12 +17,10 @@
  * against the same descriptors, so a path naming no field is an error naming it, and the writer then
  * writes only the masked fields.
  */
-import * as protoLoader from '@grpc/proto-loader';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { join } from 'node:path';
 import { enumValues, planner, resolveTypeName } from './descriptors.js';
-import { flowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
-import type { HubbleProtoFiles } from './protos.js';
+import { flowEnums, type FlowEnums } from './enums.js';
+import { FLOW_PROTO_FILES, hubbleProtoFiles, type HubbleProtoFiles } from './protos.js';
 
 type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' | 'bytes' | 'timestamp' | 'wrapper';
 
@@ -270,6 +268,6 @@ function zeroOf(kind: Kind): unknown {
  * the agent passes), or from a folder that holds flow.proto (proto/hubble; flow.proto alone is parsed).
  */
 export function loadFlowProtos(from: string | HubbleProtoFiles): { readonly enums: FlowEnums; readonly json: FlowJson } {
-  const def = typeof from === 'string' ? protoLoader.loadSync(join(from, 'flow.proto'), { ...PROTO_OPTIONS, includeDirs: [from] }) : from.definition();
+  const def = (typeof from === 'string' ? hubbleProtoFiles(from, FLOW_PROTO_FILES) : from).definition();
   return { enums: flowEnums(def), json: createFlowJson(def) };
 }

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as protoLoader from '@grpc/proto-loader';
 import { createFlow, type ObservationPoint, type TrafficDirection, type Verdict } from '../../flow/index.js';
-import { compileFlowFilters, FilterError, hubbleProtoFiles, loadFlowProtos } from '../../flow/hubble/index.js';
+import { compileFlowFilters, FilterError, FLOW_PROTO_FILES, hubbleProtoFiles, loadFlowProtos } from '../../flow/hubble/index.js';
 import { toHubbleFlow } from '../../flow/hubble/index.js';
 import { loadFlowEnums, loadHubbleProtos, PROTO_OPTIONS } from './proto.js';
 
@@ -56,6 +56,10 @@ describe('Hubble enums from flow.proto', () => {
     const alone = loadFlowProtos(DIR);
     const flow = toHubbleFlow(createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 6, srcPort: 1, dstPort: 2, timeMs: 1_700_000_000_123 }), 'n');
     assert.deepEqual(exportProtos.json.flow(flow), alone.json.flow(flow));
+    // Without the Hubble server, flow.proto alone serves the export (and the server refuses it, saying why).
+    const flowOnly = hubbleProtoFiles(DIR, FLOW_PROTO_FILES);
+    assert.deepEqual(loadFlowProtos(flowOnly).json.flow(flow), alone.json.flow(flow));
+    assert.throws(() => loadHubbleProtos(flowOnly), /no Observer service/);
     // Nothing is read before the first ask.
     const missing = hubbleProtoFiles(join(DIR, 'no-such-folder'));
     assert.throws(() => missing.definition());

@@ -31,6 +31,7 @@ export interface HubbleProtos {
  */
 export function loadHubbleProtos(from: string | HubbleProtoFiles): HubbleProtos {
   const def = (typeof from === 'string' ? hubbleProtoFiles(from) : from).definition();
+  if (!('observer.Observer' in def)) throw new Error('the Hubble protos given have no Observer service (made with FLOW_PROTO_FILES? the server needs HUBBLE_PROTO_FILES)');
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
     observer: { Observer: grpc.ServiceClientConstructor };
     peer: { Peer: grpc.ServiceClientConstructor };
