@@ -18,6 +18,14 @@
  *    drained and the collector's file counted), none dropped. When the collector is not built the
  *    line says so (`collector: "not built: ..."`) and carries no figures.
  *
+ * BENCH_EXPORT_BASELINE=<dist> (another build's dist/, e.g. main's copied under .cache/ so that it finds
+ * node_modules): instead of the two lines above, one `otlp-baseline` line, that build's exporter and
+ * sinks beside this one's, alternated stage by stage: `file` (the file sink alone), `otlp` (the OTLP
+ * sink alone, protobuf-encoded) and `fileOtlp` (both on one exporter, as the ContainerNetworkLog
+ * exporter with flowLogs.otlp), CPU ns per flow; and each build's encodeLogsRequest alone over the
+ * same 512-record batches (µs per record, best of 5, 10 passes alternated), with whether the two
+ * builds wrote the same bytes.
+ *
  * Figures are in bench/export/README.md. Run with `node --expose-gc` (make bench does).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -175,5 +183,101 @@ async function otlpCpu(): Promise<void> {
   console.log(JSON.stringify(out));
 }
 
+/** One build's exporter, sinks and encoder (this tree's, or BENCH_EXPORT_BASELINE's). */
+interface Impl {
+  readonly name: string;
+  readonly exportMod: typeof import('../../src/export/index.js');
+  readonly otlpMod: typeof import('../../src/export/otlp/index.js');
+  readonly protos: ReturnType<typeof loadFlowProtos>;
+}
+
+async function loadImpl(name: string, dist: string): Promise<Impl> {
+  const exportMod = (await import(`${dist}/src/export/index.js`)) as Impl['exportMod'];
+  const otlpMod = (await import(`${dist}/src/export/otlp/index.js`)) as Impl['otlpMod'];
+  const flowHubble = (await import(`${dist}/src/flow/hubble/index.js`)) as { loadFlowProtos: typeof loadFlowProtos };
+  return { name, exportMod, otlpMod, protos: flowHubble.loadFlowProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url))) };
+}
+
+async function otlpBaseline(baselineDir: string): Promise<void> {
+  const impls = [await loadImpl('baseline', baselineDir), await loadImpl('this', fileURLToPath(new URL('../..', import.meta.url)))];
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const dir = mkdtempSync(join(tmpdir(), 'otlp-baseline-'));
+  type Stage = [string, (f: Flow[]) => void, () => Promise<void>];
+  const stagesOf = (impl: Impl): Stage[] => {
+    const { createFileSink: fileSinkOf, createFlowExporter: exporterOf, sinkCounts: countsOf, staticSelection: selectionOf } = impl.exportMod;
+    const file = (tag: string): ReturnType<typeof fileSinkOf> =>
+      fileSinkOf({ path: join(dir, `${impl.name}-${tag}.log`), maxSizeBytes: 10 << 20, maxBackups: 1, compress: false, counts: countsOf(metrics, 'file'), log, maxBufferedBytes: 1 << 30 });
+    const otlp = (): OtlpSink => impl.otlpMod.createOtlpSink({
+      transport: { send: async (records) => (impl.otlpMod.encodeLogsRequest(records, resource, SCOPE_NAME), { kind: 'ok', rejected: 0 }), close: () => undefined },
+      counts: impl.otlpMod.otlpCounts(metrics), log, queueSize: 1 << 20, batchSize: 512, flushIntervalMs: 1000,
+    });
+    const exporter = (sinks: FlowLogSink[]): ReturnType<typeof exporterOf> =>
+      exporterOf({ name: 'b', selection: selectionOf([], DENY), sinks, nodeName: 'node-0', protos: impl.protos, metrics, log });
+    const fileOnly = file('file');
+    const otlpOnly = otlp();
+    const both: FlowLogSink[] = [file('both'), otlp()];
+    const settle = async (s: readonly FlowLogSink[]): Promise<void> => {
+      for (const x of s) await ('flushed' in x ? (x as ReturnType<typeof fileSinkOf>).flushed() : (x as OtlpSink).idle());
+    };
+    const e1 = exporter([fileOnly]);
+    const e2 = exporter([otlpOnly]);
+    const e3 = exporter(both);
+    return [
+      ['file', (f) => e1.consume({ source: 'b', flows: f }), () => settle([fileOnly])],
+      ['otlp', (f) => e2.consume({ source: 'b', flows: f }), () => settle([otlpOnly])],
+      ['fileOtlp', (f) => e3.consume({ source: 'b', flows: f }), () => settle(both)],
+    ];
+  };
+  const stages = new Map(impls.map((impl) => [impl.name, stagesOf(impl)]));
+  const runs: Record<string, Record<string, number[]>> = {};
+  const base: number[] = [];
+  for (let i = 0; i < 2; i++) {
+    base.push(await nsPerFlow(() => undefined, async () => undefined));
+    for (let k = 0; k < 3; k++) {
+      for (const impl of (i + k) % 2 === 0 ? impls : [...impls].reverse()) {
+        const [stage, fn, settle] = (stages.get(impl.name) as Stage[])[k] as Stage;
+        ((runs[impl.name] ??= {})[stage] ??= []).push(await nsPerFlow(fn, settle));
+      }
+    }
+  }
+  const baselineNs = Math.round(Math.min(...base));
+  const perFlow: Record<string, Record<string, number>> = {};
+  for (const [name, byStage] of Object.entries(runs)) {
+    perFlow[name] = Object.fromEntries(Object.entries(byStage).map(([stage, xs]) => [stage, Math.round(Math.min(...xs)) - baselineNs]));
+  }
+  // The encoder alone, over the same OTLP log records (made once, by this tree).
+  const recs = await (async () => {
+    const out: Parameters<typeof encodeLogsRequest>[0][number][] = [];
+    const collect: FlowLogSink = { name: 'collect', write: (r) => out.push(...r.map((x) => impls[1]!.otlpMod.toLogRecord(x, '1764151201999999999'))), close: async () => undefined };
+    const e = createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [collect], nodeName: 'node-0', protos, metrics, log });
+    for (let i = 0; i < 8; i++) e.consume({ source: 'b', flows: batch(BATCH, i * BATCH) });
+    return out;
+  })();
+  const batches = Array.from({ length: Math.floor(recs.length / 512) }, (_, i) => recs.slice(i * 512, (i + 1) * 512));
+  const same = batches.every((b) => impls[0]!.otlpMod.encodeLogsRequest(b, resource, SCOPE_NAME).equals(impls[1]!.otlpMod.encodeLogsRequest(b, resource, SCOPE_NAME)));
+  const encodeUsPerRecord: Record<string, number[]> = {};
+  for (let pass = 0; pass < 10; pass++) {
+    for (const impl of pass % 2 === 0 ? impls : [...impls].reverse()) {
+      let best = Infinity;
+      for (let k = 0; k < 5; k++) {
+        const t0 = performance.now();
+        for (const b of batches) impl.otlpMod.encodeLogsRequest(b, resource, SCOPE_NAME);
+        best = Math.min(best, performance.now() - t0);
+      }
+      (encodeUsPerRecord[impl.name] ??= []).push(Number(((best * 1000) / recs.length).toFixed(3)));
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  console.log(JSON.stringify({
+    bench: 'otlp-baseline', baseline: baselineDir, unit: 'ns/flow (CPU, minus making the batch)', batch: BATCH, rounds: ROUNDS, roundMs: ROUND_MS,
+    baselineNs, perFlow, encode: { records: recs.length, sameBytes: same, usPerRecord: encodeUsPerRecord }, dropped: await dropped(metrics),
+  }));
+}
+
+const exportBaseline = process.env['BENCH_EXPORT_BASELINE'];
+if (exportBaseline) {
+  await otlpBaseline(exportBaseline);
+  process.exit(0);
+}
 await otlpCost();
 await otlpCpu();

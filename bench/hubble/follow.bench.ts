@@ -21,7 +21,8 @@
  * (grpc-js,http2,hubble-cli,relay), BENCH_RELAY_LOG (the relay's log on this terminal), BENCH_RELAY_ARGS (more relay flags,
  * e.g. `--sort-buffer-len-max 1000`), BENCH_FOLLOW_ONLY (one run: path,clients,client,offered, e.g. raw,1,http2,max),
  * BENCH_FOLLOW_BASELINE (another build's dist/, e.g. main's copied under .cache/: its server alternated with
- * this one's, raw path both, http2 and relay clients).
+ * this one's, raw path both, http2 and relay clients), BENCH_FOLLOW_ENCODE_ONLY (with a baseline: only the two
+ * builds' encoders, alternated, and whether their frames are byte for byte the same).
  * Through the relay the figures also give the relay's CPU per flow delivered and its share of a core
  * (from /proc), and the flows each agent had to report lost (`agentLost`, which the client's `lost`
  * should equal).
@@ -299,12 +300,16 @@ if (only) {
  * (this tree's mapping, the bench's endpoints): µs per GetFlowsResponse frame, a steadier figure than the
  * rates on a shared machine (one thread, no sockets). Each pass's best of 5 × 4 096.
  */
-function encodePasses(impls: readonly Impl[], passes: number): Record<string, number[]> {
+function encodePasses(impls: readonly Impl[], passes: number): Record<string, number[] | number> {
   const enricher = createEnricher(lookup, { consume: () => undefined });
   const flows = batch(4096, 0);
   enricher.consume({ source: 'bench', flows });
   const objs = flows.map((f) => hubble.toHubbleFlow(f, 'node-0'));
-  for (const impl of impls) for (const o of objs) impl.protos.flowsFrame({ flow: o, node_name: 'node-0', time: o['time'] }); // warm-up (JIT)
+  // Warm-up (JIT), comparing the builds' frames byte for byte (an endpoint's first frame encodes it, later ones copy its cached bytes).
+  const differ = objs.filter((o) => {
+    const [a, b] = impls.map((impl) => impl.protos.flowsFrame({ flow: o, node_name: 'node-0', time: o['time'] }));
+    return !(a as Buffer).equals(b as Buffer);
+  }).length;
   const out: Record<string, number[]> = {};
   for (let pass = 0; pass < passes; pass++) {
     for (const impl of pass % 2 === 0 ? impls : [...impls].reverse()) {
@@ -317,12 +322,16 @@ function encodePasses(impls: readonly Impl[], passes: number): Record<string, nu
       (out[impl.name] ??= []).push(Number(((best * 1000) / objs.length).toFixed(2)));
     }
   }
-  return out;
+  return { ...out, frames: objs.length, framesDiffering: differ };
 }
 
 if (baseline) {
   const encodeUsPerFlow = encodePasses([baseline, current], 10);
   process.stderr.write(JSON.stringify({ encodeUsPerFlow }) + '\n');
+  if (process.env['BENCH_FOLLOW_ENCODE_ONLY']) {
+    process.stdout.write(JSON.stringify({ bench: 'hubble-encode-baseline', baseline: baselineDir, encodeUsPerFlow }) + '\n');
+    process.exit(0);
+  }
   // This build's server beside the baseline's, raw path both, alternated run by run.
   const kinds = (process.env['BENCH_FOLLOW_CLIENTS']?.split(',') ?? ['http2', 'relay']).filter((k) => k !== 'relay' || tools !== undefined) as Kind[];
   await run(true, 1, 20_000, 1000, 'http2', tools, baseline); // warm-up; not reported

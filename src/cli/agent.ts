@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { configWarnings, flowLogsWanted, type AgentConfig } from '../config/index.js';
 import type { ContainerNetworkLogSelection, FlowLogs } from '../export/index.js';
+import type { HubbleProtoFiles } from '../flow/hubble/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import { createLogger, errorFields } from '../log/index.js';
@@ -91,13 +92,17 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
     auth = await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth });
   }
+  // Hubble's .proto files, parsed once (on first use) for both the Hubble server and the flow-log export.
+  const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs)
+    ? await import('../flow/hubble/index.js').then((m) => m.hubbleProtoFiles(packageFile('proto/hubble'), agent.hubble.enabled ? m.HUBBLE_PROTO_FILES : m.FLOW_PROTO_FILES))
+    : undefined;
   // The flow pipeline (src/pipeline): plugins -> enricher -> Metrics Module (enablePodLevel) and the
   // Hubble ring (hubble.enabled), with the node's one informer factory.
-  const hubble = agent.hubble.enabled
-    ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoDir: packageFile('proto/hubble') })
+  const hubble = agent.hubble.enabled && hubbleProtos
+    ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoFiles: hubbleProtos })
     : undefined;
   // Stored flow logs (src/export): hubble.export static/dynamic and flowLogs, loaded only when configured.
-  const flowLogs = await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), k8s !== undefined, metrics, log);
+  const flowLogs = hubbleProtos ? await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), k8s !== undefined, hubbleProtos, metrics, log) : undefined;
   const pipeline = await startNodePipeline({
     agent, metrics, log, k8s, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
   });
@@ -174,10 +179,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
  * `flowLogs.enabled` and an API server, the ContainerNetworkLog selection (src/export/cnl.ts) is
  * built here and starts watching once the pipeline's informer factory exists (`watch` below).
  */
-async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s: boolean, metrics: MetricsRegistry, log: Logger): Promise<(FlowLogs & { readonly cnl: ContainerNetworkLogSelection | undefined }) | undefined> {
+async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s: boolean, hubbleProtos: HubbleProtoFiles, metrics: MetricsRegistry, log: Logger): Promise<(FlowLogs & { readonly cnl: ContainerNetworkLogSelection | undefined }) | undefined> {
   if (!flowLogsWanted(agent.flowLogs)) return undefined;
   const [{ startFlowLogs, createContainerNetworkLogSelection }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
-  const protos = loadFlowProtos(packageFile('proto/hubble'));
+  const protos = loadFlowProtos(hubbleProtos);
   const cnl = agent.flowLogs.cnl && withK8s ? createContainerNetworkLogSelection({ log, enums: protos.enums }) : undefined;
   // flowLogs.otlp.endpoint: the ContainerNetworkLog exporter's records also go to an OTLP collector
   // (src/export/otlp, loaded only then), beside its file.

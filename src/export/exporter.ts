@@ -4,6 +4,7 @@
  *
  *   flow ─▶ Hubble flow.Flow (toHubbleFlow) ─▶ selection (allow/deny FlowFilters, compiled by the
  *   Observer's compiler) ─▶ record `{flow, node_name, time}` (protojson, field mask) ─▶ every sink
+ *   (each record's JSON text made once and shared by the sinks: the file's line is the OTLP body)
  *
  * or, with aggregation, selected flows are folded into per-interval records (aggregate.ts) that the
  * timer hands to the sinks. Each flow looked at counts once in flow_log_flows_total{selected}; each
@@ -20,6 +21,7 @@ import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { createAggregator, type AggregationOptions, type Aggregator } from './aggregate.js';
 import { sinkCounts } from './counts.js';
+import { recordsJson } from './records-json.js';
 import type { FlowLogRecord, FlowLogSink, FlowSelection } from './types.js';
 
 /** flow.proto's enums (for the filters) and its JSON writer: `loadFlowProtos(protoDir)` from src/flow/hubble, loaded once per process. */
@@ -62,9 +64,11 @@ export function createFlowExporter(o: FlowExporterOptions): FlowExporter {
   const sinks = o.sinks.map((sink) => ({ sink, counts: sinkCounts(o.metrics, sink.name) }));
   const deliver = (records: FlowLogRecord[]): void => {
     if (records.length === 0) return;
+    // Each record's JSON is made once, for every sink (the file's line is the OTLP body).
+    const json = recordsJson(records);
     for (const s of sinks) {
       try {
-        s.sink.write(records);
+        s.sink.write(records, json);
       } catch (e) {
         s.counts.dropped('sink_error', records.length);
         log.error('a flow-log sink threw (its records are counted dropped)', { sink: s.sink.name, error: errorFields(e as Error) });

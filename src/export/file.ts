@@ -20,6 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { errorFields, type Logger } from '../log/index.js';
 import type { DropReason, SinkCounts } from './counts.js';
+import { recordsJson } from './records-json.js';
 import type { FlowLogSink } from './types.js';
 
 export interface FileSinkOptions {
@@ -216,21 +217,20 @@ export function createFileSink(o: FileSinkOptions): FileSink {
 
   return {
     name,
-    write(records) {
+    write(records, json = recordsJson(records)) {
       if (closed) {
         o.counts.dropped('closed', records.length);
         return;
       }
       let full = 0;
       let bad = 0;
-      for (const r of records) {
-        let line: string;
-        try {
-          line = JSON.stringify(r) + '\n';
-        } catch {
+      for (let i = 0; i < records.length; i++) {
+        const text = json.at(i);
+        if (text === undefined) {
           bad++;
           continue;
         }
+        const line = text + '\n';
         if (queuedBytes + line.length > maxBuffered) {
           full++;
           continue;

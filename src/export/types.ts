@@ -19,11 +19,20 @@
  */
 export type FlowLogRecord = Readonly<Record<string, unknown>>;
 
+/**
+ * The JSON text of a batch's records (records-json.ts), shared by the sinks it is handed to: `at(i)` is
+ * `JSON.stringify(records[i])`, made on first ask, or undefined when the record cannot be written.
+ */
+export interface RecordsJson {
+  at(i: number): string | undefined;
+}
+
 /** Where records go. `write` never blocks and never throws: what it cannot write, it counts dropped. */
 export interface FlowLogSink {
   /** `file`, `otlp`: the `sink` label of flow_log_records_total. */
   readonly name: string;
-  write(records: readonly FlowLogRecord[]): void;
+  /** `json`: the records' JSON, shared with the batch's other sinks (made here when not given). */
+  write(records: readonly FlowLogRecord[], json?: RecordsJson): void;
   /** Flushes what it can within a bounded time and releases its files, sockets and timers. */
   close(): Promise<void>;
 }

@@ -29,15 +29,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
-import { collectionPath, objectPath, resources, type ContainerNetworkLog, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { collectionPath, objectPath, resources, type ContainerNetworkLog, type RestClient } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
 import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { UDP_SEND } from '../ebpf/traffic.js';
 import { arrived, freePort, startCollector, waitArrived, type Collector } from '../export/otelcol.js';
-import { createNamespace, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
+import { deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
-import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
-import { PodNet, type PodNs } from './pod-flows-net.js';
+import { addPods, createNode, deleteNode, waitForEndpoints, type TestPod } from './pod-flows-kube.js';
+import { PodNet } from './pod-flows-net.js';
 
 const CNL = resources.containerNetworkLogs;
 const SELF = 'controlplane_networkobservability_';
@@ -74,7 +74,7 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
   const cnlB = `${id}-peer-drops`;
   const cnlC = `${id}-rotate`;
   const cnlD = `${id}-http`;
-  const pods: Record<'cli' | 'peer' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
+  const pods: Record<'cli' | 'peer' | 'srv', TestPod> = {} as never;
 
   /** Every line of the flow-log file and its rotated backups (gzip or not), as written. */
   const rawLines = (): string[] => {
@@ -168,22 +168,11 @@ describe('flow logs: a ContainerNetworkLog makes the agent write exactly the mat
       await client.request('DELETE', objectPath(CNL, undefined, c.metadata.name)).catch(() => undefined);
     }
     await createNode(client, node);
-    await createNamespace(client, nsA);
-    await createNamespace(client, nsB);
     net = new PodNet('fl');
-    const layout = [['cli', nsA, 21], ['peer', nsA, 22], ['srv', nsB, 23]] as const;
-    for (const [app, namespace, host] of layout) {
-      const ns = net.add(app, `10.249.7.${host}`, `fd00:249:7::${host}`);
-      await createPinnedDeployment(client, namespace, app, node);
-      const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
-      pods[app] = { ns, name: pod.metadata.name, namespace };
-      ns.run('nft', ['-f', '-'], dropUdp9999('fl'));
-    }
+    Object.assign(pods, await addPods(client, net, node, [['cli', nsA, 21], ['peer', nsA, 22], ['srv', nsB, 23]], '10.249.7', 'fd00:249:7::'));
+    for (const p of Object.values(pods)) p.ns.run('nft', ['-f', '-'], dropUdp9999('fl'));
     operator = await startOperator(cluster.kubeconfig, { RETINA_LEADERELECTIONID: uniqueId('retina-op') });
-    await eventually('RetinaEndpoints of the three pods', 60_000, async () => {
-      const res = [...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsA), ...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsB)];
-      return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ns.ip4)));
-    }, 500);
+    await waitForEndpoints(client, pods, (p) => p.ns.ip4);
 
     otlpPorts = { grpc: await freePort(), http: await freePort() };
     collector = await startCollector({ dir, grpcPort: otlpPorts.grpc, httpPort: otlpPorts.http }, 'flow-logs-cnl');

@@ -18,12 +18,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RestClient } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, freePort } from '../e2e/agent-process.js';
-import { requireKernel } from '../ebpf/netns.js';
+import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, UDP_SEND } from '../ebpf/traffic.js';
-import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
+import { deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
-import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
-import { PodNet, type PodNs } from './pod-flows-net.js';
+import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
+import { PodNet } from './pod-flows-net.js';
 import { hubble, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -46,7 +46,7 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
   const nodes = [{ name: `${id}-a`, ip: '127.0.49.1' }, { name: `${id}-b`, ip: '127.0.49.2' }] as const;
   const nsA = `${id}-a`;
   const nsB = `${id}-b`;
-  const pods: Record<'cli' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
+  const pods: Record<'cli' | 'srv', TestPod> = {} as never;
   const server = (): string => `${nodes[0].ip}:${port}`;
 
   const startAgent = async (lines: string[], node: { name: string; ip: string }): Promise<AgentProcess> => {
@@ -65,17 +65,10 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     cluster = await startCluster();
     client = cluster.client;
     for (const n of nodes) await createNode(client, n.name, n.ip);
-    await createNamespace(client, nsA);
-    await createNamespace(client, nsB);
     net = new PodNet('hc');
-    for (const [app, namespace, host] of [['cli', nsA, 21], ['srv', nsB, 22]] as const) {
-      const ns = net.add(app, `10.246.0.${host}`, `fd00:246::${host}`);
-      await createPinnedDeployment(client, namespace, app, nodes[0].name);
-      const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
-      pods[app] = { ns, name: pod.metadata.name, namespace };
-    }
+    Object.assign(pods, await addPods(client, net, nodes[0].name, [['cli', nsA, 21], ['srv', nsB, 22]], '10.246.0', 'fd00:246::'));
     const srv = pods.srv.ns;
-    srv.run('nft', ['-f', '-'], 'table inet hc {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+    srv.run('nft', ['-f', '-'], dropUdp9999('hc'));
     await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);
     port = await freePort();
     const a = await startAgent(['enablePodLevel: true', 'bypassLookupIPOfInterest: true', 'dataAggregationLevel: high', 'packetParserHostInterfaces: []',

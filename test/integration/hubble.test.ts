@@ -20,12 +20,12 @@ import { after, before, describe, it } from 'node:test';
 import type { RestClient } from '../../src/k8s/index.js';
 import { loadHubbleProtos } from '../../src/server/hubble/index.js';
 import { AgentProcess, ROOT, agentEnv, freePort, get } from '../e2e/agent-process.js';
-import { requireKernel } from '../ebpf/netns.js';
+import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
-import { createNamespace, deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
+import { deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
-import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
-import { PodNet, type PodNs } from './pod-flows-net.js';
+import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
+import { PodNet } from './pod-flows-net.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const protos = loadHubbleProtos(join(ROOT, 'proto', 'hubble'));
@@ -72,7 +72,7 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
   const nodes = [{ name: `${id}-a`, ip: '172.18.97.1' }, { name: `${id}-b`, ip: '172.18.97.2' }] as const;
   const nsA = `${id}-a`;
   const nsB = `${id}-b`;
-  const pods: Record<'cli' | 'srv', { ns: PodNs; name: string; namespace: string }> = {} as never;
+  const pods: Record<'cli' | 'srv', TestPod> = {} as never;
 
   const startAgent = async (lines: string[], nodeName: string): Promise<{ agent: AgentProcess; port: number }> => {
     const config = join(dir, `${uniqueId('cfg')}.yaml`);
@@ -86,18 +86,10 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
     cluster = await startCluster();
     client = cluster.client;
     for (const n of nodes) await createNode(client, n.name, n.ip);
-    await createNamespace(client, nsA);
-    await createNamespace(client, nsB);
     net = new PodNet('hb');
-    const layout = [['cli', nsA, 11], ['srv', nsB, 12]] as const;
-    for (const [app, namespace, host] of layout) {
-      const ns = net.add(app, `10.245.0.${host}`, `fd00:245::${host}`);
-      await createPinnedDeployment(client, namespace, app, nodes[0].name);
-      const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
-      pods[app] = { ns, name: pod.metadata.name, namespace };
-    }
+    Object.assign(pods, await addPods(client, net, nodes[0].name, [['cli', nsA, 11], ['srv', nsB, 12]], '10.245.0', 'fd00:245::'));
     const srv = pods.srv.ns;
-    srv.run('nft', ['-f', '-'], 'table inet hb {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
+    srv.run('nft', ['-f', '-'], dropUdp9999('hb'));
     await srv.serve(TCP_SINK, [srv.ip4, '8080']);
     await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);
 

@@ -5,8 +5,9 @@
  * Running, podIP/podIPs (IPv4 and IPv6) of the test's network namespaces, hostIP — PATCHed through
  * the status subresource. The ReplicaSet controller owns the pods, so their workload is real.
  */
-import { collectionPath, objectPath, resources, type PodWire, type RestClient } from '../../src/k8s/index.js';
-import { deployments, eventually, listAll } from './harness.js';
+import { collectionPath, objectPath, resources, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { createNamespace, deployments, eventually, listAll } from './harness.js';
+import type { PodNet, PodNs } from './pod-flows-net.js';
 
 export const NODE_IP = '172.18.99.1';
 
@@ -65,4 +66,37 @@ export async function runPodWithIps(client: RestClient, namespace: string, app: 
       },
     },
   });
+}
+
+/** A test's pod: its network namespace and its Pod's name and namespace. */
+export interface TestPod {
+  readonly ns: PodNs;
+  readonly name: string;
+  readonly namespace: string;
+}
+
+/**
+ * The pods of a test, on `node`: the layout's Kubernetes namespaces, then for each `[app, namespace,
+ * host]` a network namespace on `net`'s bridge at `${ip4Net}.${host}` and `${ip6Net}${host}`, a
+ * Deployment pinned to the node, and its pod Running with those IPs.
+ */
+export async function addPods<A extends string>(client: RestClient, net: PodNet, node: string, layout: ReadonlyArray<readonly [A, string, number]>, ip4Net: string, ip6Net: string): Promise<Record<A, TestPod>> {
+  for (const namespace of new Set(layout.map(([, ns]) => ns))) await createNamespace(client, namespace);
+  const pods = {} as Record<A, TestPod>;
+  for (const [app, namespace, host] of layout) {
+    const ns = net.add(app, `${ip4Net}.${host}`, `${ip6Net}${host}`);
+    await createPinnedDeployment(client, namespace, app, node);
+    const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
+    pods[app] = { ns, name: pod.metadata.name, namespace };
+  }
+  return pods;
+}
+
+/** Waits until the operator has made each pod's RetinaEndpoint, holding `ip(pod)`. */
+export async function waitForEndpoints(client: RestClient, pods: Readonly<Record<string, TestPod>>, ip: (p: TestPod) => string): Promise<void> {
+  const namespaces = [...new Set(Object.values(pods).map((p) => p.namespace))];
+  await eventually(`RetinaEndpoints of the ${Object.keys(pods).length} pods`, 60_000, async () => {
+    const res = (await Promise.all(namespaces.map((ns) => listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)))).flat();
+    return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(ip(p))));
+  }, 500);
 }

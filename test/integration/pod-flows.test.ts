@@ -13,15 +13,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { collectionPath, objectPath, resources, type MetricsConfiguration, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { collectionPath, objectPath, resources, type MetricsConfiguration, type RestClient } from '../../src/k8s/index.js';
 import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
 import { parseExposition, series, type Sample } from '../e2e/exposition.js';
 import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
-import { createNamespace, deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
+import { deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
-import { createNode, createPinnedDeployment, deleteNode, runPodWithIps } from './pod-flows-kube.js';
-import { PodNet, type PodNs } from './pod-flows-net.js';
+import { addPods, createNode, deleteNode, waitForEndpoints, type TestPod } from './pod-flows-kube.js';
+import { PodNet } from './pod-flows-net.js';
 
 const N = 30;
 const CTX = ['namespace', 'podname', 'workload'];
@@ -52,7 +52,7 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
   const nsA = `${id}-a`;
   const nsB = `${id}-b`;
   const mcName = `${id}-mc`;
-  const pods: Record<'cli' | 'srv' | 'gone', { ns: PodNs; name: string; namespace: string }> = {} as never;
+  const pods: Record<'cli' | 'srv' | 'gone', TestPod> = {} as never;
 
   const mcSpec = (drop: { src: string[]; dst: string[] }): MetricsConfiguration['spec'] => ({
     contextOptions: [
@@ -82,16 +82,8 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
       await client.request('DELETE', objectPath(resources.metricsConfigurations, undefined, m.metadata.name)).catch(() => undefined);
     }
     await createNode(client, node);
-    await createNamespace(client, nsA);
-    await createNamespace(client, nsB);
     net = new PodNet();
-    const layout = [['cli', nsA, 11], ['srv', nsB, 12], ['gone', nsA, 13]] as const;
-    for (const [app, namespace, host] of layout) {
-      const ns = net.add(app, `10.247.0.${host}`, `fd00:247::${host}`);
-      await createPinnedDeployment(client, namespace, app, node);
-      const pod = await runPodWithIps(client, namespace, app, [ns.ip4, ns.ip6]);
-      pods[app] = { ns, name: pod.metadata.name, namespace };
-    }
+    Object.assign(pods, await addPods(client, net, node, [['cli', nsA, 11], ['srv', nsB, 12], ['gone', nsA, 13]], '10.247.0', 'fd00:247::'));
     const srv = pods.srv.ns;
     // The server drops UDP to 9999; so does the pod to delete (its series as a destination).
     for (const p of [srv, pods.gone.ns]) p.run('nft', ['-f', '-'], dropUdp9999('pf'));
@@ -100,10 +92,7 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
     await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);
 
     operator = await startOperator(cluster.kubeconfig, { RETINA_LEADERELECTIONID: uniqueId('retina-op') });
-    await eventually('RetinaEndpoints of the three pods', 60_000, async () => {
-      const res = [...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsA), ...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsB)];
-      return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ns.ip6)));
-    }, 500);
+    await waitForEndpoints(client, pods, (p) => p.ns.ip6);
     await client.request('POST', collectionPath(resources.metricsConfigurations), {
       body: { apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name: mcName }, spec: mcSpec({ src: CTX_IP, dst: CTX_IP }) },
     });

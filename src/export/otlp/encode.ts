@@ -118,13 +118,13 @@ export function flowAttributes(r: FlowLogRecord): Array<[string, AttrValue]> {
   return out;
 }
 
-/** The LogRecord of one flow-log record (`nowNano`: when the sink took it). */
-export function toLogRecord(r: FlowLogRecord, nowNano: string): OtlpLogRecord {
+/** The LogRecord of one flow-log record (`nowNano`: when the sink took it; `body`: its JSON, when made already). */
+export function toLogRecord(r: FlowLogRecord, nowNano: string, body = JSON.stringify(r)): OtlpLogRecord {
   const f = obj(r['flow']);
   return {
     timeUnixNano: rfc3339ToUnixNano(r['time']) ?? rfc3339ToUnixNano(f?.['time']) ?? nowNano,
     observedTimeUnixNano: nowNano,
-    body: JSON.stringify(r),
+    body,
     attributes: flowAttributes(r),
   };
 }

@@ -7,11 +7,13 @@
  */
 import type { FlowLogsOtlpConfig } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
-import { catalog, type MetricsRegistry } from '../../metrics/index.js';
-import { createOtlpSink, type OtlpSink, type SinkCounts } from './sink.js';
+import type { MetricsRegistry } from '../../metrics/index.js';
+import { sinkCounts, type SinkCounts } from '../counts.js';
+import { createOtlpSink, type OtlpSink } from './sink.js';
 import { grpcTransport, httpTransport, loadExportCodec } from './transport.js';
 
-export { createOtlpSink, type OtlpSink, type OtlpSinkOptions, type SinkCounts } from './sink.js';
+export { createOtlpSink, type OtlpSink, type OtlpSinkOptions } from './sink.js';
+export type { SinkCounts } from '../counts.js';
 export { grpcTransport, httpTransport, loadExportCodec, httpLogsUrl, parseRetryAfter, retryInfoDelayMs, type SendResult, type Transport } from './transport.js';
 export { encodeLogsRequest } from './wire.js';
 export { toLogRecord, toJsonRequest, toProtoRequest, flowAttributes, rfc3339ToUnixNano, SCOPE_NAME, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
@@ -30,15 +32,7 @@ export interface OtlpFlowSinkOptions {
 
 /** flow_log_records_total{sink="otlp"}. */
 export function otlpCounts(metrics: MetricsRegistry): SinkCounts {
-  const c = metrics.counter(catalog.flowLogRecords);
-  return {
-    written: (n) => {
-      if (n > 0) c.inc({ sink: 'otlp', result: 'written' }, n);
-    },
-    dropped: (reason, n) => {
-      if (n > 0) c.inc({ sink: 'otlp', result: 'dropped', reason }, n);
-    },
-  };
+  return sinkCounts(metrics, 'otlp');
 }
 
 /** The sink for `flowLogs.otlp.*`; throws (naming the file) when a TLS file cannot be read. */

@@ -21,14 +21,11 @@
  */
 import { Backoff, type BackoffOptions } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
+import type { SinkCounts } from '../counts.js';
+import { recordsJson } from '../records-json.js';
 import type { FlowLogSink } from '../types.js';
 import { msToUnixNano, toLogRecord, type OtlpLogRecord } from './encode.js';
 import type { SendResult, Transport } from './transport.js';
-
-export interface SinkCounts {
-  written(n: number): void;
-  dropped(reason: string, n: number): void;
-}
 
 export interface OtlpSinkOptions {
   readonly transport: Transport;
@@ -208,7 +205,7 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
     get pending() {
       return queued() + inFlight;
     },
-    write(records) {
+    write(records, json = recordsJson(records)) {
       if (records.length === 0) return;
       if (closed) {
         o.counts.dropped('closed', records.length);
@@ -218,13 +215,14 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
       const n = Math.min(room, records.length);
       if (n > 0) {
         const t = msToUnixNano(now());
-        try {
-          for (let i = 0; i < n; i++) queue.push(toLogRecord(records[i]!, t));
-        } catch {
-          // A record JSON cannot write (a cycle, a BigInt): counted, never thrown into the drain.
-          o.counts.dropped('encode', n);
-          return;
+        let bad = 0;
+        for (let i = 0; i < n; i++) {
+          // The body is the record's JSON, made once for all the batch's sinks (the file's line).
+          const body = json.at(i);
+          if (body === undefined) bad++; // a record JSON cannot write (a cycle, a BigInt): counted, never thrown into the drain
+          else queue.push(toLogRecord(records[i]!, t, body));
         }
+        if (bad) o.counts.dropped('encode', bad);
       }
       o.counts.dropped('queue_full', records.length - n);
       if (queued() >= o.batchSize) void pump();

@@ -1,6 +1,7 @@
 /**
- * ExportLogsServiceRequest in protobuf wire format, written straight into one Buffer: two passes
- * (sizes, then bytes), the body's UTF-8 written once. Why not @grpc/proto-loader's serializer
+ * ExportLogsServiceRequest in protobuf wire format, written straight into one Buffer (src/flow/protobuf's
+ * ProtoWriter, the writer the Hubble encoder uses too): two passes (sizes, then bytes), the body's
+ * UTF-8 written once. Why not @grpc/proto-loader's serializer
  * (protobufjs), which the response still goes through: it builds a message object per record,
  * attribute and value (fromObject) and then encodes them, 20-70 µs of CPU a record on the test VM
  * (bench/export/otlp.bench.ts), the whole OTLP sink's cost several times over; this one costs about
@@ -13,134 +14,51 @@
  *   LogRecord.time_unix_nano 1 (fixed64), .body 5, .attributes 6, .observed_time_unix_nano 11 (fixed64);
  *   KeyValue.key 1, .value 2; AnyValue.string_value 1, .int_value 3 (int64).
  */
+import { fieldSize, I64, int64Size, LEN, ProtoWriter, tag, utf8Length, VARINT } from '../../flow/protobuf/index.js';
 import type { OtlpLogRecord, OtlpResourceInfo } from './encode.js';
 
 type Attr = readonly [string, string | number];
 
-const LEN = 2; // wire type: length-delimited
-const tag = (field: number, wire: number): number => (field << 3) | wire;
 const T_1_LEN = tag(1, LEN);
 const T_2_LEN = tag(2, LEN);
-const T_TIME = tag(1, 1); // fixed64
-const T_OBSERVED = tag(11, 1);
+const T_TIME = tag(1, I64); // fixed64
+const T_OBSERVED = tag(11, I64);
 const T_BODY = tag(5, LEN);
 const T_ATTR = tag(6, LEN);
-const T_INT = tag(3, 0); // varint
-
-function varintLen(n: number): number {
-  let len = 1;
-  while (n >= 128) {
-    n = Math.floor(n / 128);
-    len++;
-  }
-  return len;
-}
-
-/** int64 as a varint: a negative value is its 64-bit two's complement (10 bytes). */
-function int64(v: number): bigint | number {
-  return v >= 0 && Number.isSafeInteger(v) ? v : BigInt.asUintN(64, BigInt(Math.trunc(v)));
-}
-
-function int64Len(v: bigint | number): number {
-  if (typeof v === 'number') return varintLen(v);
-  let len = 1;
-  while (v >= 128n) {
-    v >>= 7n;
-    len++;
-  }
-  return len;
-}
-
-/** A short string is measured and written here, char by char when ASCII: a call into Buffer costs more. */
-const SHORT = 64;
-function strLen(s: string): number {
-  if (s.length < SHORT) {
-    let i = 0;
-    while (i < s.length && s.charCodeAt(i) < 128) i++;
-    if (i === s.length) return i;
-  }
-  return Buffer.byteLength(s, 'utf8');
-}
-/** Size of a length-delimited field (tag of one byte) holding `n` bytes. */
-const fieldLen = (n: number): number => 1 + varintLen(n) + n;
+const T_INT = tag(3, VARINT); // int64
 
 interface Sized {
   /** The KeyValue's length, its key's and its value message's. */
   kv: number;
   key: number;
   value: number;
-  /** The string value's byte length, or the int64. */
+  /** The string value's byte length. */
   str: number;
-  int: bigint | number;
 }
 
 function sizeAttr([key, v]: Attr): Sized {
-  const k = strLen(key);
+  const k = utf8Length(key);
   let value: number;
   let str = 0;
-  let int: bigint | number = 0;
   if (typeof v === 'number') {
-    int = int64(v);
-    value = 1 + int64Len(int);
+    value = 1 + int64Size(v);
   } else {
-    str = strLen(v);
-    value = fieldLen(str);
+    str = utf8Length(v);
+    value = fieldSize(str);
   }
-  return { kv: fieldLen(k) + fieldLen(value), key: k, value, str, int };
+  return { kv: fieldSize(k) + fieldSize(value), key: k, value, str };
 }
 
-class Out {
-  readonly buf: Buffer;
-  pos = 0;
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-  byte(b: number): void {
-    this.buf[this.pos++] = b;
-  }
-  varint(n: number): void {
-    while (n >= 128) {
-      this.buf[this.pos++] = (n % 128) | 128;
-      n = Math.floor(n / 128);
-    }
-    this.buf[this.pos++] = n;
-  }
-  varint64(v: bigint | number): void {
-    if (typeof v === 'number') return this.varint(v);
-    while (v >= 128n) {
-      this.buf[this.pos++] = Number(v & 127n) | 128;
-      v >>= 7n;
-    }
-    this.buf[this.pos++] = Number(v);
-  }
-  /** A length-delimited field's tag and length. */
-  head(t: number, len: number): void {
-    this.byte(t);
-    this.varint(len);
-  }
-  str(s: string, len: number): void {
-    if (len === s.length && len < SHORT) {
-      // ASCII (strLen counted one byte a char).
-      for (let i = 0; i < len; i++) this.buf[this.pos++] = s.charCodeAt(i);
-      return;
-    }
-    this.pos += this.buf.write(s, this.pos, len, 'utf8');
-  }
-  fixed64(decimal: string): void {
-    this.buf.writeBigUInt64LE(BigInt.asUintN(64, BigInt(decimal)), this.pos);
-    this.pos += 8;
-  }
-  attr([key, v]: Attr, s: Sized): void {
-    this.head(T_1_LEN, s.key);
-    this.str(key, s.key);
-    this.head(T_2_LEN, s.value);
-    if (typeof v === 'number') {
-      this.byte(T_INT);
-      this.varint64(s.int);
-    } else {
-      this.head(T_1_LEN, s.str);
-      this.str(v, s.str);
-    }
+function writeAttr(out: ProtoWriter, [key, v]: Attr, s: Sized): void {
+  out.head(T_1_LEN, s.key);
+  out.str(key, s.key);
+  out.head(T_2_LEN, s.value);
+  if (typeof v === 'number') {
+    out.byte(T_INT);
+    out.varint(v);
+  } else {
+    out.head(T_1_LEN, s.str);
+    out.str(v, s.str);
   }
 }
 
@@ -156,33 +74,33 @@ export function encodeLogsRequest(records: readonly OtlpLogRecord[], res: OtlpRe
   // Pass 1: sizes.
   const rAttrs = resourceAttrs(res);
   const rSized = rAttrs.map(sizeAttr);
-  const resourceLen = rSized.reduce((n, s) => n + fieldLen(s.kv), 0);
-  const nameLen = strLen(scopeName);
-  const versionLen = strLen(res.serviceVersion);
-  const scopeLen = fieldLen(nameLen) + fieldLen(versionLen);
+  const resourceLen = rSized.reduce((n, s) => n + fieldSize(s.kv), 0);
+  const nameLen = utf8Length(scopeName);
+  const versionLen = utf8Length(res.serviceVersion);
+  const scopeLen = fieldSize(nameLen) + fieldSize(versionLen);
   const sized: Sized[][] = new Array(records.length);
   const bodyLens: number[] = new Array(records.length);
   const recLens: number[] = new Array(records.length);
-  let scopeLogsLen = fieldLen(scopeLen);
+  let scopeLogsLen = fieldSize(scopeLen);
   for (let i = 0; i < records.length; i++) {
     const r = records[i] as OtlpLogRecord;
-    const b = strLen(r.body);
-    let len = 9 + 9 + fieldLen(fieldLen(b));
+    const b = utf8Length(r.body);
+    let len = 9 + 9 + fieldSize(fieldSize(b));
     const s = r.attributes.map(sizeAttr);
-    for (const a of s) len += fieldLen(a.kv);
+    for (const a of s) len += fieldSize(a.kv);
     sized[i] = s;
     bodyLens[i] = b;
     recLens[i] = len;
-    scopeLogsLen += fieldLen(len);
+    scopeLogsLen += fieldSize(len);
   }
-  const resourceLogsLen = fieldLen(resourceLen) + fieldLen(scopeLogsLen);
-  const out = new Out(fieldLen(resourceLogsLen));
+  const resourceLogsLen = fieldSize(resourceLen) + fieldSize(scopeLogsLen);
+  const out = new ProtoWriter(fieldSize(resourceLogsLen));
   // Pass 2: bytes.
   out.head(T_1_LEN, resourceLogsLen);
   out.head(T_1_LEN, resourceLen);
   for (let i = 0; i < rAttrs.length; i++) {
     out.head(T_1_LEN, (rSized[i] as Sized).kv);
-    out.attr(rAttrs[i] as Attr, rSized[i] as Sized);
+    writeAttr(out, rAttrs[i] as Attr, rSized[i] as Sized);
   }
   out.head(T_2_LEN, scopeLogsLen);
   out.head(T_1_LEN, scopeLen);
@@ -194,18 +112,18 @@ export function encodeLogsRequest(records: readonly OtlpLogRecord[], res: OtlpRe
     const r = records[i] as OtlpLogRecord;
     out.head(T_2_LEN, recLens[i] as number);
     out.byte(T_TIME);
-    out.fixed64(r.timeUnixNano);
+    out.fixed64(BigInt(r.timeUnixNano));
     const b = bodyLens[i] as number;
-    out.head(T_BODY, fieldLen(b));
+    out.head(T_BODY, fieldSize(b));
     out.head(T_1_LEN, b);
     out.str(r.body, b);
     const s = sized[i] as Sized[];
     for (let k = 0; k < s.length; k++) {
       out.head(T_ATTR, (s[k] as Sized).kv);
-      out.attr(r.attributes[k] as Attr, s[k] as Sized);
+      writeAttr(out, r.attributes[k] as Attr, s[k] as Sized);
     }
     out.byte(T_OBSERVED);
-    out.fixed64(r.observedTimeUnixNano);
+    out.fixed64(BigInt(r.observedTimeUnixNano));
   }
   if (out.pos !== out.buf.length) throw new Error(`OTLP encoder: wrote ${out.pos} of ${out.buf.length} bytes`);
   return out.buf;

@@ -7,6 +7,7 @@
  */
 import * as protoLoader from '@grpc/proto-loader';
 import { join } from 'node:path';
+import { enumValues } from './descriptors.js';
 
 export const PROTO_OPTIONS: protoLoader.Options = Object.freeze({ keepCase: true, enums: String, longs: Number, defaults: false, oneofs: true });
 
@@ -18,15 +19,9 @@ export interface FlowEnums {
   readonly dropReason: ReadonlyMap<string, number>;
 }
 
-interface EnumDefinition {
-  readonly format: string;
-  readonly type: { readonly value: readonly { readonly name: string; readonly number: number }[] };
-}
-
 function enumOf(def: protoLoader.PackageDefinition, name: string): ReadonlyMap<string, number> {
-  const e = def[name] as EnumDefinition | undefined;
-  if (e === undefined || !e.format.includes('EnumDescriptorProto')) throw new Error(`the Hubble protos have no enum ${name}`);
-  return new Map(e.type.value.map((v) => [v.name, v.number]));
+  if (!(name in def)) throw new Error(`the Hubble protos have no enum ${name}`);
+  return new Map(enumValues(def, name).map((v) => [v.name, v.number]));
 }
 
 /** The enums out of a loaded package definition that includes flow.proto. */

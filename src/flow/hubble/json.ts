@@ -17,10 +17,10 @@
  * against the same descriptors, so a path naming no field is an error naming it, and the writer then
  * writes only the masked fields.
  */
-import * as protoLoader from '@grpc/proto-loader';
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { join } from 'node:path';
-import { flowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
+import { enumValues, planner, resolveTypeName } from './descriptors.js';
+import { flowEnums, type FlowEnums } from './enums.js';
+import { FLOW_PROTO_FILES, hubbleProtoFiles, type HubbleProtoFiles } from './protos.js';
 
 type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' | 'bytes' | 'timestamp' | 'wrapper';
 
@@ -49,14 +49,6 @@ interface Plan {
   readonly lookup: Record<string, Field | undefined>;
 }
 
-interface Descriptor {
-  readonly name: string;
-  readonly label: string;
-  readonly type: string;
-  readonly typeName: string;
-  readonly proto3Optional?: boolean;
-}
-
 const SCALAR: Readonly<Record<string, Kind>> = {
   TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_BYTES: 'bytes', TYPE_ENUM: 'enum', TYPE_MESSAGE: 'message',
   TYPE_UINT32: 'int', TYPE_INT32: 'int', TYPE_SINT32: 'int', TYPE_FIXED32: 'int', TYPE_SFIXED32: 'int',
@@ -70,27 +62,10 @@ const WRAPPERS: Readonly<Record<string, Kind>> = {
   'google.protobuf.UInt64Value': 'int64', 'google.protobuf.DoubleValue': 'float', 'google.protobuf.FloatValue': 'float',
 };
 
-/** The full name a descriptor's typeName means, seen from message `from` (protobuf's scoping, outward). */
-export function resolveTypeName(def: PackageDefinition, from: string, typeName: string): string {
-  const name = typeName.startsWith('.') ? typeName.slice(1) : typeName;
-  const parts = from.split('.');
-  for (let i = parts.length; i >= 0; i--) {
-    const full = [...parts.slice(0, i), name].join('.');
-    if (full in def) return full;
-  }
-  throw new Error(`protobuf type ${typeName} (from ${from}) is not in the package definition`);
-}
-
-function planner(def: PackageDefinition): (name: string) => Plan {
-  const plans = new Map<string, Plan>();
-  const plan = (name: string): Plan => {
-    const known = plans.get(name);
-    if (known) return known;
-    const d = def[name] as { format?: string; type?: { field?: Descriptor[] } } | undefined;
-    if (d?.format !== 'Protocol Buffer 3 DescriptorProto') throw new Error(`${name} is not a message`);
-    const p: Plan = { type: name, fields: [], byName: new Map(), lookup: Object.create(null) as Record<string, Field | undefined> };
-    plans.set(name, p);
-    for (const f of d.type?.field ?? []) {
+function plans(def: PackageDefinition): (name: string) => Plan {
+  const create = (name: string): Plan => ({ type: name, fields: [], byName: new Map(), lookup: Object.create(null) as Record<string, Field | undefined> });
+  return planner(def, create, (p, name, descriptors, plan) => {
+    for (const f of descriptors) {
       const kind = SCALAR[f.type];
       if (kind === undefined) continue;
       const repeated = f.label === 'LABEL_REPEATED';
@@ -101,8 +76,7 @@ function planner(def: PackageDefinition): (name: string) => Plan {
       // Every Field has the same properties (one hidden class: the writer's loads stay monomorphic).
       const field: Field = { name: f.name, index: p.fields.length, kind, repeated, oneof, names: undefined, zeroName: undefined, inner: undefined, sub: undefined };
       if (kind === 'enum') {
-        const e = def[resolveTypeName(def, name, f.typeName)] as { type: { value: { name: string; number: number }[] } };
-        const names = new Map(e.type.value.map((v) => [v.number, v.name]));
+        const names = new Map(enumValues(def, resolveTypeName(def, name, f.typeName)).map((v) => [v.number, v.name]));
         Object.assign(field, { names, zeroName: names.get(0) ?? '' });
       } else if (kind === 'message') {
         const full = resolveTypeName(def, name, f.typeName);
@@ -115,9 +89,7 @@ function planner(def: PackageDefinition): (name: string) => Plan {
       p.byName.set(f.name, field);
       p.lookup[f.name] = field;
     }
-    return p;
-  };
-  return plan;
+  });
 }
 
 const pad = (n: number, w: number): string => String(n).padStart(w, '0');
@@ -192,7 +164,7 @@ export interface FlowJson {
 
 /** The protojson writer of `type` (default flow.Flow) over a package definition that includes flow.proto. */
 export function createFlowJson(def: PackageDefinition, type = 'flow.Flow'): FlowJson {
-  const plan = planner(def);
+  const plan = plans(def);
   const root = plan(type);
 
   const value = (f: Field, v: unknown, mask: FieldMask | undefined): unknown => {
@@ -291,8 +263,11 @@ function zeroOf(kind: Kind): unknown {
   }
 }
 
-/** flow.proto's enums and its JSON writer, from the folder that holds flow.proto (proto/hubble). */
-export function loadFlowProtos(dir: string): { readonly enums: FlowEnums; readonly json: FlowJson } {
-  const def = protoLoader.loadSync(join(dir, 'flow.proto'), { ...PROTO_OPTIONS, includeDirs: [dir] });
+/**
+ * flow.proto's enums and its JSON writer: from the Hubble protos parsed once and shared (protos.ts, what
+ * the agent passes), or from a folder that holds flow.proto (proto/hubble; flow.proto alone is parsed).
+ */
+export function loadFlowProtos(from: string | HubbleProtoFiles): { readonly enums: FlowEnums; readonly json: FlowJson } {
+  const def = (typeof from === 'string' ? hubbleProtoFiles(from, FLOW_PROTO_FILES) : from).definition();
   return { enums: flowEnums(def), json: createFlowJson(def) };
 }

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as protoLoader from '@grpc/proto-loader';
 import { createFlow, type ObservationPoint, type TrafficDirection, type Verdict } from '../../flow/index.js';
-import { compileFlowFilters, FilterError } from '../../flow/hubble/index.js';
+import { compileFlowFilters, FilterError, FLOW_PROTO_FILES, hubbleProtoFiles, loadFlowProtos } from '../../flow/hubble/index.js';
 import { toHubbleFlow } from '../../flow/hubble/index.js';
 import { loadFlowEnums, loadHubbleProtos, PROTO_OPTIONS } from './proto.js';
 
@@ -39,6 +39,30 @@ describe('Hubble enums from flow.proto', () => {
 
   it('the server hands the filter the same enums', () => {
     assert.deepEqual(loadHubbleProtos(DIR).enums, enums);
+  });
+
+  it('the Hubble server and the flow-log export share one parse of the protos (hubbleProtoFiles), lazily', () => {
+    const files = hubbleProtoFiles(DIR);
+    let asked = 0;
+    const counted = { dir: files.dir, definition: () => (asked++, files.definition()) };
+    const first = files.definition();
+    const server = loadHubbleProtos(counted);
+    const exportProtos = loadFlowProtos(counted);
+    assert.equal(asked, 2);
+    assert.equal(files.definition(), first, 'the same package definition every time: parsed once');
+    // The shared definition serves both as their own loads did.
+    assert.deepEqual(server.enums, enums);
+    assert.deepEqual(exportProtos.enums, enums);
+    const alone = loadFlowProtos(DIR);
+    const flow = toHubbleFlow(createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 6, srcPort: 1, dstPort: 2, timeMs: 1_700_000_000_123 }), 'n');
+    assert.deepEqual(exportProtos.json.flow(flow), alone.json.flow(flow));
+    // Without the Hubble server, flow.proto alone serves the export (and the server refuses it, saying why).
+    const flowOnly = hubbleProtoFiles(DIR, FLOW_PROTO_FILES);
+    assert.deepEqual(loadFlowProtos(flowOnly).json.flow(flow), alone.json.flow(flow));
+    assert.throws(() => loadHubbleProtos(flowOnly), /no Observer service/);
+    // Nothing is read before the first ask.
+    const missing = hubbleProtoFiles(join(DIR, 'no-such-folder'));
+    assert.throws(() => missing.definition());
   });
 
   it("the filter accepts exactly the proto's names for the closed enums (and any upper-case drop reason)", () => {

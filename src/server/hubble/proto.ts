@@ -1,14 +1,12 @@
 /**
- * Loads our Hubble .proto files (proto/hubble at the package root) with the options every hubble
- * module shares: snake_case keys, enums as names, 64-bit integers as numbers, no defaults filled
+ * Our Hubble .proto files (proto/hubble at the package root; parsed once by src/flow/hubble/protos.ts,
+ * shared with the flow-log export) as gRPC services, loaded with the options every hubble module shares: snake_case keys, enums as names, 64-bit integers as numbers, no defaults filled
  * in, oneofs named. A message is then a plain object such as
  * `{ flow: { verdict: 'DROPPED', IP: { source: '10.0.0.1' } }, response_types: 'flow' }`.
  * The enums the flow filter resolves come from src/flow/hubble/enums.ts (the same proto).
  */
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { join } from 'node:path';
-import { flowEnums, PROTO_OPTIONS, type FlowEnums } from '../../flow/hubble/index.js';
+import { flowEnums, hubbleProtoFiles, type FlowEnums, type HubbleProtoFiles } from '../../flow/hubble/index.js';
 import { createFrameEncoder, type Encoder } from './encode.js';
 
 export { loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from '../../flow/hubble/index.js';
@@ -26,9 +24,14 @@ export interface HubbleProtos {
   readonly enums: FlowEnums;
 }
 
-/** `dir`: the folder with observer.proto, flow.proto, relay.proto, peer.proto and health.proto. */
-export function loadHubbleProtos(dir: string): HubbleProtos {
-  const def = protoLoader.loadSync([join(dir, 'observer.proto'), join(dir, 'peer.proto'), join(dir, 'health.proto')], { ...PROTO_OPTIONS, includeDirs: [dir] });
+/**
+ * From the Hubble protos parsed once and shared with the flow-log export (src/flow/hubble's
+ * hubbleProtoFiles, what the agent passes), or from `dir`, the folder with observer.proto, flow.proto,
+ * relay.proto, peer.proto and health.proto (parsed here).
+ */
+export function loadHubbleProtos(from: string | HubbleProtoFiles): HubbleProtos {
+  const def = (typeof from === 'string' ? hubbleProtoFiles(from) : from).definition();
+  if (!('observer.Observer' in def)) throw new Error('the Hubble protos given have no Observer service (made with FLOW_PROTO_FILES? the server needs HUBBLE_PROTO_FILES)');
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
     observer: { Observer: grpc.ServiceClientConstructor };
     peer: { Peer: grpc.ServiceClientConstructor };

@@ -6,6 +6,7 @@
 import { hostname } from 'node:os';
 import type { HubbleConfig } from '../../config/index.js';
 import type { FlowBatch, FlowConsumer } from '../../flow/index.js';
+import type { HubbleProtoFiles } from '../../flow/hubble/index.js';
 import type { Informer } from '../../k8s/index.js';
 import type { Logger } from '../../log/index.js';
 import { catalog, type MetricsRegistry } from '../../metrics/index.js';
@@ -29,8 +30,8 @@ export interface HubbleServiceOptions {
   /** This node's name (NODE_NAME); default the host name. */
   readonly nodeName: string | undefined;
   readonly version: string;
-  /** The folder of Hubble's .proto files. */
-  readonly protoDir: string;
+  /** Hubble's .proto files, parsed once and shared with the flow-log export (src/flow/hubble's hubbleProtoFiles), or their folder. */
+  readonly protoFiles: HubbleProtoFiles | string;
 }
 
 export function createHubbleService(o: HubbleServiceOptions): HubbleService {
@@ -52,7 +53,7 @@ export function createHubbleService(o: HubbleServiceOptions): HubbleService {
   return {
     ring,
     async listen(nodes) {
-      const protos = loadHubbleProtos(o.protoDir);
+      const protos = loadHubbleProtos(o.protoFiles);
       const peers = nodes ? nodePeers(nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
       server = await startHubbleServer({
         protos, ring: ringStore, listen: cfg.listen, socketPath: cfg.socketPath, nodeName, version: `${o.version}+retina-ts`, peers, log, metrics: o.metrics,
