@@ -37,8 +37,10 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   const fd = openSync(outFile, 'w');
   const started = Date.now();
   // The parent's test-runner context would make the Windows node skip running the files.
-  // The harness's ports (RETINA_K8S_*) are this side's: the Windows agent would take them for configuration keys.
-  const { NODE_TEST_CONTEXT: _ctx, RETINA_K8S_ETCD_PORT: _etcd, RETINA_K8S_API_PORT: _api, ...parentEnv } = process.env;
+  // The harness's RETINA_* variables (RETINA_K8S_* ports, RETINA_TOOLS_CACHE) are this side's: the Windows
+  // agent would take them for configuration keys and warn about them.
+  const { NODE_TEST_CONTEXT: _ctx, ...rest } = process.env;
+  const parentEnv = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith('RETINA_')));
   // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
   const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js',
     // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures.
