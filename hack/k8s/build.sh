@@ -2,7 +2,9 @@
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from Go modules
 # (module proxy only) into the tools cache outside the clone ($RETINA_TOOLS_CACHE, default
 # ~/.cache/retina-ts; like Go's own caches, a fresh clone reuses it), k8s/bin/<key>/. Idempotent: a
-# finished build is a stamp file.
+# finished build is a stamp file. The real node's kubelet and kube-proxy (hack/node/build.sh takes them
+# from here) come from the same k8s.io/kubernetes, so they are built in the control plane's one `go build`:
+# one throw-away module and tidy, and the links of the five commands overlap with compiling.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -15,10 +17,10 @@ if [ -f "$STAMP" ]; then echo "$BIN"; exit 0; fi
 tools_go
 mkdir -p "$BIN" "$WORK"
 log() { tools_log k8s-build "$@"; }
+timed() { tools_timed k8s-build "$@"; }
 
 build_etcd() {
   [ -x "$BIN/etcd" ] && return 0
-  log "etcd $ETCD_VERSION"
   local d="$WORK/etcd-$ETCD_VERSION"; mkdir -p "$d"
   # etcd's server module has replace directives, so it is built from a throw-away main module.
   (
@@ -31,24 +33,24 @@ build_etcd() {
 }
 
 build_k8s() {
-  [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && [ -x "$BIN/kube-scheduler" ] && return 0
-  log "kubernetes $K8S_VERSION"
-  local d="$WORK/kubernetes-$K8S_VERSION" cmds=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
-  k8s_module "$d" "${cmds[@]}"
-  (cd "$d" && go build -tags tools -ldflags "$(k8s_ldflags)" -o "$BIN/" "${cmds[@]}")
+  local c cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy) missing=no
+  for c in "${cmds[@]}"; do [ -x "$BIN/$c" ] || missing=yes; done
+  [ $missing = no ] && return 0
+  local d="$WORK/kubernetes-$K8S_VERSION"
+  k8s_module "$d" "${cmds[@]/#/k8s.io/kubernetes/cmd/}"
+  (cd "$d" && go build -tags tools -ldflags "$(k8s_ldflags)" -o "$BIN/" "${cmds[@]/#/k8s.io/kubernetes/cmd/}")
 }
 
 build_kwok() {
   [ -x "$BIN/kwok" ] && return 0
-  log "kwok $KWOK_VERSION"
   local d="$WORK/kwok-$KWOK_VERSION"; mkdir -p "$d"
-  GOBIN="$d" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  GOBIN="$d" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   mv "$d/kwok" "$BIN/kwok"
 }
 
-build_etcd
-build_kwok
-build_k8s
+timed "etcd $ETCD_VERSION" build_etcd
+timed "kwok $KWOK_VERSION" build_kwok
+timed "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy $K8S_VERSION" build_k8s
 touch "$STAMP"
 log "done: $BIN"
 echo "$BIN"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the real node's parts from Go modules (module proxy only) into the tools cache outside the
 # clone ($RETINA_TOOLS_CACHE, default ~/.cache/retina-ts), node/bin/<key>/:
-#   kubelet, kube-proxy       k8s.io/kubernetes $K8S_VERSION: the same throw-away main module, staging
-#                             replaces and ldflags as the control plane (hack/k8s/module.sh), so the Go
-#                             build cache of its packages is shared
+#   kubelet, kube-proxy       k8s.io/kubernetes $K8S_VERSION: built by hack/k8s/build.sh in the control
+#                             plane's one `go build` and linked from there; when that cache was made before it
+#                             built them, here, from the same throw-away main module, staging replaces and
+#                             ldflags (hack/k8s/module.sh), so the Go build cache of its packages is shared
 #   containerd, containerd-shim-runc-v2, ctr   github.com/containerd/containerd/v2 $CONTAINERD_VERSION
 #   cni/{bridge,host-local,loopback,portmap}   github.com/containernetworking/plugins $CNI_PLUGINS_VERSION
 #   pause.oci.tar             the sandbox image (hack/node/pause/pause.go, static), an OCI archive
@@ -32,12 +33,7 @@ tools_dirs node "$KEY"
 COREDNS_DIR="$TOOLS/node/coredns/$(cat "$HERE/coredns/go.mod" "$HERE/coredns/go.sum" "$HERE/coredns/main.go" | sha256sum | cut -c1-12)"
 COREDNS_VERSION=$(awk '$1 == "require" && $2 == "github.com/coredns/coredns" {print $3}' "$HERE/coredns/go.mod")
 log() { tools_log node-build "$@"; }
-timed() { # what, command...
-  local what=$1 t0; shift; t0=$(date +%s)
-  log "$what"
-  "$@"
-  log "$what: built in $(( $(date +%s) - t0 )) s"
-}
+timed() { tools_timed node-build "$@"; }
 build_coredns() {
   [ -x "$COREDNS_DIR/coredns" ] && return 0
   tools_go
@@ -104,6 +100,12 @@ mkdir -p "$BIN/cni" "$WORK"
 
 build_kube() {
   [ -x "$BIN/kubelet" ] && [ -x "$BIN/kube-proxy" ] && return 0
+  local k c
+  k=$("$HERE/../k8s/build.sh")
+  if [ -x "$k/kubelet" ] && [ -x "$k/kube-proxy" ]; then
+    for c in kubelet kube-proxy; do ln -f "$k/$c" "$BIN/$c" 2>/dev/null || cp "$k/$c" "$BIN/$c"; done
+    return 0
+  fi
   local d="$WORK/kubernetes-$K8S_VERSION" cmds=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
   k8s_module "$d" "${cmds[@]}"
   (cd "$d" && go build -tags tools -ldflags "$(k8s_ldflags)" -o "$BIN/" "${cmds[@]}")
