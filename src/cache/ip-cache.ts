@@ -224,6 +224,9 @@ export function normalizeIp(ip: string): string {
     }
     i = j;
   }
-  if (best < 0) return groups.join(':');
-  return `${groups.slice(0, best).join(':')}::${groups.slice(best + bestLen).join(':')}`;
+  const out = best < 0 ? groups.join(':') : [groups.slice(0, best).join(':'), groups.slice(best + bestLen).join(':')].join('::');
+  // The address as given when it was already in canonical form (what API servers send), else one flat
+  // string: a template literal's result is a cons string of its parts (about 100 bytes more per
+  // address, kept as long as the pod is in the cache).
+  return out === ip ? ip : out;
 }

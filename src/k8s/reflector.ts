@@ -16,7 +16,7 @@ import { Intake, type RejectReason } from './rejects.js';
 import { collectionPath, keyOf, type KubeObject, type ResourceRef } from './resources.js';
 import { listPaged } from './list.js';
 import type { Logger } from '../log/index.js';
-import { NotifyingStore, type Entry, type ReflectorHandler } from './store.js';
+import { NotifyingStore, compactRv, type Entry, type ReflectorHandler } from './store.js';
 
 export type { ReflectorHandler } from './store.js';
 export type { RejectReason } from './rejects.js';
@@ -112,16 +112,16 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   get(key: string): S | undefined {
-    return this.#store.items.get(key)?.value;
+    return this.#store.get(key)?.value;
   }
   list(): S[] {
-    return [...this.#store.items.values()].map((e) => e.value);
+    return [...this.#store.values()].map((e) => e.value);
   }
   keys(): string[] {
-    return [...this.#store.items.keys()];
+    return this.#store.keys();
   }
   get size(): number {
-    return this.#store.items.size;
+    return this.#store.size;
   }
   get synced(): boolean {
     return this.#store.synced;
@@ -133,7 +133,7 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   stats(): ReflectorStats {
-    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.items.size, ...this.#stats, rejected: this.#intake.rejected };
+    return { resource: this.#name, synced: this.#store.synced, resourceVersion: this.#rv, size: this.#store.size, ...this.#stats, rejected: this.#intake.rejected };
   }
 
   /** Starts the list/watch loop in the background; the returned handle stops it. */
@@ -210,14 +210,15 @@ export class Reflector<T extends KubeObject, S> {
   }
 
   async #list(signal: AbortSignal): Promise<void> {
-    const fresh = new Map<string, Entry<S>>();
+    // key -> [the object's name, its entry]
+    const fresh = new Map<string, [string, Entry<S>]>();
     const { resourceVersion: rv, pageSize } = await listPaged<T>({
       client: this.#o.client, path: collectionPath(this.#o.resource, this.#o.namespace), query: this.#query(), signal,
       pageSize: this.#pageSize, maxBodyBytes: this.#o.maxListBytes,
       onItems: (items) => {
         for (const item of items) {
           const t = this.#intake.take(item);
-          if (t?.value !== undefined) fresh.set(t.key, { rv: item.metadata.resourceVersion ?? '', value: t.value });
+          if (t?.value !== undefined) fresh.set(t.key, [item.metadata.name, { rv: compactRv(item.metadata.resourceVersion), value: t.value }]);
         }
       },
       onRestart: () => fresh.clear(),
@@ -226,7 +227,7 @@ export class Reflector<T extends KubeObject, S> {
     this.#pageSize = pageSize;
     this.#rv = rv;
     this.#store.retainOnly(fresh);
-    for (const [k, e] of fresh) this.#store.upsert(k, e);
+    for (const [k, [name, e]] of fresh) this.#store.upsert(k, e, name);
     this.#o.log?.debug('listed', { resource: this.#name, items: fresh.size, resourceVersion: rv });
     this.#finishList();
   }
@@ -293,7 +294,7 @@ export class Reflector<T extends KubeObject, S> {
         if (!t) return;
         this.#initialSeen?.add(t.key);
         if (t.value === undefined) this.#store.delete(t.key);
-        else this.#store.upsert(t.key, { rv: o.metadata.resourceVersion ?? '', value: t.value });
+        else this.#store.upsert(t.key, { rv: compactRv(o.metadata.resourceVersion), value: t.value }, o.metadata.name);
         return;
       }
       case 'DELETED': {
