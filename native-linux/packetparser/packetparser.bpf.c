@@ -19,9 +19,61 @@
  * connection table in the kernel: it reports what a direction still holds once the report interval
  * has passed without a packet to carry it (or the connection expired, or the agent is stopping),
  * deletes expired connections, and sums the live ones for the conntrack_* gauges. So an idle or
- * finished connection's last packets are reported too, and the agent never reads the table. */
+ * finished connection's last packets are reported too, and the agent never reads the table.
+ *
+ * Service translation (the *_ct program variants, loaded when the kernel has the conntrack kfuncs):
+ * a packet to a ClusterIP Service leaves the client pod (FROM_ENDPOINT, tc ingress) before
+ * kube-proxy's DNAT, and its replies reach the client (TO_ENDPOINT, tc egress) after the reverse
+ * NAT, so their Service-side address is not a pod. The kernel's conntrack entry
+ * (bpf_skb_ct_lookup) names both real ends: the original tuple's source (the initiator) and the
+ * reply tuple's source (the responder, the DNAT's backend). At a tc ingress the packet is as its
+ * sender wrote it, so its destination is the one NAT may rewrite; at a tc egress NAT is done, so its
+ * source is the one NAT rewrote. The record carries the real end instead (nat_lookup). The answer
+ * is kept in the connection's entry (one lookup per connection and interface, not per packet, and
+ * the sweep's records use it too). A connection's first packet at a tc ingress finds no entry
+ * (conntrack creates it later, in PREROUTING): that one packet is reported as sent, to the
+ * Service's address. */
 #include "retina.h"
 #include "packet_event.h"
+
+/* The kernel's conntrack entry, only the fields read here (CO-RE: the ___pp flavour matches
+ * struct nf_conn and friends, in vmlinux or in the nf_conntrack module's BTF). Defined locally: a
+ * kernel with conntrack as a module has none of these in vmlinux.h. */
+union nf_inet_addr___pp {
+	__u32 all[4];
+} __attribute__((preserve_access_index));
+union nf_conntrack_man_proto___pp {
+	__be16 all;
+} __attribute__((preserve_access_index));
+struct nf_conntrack_man___pp {
+	union nf_inet_addr___pp u3;
+	union nf_conntrack_man_proto___pp u;
+} __attribute__((preserve_access_index));
+struct nf_conntrack_tuple___pp {
+	struct nf_conntrack_man___pp src;
+} __attribute__((preserve_access_index));
+struct nf_conntrack_tuple_hash___pp {
+	struct nf_conntrack_tuple___pp tuple;
+} __attribute__((preserve_access_index));
+struct nf_conn___pp {
+	struct nf_conntrack_tuple_hash___pp tuplehash[2]; /* IP_CT_DIR_ORIGINAL, IP_CT_DIR_REPLY */
+} __attribute__((preserve_access_index));
+/* The first 12 bytes every kernel with the kfunc accepts (NF_BPF_CT_OPTS_SZ was 12 before zones). */
+struct bpf_ct_opts___pp {
+	__s32 netns_id;
+	__s32 error;
+	__u8 l4proto;
+	__u8 dir;
+	__u8 reserved[2];
+};
+#define PP_CT_OPTS_SZ 12
+#define PP_CURRENT_NETNS (-1) /* BPF_F_CURRENT_NETNS: the netns of the skb's device */
+
+/* Weak: libbpf loads the object on a kernel without them; only the *_ct programs call them, and the
+ * agent loads those only when the kernel's BTF has the kfuncs (src/ffi/linux/hooks.ts). */
+extern struct nf_conn___pp *bpf_skb_ct_lookup(struct __sk_buff *skb, struct bpf_sock_tuple *tuple, __u32 tuple__sz,
+					      struct bpf_ct_opts___pp *opts, __u32 opts__sz) __ksym __weak;
+extern void bpf_ct_release(struct nf_conn___pp *ct) __ksym __weak;
 
 #define TCP_FIN_ 0x01
 #define TCP_SYN_ 0x02
@@ -86,19 +138,33 @@ struct pp_ct_dir {
 	__u32 flag_counts[PP_FLAG_SLOTS];
 };
 
-/* 184 bytes (src/plugins/linux/packetparser/maps.ts checks the size at load). */
+/* nat_state: what the kernel's conntrack said about the connection (the *_ct programs). */
+#define PP_NAT_UNKNOWN 0    /* not looked up yet, or no conntrack entry so far */
+#define PP_NAT_NONE 1       /* the entry's real ends are the packet's: nothing to translate */
+#define PP_NAT_TRANSLATED 2 /* nat_addr/nat_port replace the key's end nat_side in records */
+#define PP_NAT_MAX_MISSES 4 /* lookups without an entry before giving up (traffic conntrack never sees) */
+/* A non-TCP connection idle this long may have a new conntrack entry (another backend): look again.
+ * The kernel's UDP timeout (nf_conntrack_udp_timeout) is 30 s. */
+#define PP_NAT_RECHECK_IDLE (30 * NS_PER_SEC)
+
+/* 208 bytes (src/plugins/linux/packetparser/maps.ts checks the size at load). */
 struct pp_ct_value {
 	__u64 expires_ns;       /* bpf_ktime_get_ns() after which the entry is dead */
 	__u8 initiator_is_a;    /* 1: forward = a -> b */
 	__u8 direction;         /* PP_DIR_* of the connection */
 	__u8 closing;           /* FIN or RST seen */
-	__u8 pad;
+	__u8 nat_state;         /* PP_NAT_* */
 	__u32 flags_seen[2];    /* every flag seen, forward and reply */
 	__u8 obs[2];            /* observation point of each direction's last packet (for the sweep) */
 	__u16 pad2;
 	__u64 total_packets[2]; /* forward (tx), reply (rx): only with count_totals */
 	__u64 total_bytes[2];
 	struct pp_ct_dir dir[2];
+	__u8 nat_addr[16];      /* the real address of the key's end nat_side (PP_NAT_TRANSLATED) */
+	__u16 nat_port;         /* and its port, host order */
+	__u8 nat_side;          /* 0: key.a / port_a, 1: key.b / port_b */
+	__u8 nat_misses;        /* lookups that found no entry */
+	__u32 pad3;
 };
 
 struct {
@@ -107,6 +173,15 @@ struct {
 	__type(key, struct pp_ct_key);
 	__type(value, struct pp_ct_value);
 } retina_packetparser_conntrack SEC(".maps");
+
+/* Where a new connection's entry is made before it goes into the table: a value this size on the
+ * stack, beside the packet's and the key's, leaves too little for the TCP options parser's frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_ct_value);
+} retina_packetparser_scratch SEC(".maps");
 
 /* What parse() found in one packet. */
 struct pp_pkt {
@@ -421,7 +496,90 @@ static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p,
 	e->pad = 0;
 }
 
-static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
+/* Asks the kernel's conntrack for the real end of this packet that NAT rewrites at this hook: its
+ * destination at a tc ingress (before PREROUTING's DNAT), its source at a tc egress (after the
+ * reverse NAT of a reply, or an SNAT). The tuple looked up is the packet's at an ingress and the
+ * packet's reversed at an egress: either way one of the entry's two tuples. When it is the
+ * original tuple the real end is the reply tuple's source (the responder: the DNAT's backend),
+ * else the original tuple's source (the initiator). The answer goes into the connection's entry. */
+static __noinline void nat_lookup(struct __sk_buff *skb, struct pp_ct_value *v, const struct pp_pkt *p, int ingress, int s_first)
+{
+	struct bpf_sock_tuple t = {};
+	__u32 sz;
+	const __u8 *ts = ingress ? p->saddr : p->daddr;
+	const __u8 *td = ingress ? p->daddr : p->saddr;
+	__u16 tsport = ingress ? p->sport : p->dport;
+	__u16 tdport = ingress ? p->dport : p->sport;
+	if (p->family == 4) {
+		__builtin_memcpy(&t.ipv4.saddr, ts, 4);
+		__builtin_memcpy(&t.ipv4.daddr, td, 4);
+		t.ipv4.sport = bpf_htons(tsport);
+		t.ipv4.dport = bpf_htons(tdport);
+		sz = sizeof(t.ipv4);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, ts, 16);
+		__builtin_memcpy(t.ipv6.daddr, td, 16);
+		t.ipv6.sport = bpf_htons(tsport);
+		t.ipv6.dport = bpf_htons(tdport);
+		sz = sizeof(t.ipv6);
+	}
+	struct bpf_ct_opts___pp opts = {};
+	opts.netns_id = PP_CURRENT_NETNS;
+	opts.l4proto = p->proto;
+	struct nf_conn___pp *ct = bpf_skb_ct_lookup(skb, &t, sz, &opts, PP_CT_OPTS_SZ);
+	if (!ct) {
+		if (++v->nat_misses >= PP_NAT_MAX_MISSES)
+			v->nat_state = PP_NAT_NONE;
+		return;
+	}
+	__u32 o[4], r[4];
+	o[0] = ct->tuplehash[0].tuple.src.u3.all[0];
+	o[1] = ct->tuplehash[0].tuple.src.u3.all[1];
+	o[2] = ct->tuplehash[0].tuple.src.u3.all[2];
+	o[3] = ct->tuplehash[0].tuple.src.u3.all[3];
+	__u16 oport = bpf_ntohs(ct->tuplehash[0].tuple.src.u.all);
+	r[0] = ct->tuplehash[1].tuple.src.u3.all[0];
+	r[1] = ct->tuplehash[1].tuple.src.u3.all[1];
+	r[2] = ct->tuplehash[1].tuple.src.u3.all[2];
+	r[3] = ct->tuplehash[1].tuple.src.u3.all[3];
+	__u16 rport = bpf_ntohs(ct->tuplehash[1].tuple.src.u.all);
+	bpf_ct_release(ct);
+
+	__u32 tsw[4], cur[4];
+	__builtin_memcpy(tsw, ts, 16); /* IPv4 in the first word, the rest zero, as conntrack keeps it */
+	int t_is_orig = tsw[0] == o[0] && tsw[1] == o[1] && tsw[2] == o[2] && tsw[3] == o[3] && tsport == oport;
+	__u32 *real = t_is_orig ? r : o;
+	__u16 real_port = t_is_orig ? rport : oport;
+	__builtin_memcpy(cur, ingress ? p->daddr : p->saddr, 16);
+	__u16 cur_port = ingress ? p->dport : p->sport;
+	if (cur[0] == real[0] && cur[1] == real[1] && cur[2] == real[2] && cur[3] == real[3] && cur_port == real_port) {
+		v->nat_state = PP_NAT_NONE;
+		return;
+	}
+	__builtin_memcpy(v->nat_addr, real, 16);
+	v->nat_port = real_port;
+	/* the rewritten end is the packet's source at an egress, its destination at an ingress; the
+	 * source is key.a when s_first */
+	v->nat_side = (ingress ? !s_first : s_first) ? 0 : 1;
+	v->nat_state = PP_NAT_TRANSLATED;
+}
+
+/* Puts the real end into a record whose source is the key's a end when src_is_a. */
+static __always_inline void nat_apply(struct packet_event *e, const struct pp_ct_value *v, int src_is_a)
+{
+	if (v->nat_state != PP_NAT_TRANSLATED)
+		return;
+	if ((v->nat_side == 0) == (src_is_a != 0)) {
+		__builtin_memcpy(e->saddr, v->nat_addr, 16);
+		e->sport = v->nat_port;
+	} else {
+		__builtin_memcpy(e->daddr, v->nat_addr, 16);
+		e->dport = v->nat_port;
+	}
+}
+
+/* `ct`: the *_ct variants, which translate Service addresses through the kernel's conntrack. */
+static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 {
 	struct pp_pkt p = {};
 	int parsed = parse(skb, &p);
@@ -459,24 +617,37 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
 	if (!v || now >= v->expires_ns || (syn_only && v->closing)) {
 		/* A new connection (or a dead entry, or a port reused after a close). The sender starts
 		 * it, unless it answers: a SYN-ACK, or (first seen mid-stream) a TCP packet with ACK. */
-		struct pp_ct_value nv = {};
+		__u32 zero = 0;
+		struct pp_ct_value *nv = bpf_map_lookup_elem(&retina_packetparser_scratch, &zero);
+		if (!nv)
+			return;
+		__builtin_memset(nv, 0, sizeof(*nv));
 		int sender_initiates = !tcp || syn_only || !(f & TCP_ACK_);
-		nv.initiator_is_a = sender_initiates ? s_first : !s_first;
-		nv.direction = obs_direction(obs);
+		nv->initiator_is_a = sender_initiates ? s_first : !s_first;
+		nv->direction = obs_direction(obs);
 		if (!sender_initiates)
-			nv.direction = nv.direction == PP_DIR_EGRESS ? PP_DIR_INGRESS : PP_DIR_EGRESS;
-		nv.dir[0].last_report_ns = now;
-		nv.dir[1].last_report_ns = now;
-		nv.expires_ns = now + CT_LIFETIME_SYN;
+			nv->direction = nv->direction == PP_DIR_EGRESS ? PP_DIR_INGRESS : PP_DIR_EGRESS;
+		nv->dir[0].last_report_ns = now;
+		nv->dir[1].last_report_ns = now;
+		nv->expires_ns = now + CT_LIFETIME_SYN;
 		if (v) {
-			bpf_map_update_elem(&retina_packetparser_conntrack, &key, &nv, BPF_ANY);
-		} else if (bpf_map_update_elem(&retina_packetparser_conntrack, &key, &nv, BPF_NOEXIST) && !bpf_map_lookup_elem(&retina_packetparser_conntrack, &key)) {
+			bpf_map_update_elem(&retina_packetparser_conntrack, &key, nv, BPF_ANY);
+		} else if (bpf_map_update_elem(&retina_packetparser_conntrack, &key, nv, BPF_NOEXIST) && !bpf_map_lookup_elem(&retina_packetparser_conntrack, &key)) {
 			return;
 		}
 		v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
 		if (!v)
 			return;
 		is_new = 1;
+	}
+	if (ct) {
+		/* A non-TCP connection idle longer than the kernel keeps its entry: look again. */
+		if (!tcp && v->nat_state != PP_NAT_UNKNOWN && v->expires_ns < now + (CT_LIFETIME_NONTCP - PP_NAT_RECHECK_IDLE)) {
+			v->nat_state = PP_NAT_UNKNOWN;
+			v->nat_misses = 0;
+		}
+		if (v->nat_state == PP_NAT_UNKNOWN && (tcp || p.proto == IPPROTO_UDP_) && (p.sport || p.dport))
+			nat_lookup(skb, v, &p, obs == PP_FROM_ENDPOINT || obs == PP_FROM_NETWORK, s_first);
 	}
 	int reply = (v->initiator_is_a == s_first) ? 0 : 1;
 	if (v->obs[reply & 1] != obs)
@@ -504,6 +675,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
 			return;
 		}
 		fill(e, &p, skb, now, obs);
+		nat_apply(e, v, s_first);
 		e->direction = v->direction;
 		e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
 		e->report_reason = PP_REPORT_PACKET;
@@ -544,6 +716,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs)
 	}
 	d->last_report_ns = now;
 	fill(e, &p, skb, now, obs);
+	nat_apply(e, v, s_first);
 	e->direction = v->direction;
 	e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
 	e->report_reason = reason;
@@ -599,6 +772,7 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 	__builtin_memcpy(e->daddr, src_is_a ? key->b : key->a, 16);
 	e->sport = src_is_a ? key->port_a : key->port_b;
 	e->dport = src_is_a ? key->port_b : key->port_a;
+	nat_apply(e, v, src_is_a);
 	e->family = key->family;
 	e->proto = key->proto;
 	e->obs_point = v->obs[d & 1];
@@ -652,32 +826,23 @@ int packetparser_sweep(struct __sk_buff *skb)
 	return 0;
 }
 
-SEC("tc")
-int packetparser_endpoint_ingress(struct __sk_buff *skb)
-{
-	handle(skb, PP_FROM_ENDPOINT);
-	return -1; /* TC_ACT_UNSPEC */
-}
+/* The programs: the plain ones, and the *_ct ones that also translate Service addresses (loaded
+ * when the kernel has bpf_skb_ct_lookup; src/ffi/linux/hooks.ts chooses). */
+#define PP_PROGRAM(name, obs, ct)                 \
+	SEC("tc")                                 \
+	int name(struct __sk_buff *skb)           \
+	{                                         \
+		handle(skb, obs, ct);             \
+		return -1; /* TC_ACT_UNSPEC */    \
+	}
 
-SEC("tc")
-int packetparser_endpoint_egress(struct __sk_buff *skb)
-{
-	handle(skb, PP_TO_ENDPOINT);
-	return -1;
-}
-
-SEC("tc")
-int packetparser_host_ingress(struct __sk_buff *skb)
-{
-	handle(skb, PP_FROM_NETWORK);
-	return -1;
-}
-
-SEC("tc")
-int packetparser_host_egress(struct __sk_buff *skb)
-{
-	handle(skb, PP_TO_NETWORK);
-	return -1;
-}
+PP_PROGRAM(packetparser_endpoint_ingress, PP_FROM_ENDPOINT, 0)
+PP_PROGRAM(packetparser_endpoint_egress, PP_TO_ENDPOINT, 0)
+PP_PROGRAM(packetparser_host_ingress, PP_FROM_NETWORK, 0)
+PP_PROGRAM(packetparser_host_egress, PP_TO_NETWORK, 0)
+PP_PROGRAM(packetparser_endpoint_ingress_ct, PP_FROM_ENDPOINT, 1)
+PP_PROGRAM(packetparser_endpoint_egress_ct, PP_TO_ENDPOINT, 1)
+PP_PROGRAM(packetparser_host_ingress_ct, PP_FROM_NETWORK, 1)
+PP_PROGRAM(packetparser_host_egress_ct, PP_TO_NETWORK, 1)
 
 char LICENSE[] SEC("license") = "GPL";

@@ -105,7 +105,7 @@ export class Harness implements AsyncDisposable {
     if (!r.ok) throw new Error(`harness ${String(cmd['op'])}: ${r.error ?? '?'}`);
     return r.result as T;
   }
-  start(config: Record<string, unknown>, agent: Record<string, unknown>, interest: string[] | null, timing: Record<string, number> = {}, apiServer?: string[]): Promise<{ status: string[] }> {
+  start(config: Record<string, unknown>, agent: Record<string, unknown>, interest: string[] | null, timing: Record<string, number | boolean> = {}, apiServer?: string[]): Promise<{ status: string[] }> {
     return this.call({ op: 'start', config: { hostInterfaces: [], tcMode: 'auto', conntrackMaxEntries: 65536, ...config }, agent, interest, timing, ...(apiServer ? { apiServer } : {}) });
   }
   flows(): Promise<PFlow[]> {

@@ -3,6 +3,7 @@
  * tracepoint's argument count (to pick a program variant), and where a BPF object's read-only
  * variables sit (to set them before load).
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { loadLibc } from './libc.js';
 import { koffi, loadLibbpf, type Libbpf } from './libbpf.js';
 
@@ -12,6 +13,7 @@ const KIND_FUNC_PROTO = 13;
 const KIND_DATASEC = 15;
 const KIND_ENUM64 = 19;
 const KIND_PTR = 2;
+const KIND_FUNC = 12;
 
 interface BtfType {
   readonly nameOff: number;
@@ -70,6 +72,18 @@ export function kernelEnum(name: string): Map<number, string> | undefined {
     }
     return undefined;
   });
+}
+
+/**
+ * Whether the kernel has the function `name` (a kfunc) in its BTF: in vmlinux, or in the BTF of
+ * module `module` (/sys/kernel/btf/<module>, present while the module is loaded), where the name
+ * is looked for in the module's string table (libbpf resolves module kfuncs from that BTF).
+ */
+export function kernelHasFunc(name: string, module?: string): boolean {
+  if (withVmlinuxBtf((l, btf) => (l.btfFind(btf, name, KIND_FUNC) as number) > 0)) return true;
+  const file = module ? `/sys/kernel/btf/${module}` : undefined;
+  if (!file || !existsSync(file)) return false;
+  return readFileSync(file).includes(Buffer.from(`\0${name}\0`));
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { tracepointArgTypes } from './btf.js';
-import { dropreasonHookFor, dropreasonHooks } from './hooks.js';
+import { kernelHasFunc, tracepointArgTypes } from './btf.js';
+import { dropreasonHookFor, dropreasonHooks, packetparserHooks, packetparserHooksFor } from './hooks.js';
 
 // btf_trace_kfree_skb's arguments after the context pointer, as the kernels' BTF gives them
 // (include/trace/events/skb.h): 5.15 (AKS Ubuntu 22.04, Azure Linux 2) TP_PROTO(struct sk_buff *skb,
@@ -34,4 +34,16 @@ test("this kernel's BTF: kfree_skb's prototype read by type, and the choice made
   assert.equal(dropreasonHooks()[0]?.source, has ? 'reason' : 'noreason');
   assert.equal(dropreasonHooks({ forceNoReason: true })[0]?.source, 'noreason');
   assert.equal(tracepointArgTypes('rtbpf_no_such_event'), undefined);
+});
+
+test('packetparser: the *_ct variants (Service translation) when the kernel has the conntrack kfuncs, the plain ones otherwise', () => {
+  const names = (h: ReturnType<typeof packetparserHooksFor>): string[] => [...h.endpoint, ...h.host].map((c) => c.program);
+  assert.deepEqual(names(packetparserHooksFor(true)), ['packetparser_endpoint_ingress_ct', 'packetparser_endpoint_egress_ct', 'packetparser_host_ingress_ct', 'packetparser_host_egress_ct']);
+  assert.deepEqual(names(packetparserHooksFor(false)), ['packetparser_endpoint_ingress', 'packetparser_endpoint_egress', 'packetparser_host_ingress', 'packetparser_host_egress']);
+  assert.deepEqual(packetparserHooksFor(true).endpoint.map((c) => c.target), ['ingress', 'egress']);
+  // this kernel (6.18, nf_conntrack built in): vmlinux has the kfuncs; a name that is no function is not found
+  const has = kernelHasFunc('bpf_skb_ct_lookup', 'nf_conntrack');
+  assert.equal(packetparserHooks().translate, has && kernelHasFunc('bpf_ct_release', 'nf_conntrack'));
+  assert.equal(kernelHasFunc('rtbpf_no_such_kfunc', 'rtbpf_no_such_module'), false);
+  assert.equal(packetparserHooks({ translate: false }).translate, false);
 });

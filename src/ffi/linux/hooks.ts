@@ -5,7 +5,7 @@
  * the program for its tracepoint's signature (6.12+ adds `err`); tc and the socket filter are
  * fixed. How tc attaches (tcx or clsact) is tc.ts's choice, at attach time.
  */
-import { tracepointArgCount, tracepointArgTypes } from './btf.js';
+import { kernelHasFunc, tracepointArgCount, tracepointArgTypes } from './btf.js';
 
 export type HookKind = 'tp_btf' | 'tc' | 'socket_filter';
 
@@ -62,9 +62,27 @@ export const dnsHooks = (): readonly HookChoice[] => [hook('dns_socket_filter', 
 
 /**
  * packetparser: tc on both sides of every pod veth's host end (the endpoint programs) and, with low
- * aggregation, on the host interfaces. `target` is the tc direction.
+ * aggregation, on the host interfaces. `target` is the tc direction. `translate`: the *_ct
+ * variants, which report the real ends of a NATed connection (a ClusterIP Service's backend, not
+ * its address) from the kernel's conntrack; chosen when the kernel has the conntrack kfuncs
+ * (bpf_skb_ct_lookup, bpf_ct_release: Linux 5.18+, in vmlinux or in the loaded nf_conntrack
+ * module's BTF), or forced either way by `opts.translate`.
  */
-export const packetparserHooks = (): { readonly endpoint: readonly HookChoice[]; readonly host: readonly HookChoice[] } => ({
-  endpoint: [hook('packetparser_endpoint_ingress', 'tc', 'ingress'), hook('packetparser_endpoint_egress', 'tc', 'egress')],
-  host: [hook('packetparser_host_ingress', 'tc', 'ingress'), hook('packetparser_host_egress', 'tc', 'egress')],
-});
+export interface PacketparserHooks {
+  readonly endpoint: readonly HookChoice[];
+  readonly host: readonly HookChoice[];
+  readonly translate: boolean;
+}
+
+export const packetparserHooks = (opts: { readonly translate?: boolean } = {}): PacketparserHooks =>
+  packetparserHooksFor(opts.translate ?? (kernelHasFunc('bpf_skb_ct_lookup', 'nf_conntrack') && kernelHasFunc('bpf_ct_release', 'nf_conntrack')));
+
+/** The choice for a kernel with (`translate`) or without the conntrack kfuncs, pure. */
+export function packetparserHooksFor(translate: boolean): PacketparserHooks {
+  const v = translate ? '_ct' : '';
+  return {
+    endpoint: [hook(`packetparser_endpoint_ingress${v}`, 'tc', 'ingress'), hook(`packetparser_endpoint_egress${v}`, 'tc', 'egress')],
+    host: [hook(`packetparser_host_ingress${v}`, 'tc', 'ingress'), hook(`packetparser_host_egress${v}`, 'tc', 'egress')],
+    translate,
+  };
+}

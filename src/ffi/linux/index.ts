@@ -5,8 +5,8 @@ export { attachTc, attachTcAuto, attachTcx, type TcAttachment, type TcDirection 
 export { removeTcLeftovers } from './tc-leftovers.js';
 export { mapReader, mapWriter, perCpuReader, u32Key, type MapReader, type MapWriter, type PerCpuReader } from './maps.js';
 export { openRingBuffer, type RecordDecoder, type RingBufferOptions, type RingBufferReader } from './ring-buffer.js';
-export { kernelEnum, tracepointArgCount, tracepointArgTypes } from './btf.js';
-export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, tcpretransHooks, type DropReasonSource, type DropreasonHookChoice, type HookChoice, type HookKind } from './hooks.js';
+export { kernelEnum, kernelHasFunc, tracepointArgCount, tracepointArgTypes } from './btf.js';
+export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, packetparserHooksFor, tcpretransHooks, type PacketparserHooks, type DropReasonSource, type DropreasonHookChoice, type HookChoice, type HookKind } from './hooks.js';
 export { enableBpfRunStats, testRunProgram } from './test-run.js';
 export { loadSys } from './sys.js';
 export { openLinkDumper, LINK_STAT_NAMES, type LinkDumper, type LinkInfo } from './netlink.js';

@@ -53,6 +53,8 @@ export interface PacketparserTiming {
    * about two intervals).
    */
   readonly gcIntervalMs?: number;
+  /** Tests: load the programs with (true) or without (false) Service translation, whatever the kernel has. */
+  readonly serviceTranslation?: boolean;
 }
 
 /** Starts the plugin; tests pass shorter timings. */
@@ -64,7 +66,15 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       ctx.status.degraded('enablePodLevel', `${why}: packetparser has nothing to feed`);
       return;
     }
-    const { endpoint, host } = onHook(ctx.log, 'tc/packetparser', packetparserHooks);
+    const { endpoint, host, translate } = onHook(ctx.log, 'tc/packetparser', () =>
+      packetparserHooks(timing.serviceTranslation === undefined ? {} : { translate: timing.serviceTranslation }),
+    );
+    if (!translate) {
+      ctx.log.warn(
+        'the kernel has no conntrack kfuncs (bpf_skb_ct_lookup, Linux 5.18+ with nf_conntrack built in or loaded): flows keep a ClusterIP Service\'s address, ' +
+          'so in remote context traffic through a Service may be counted twice (a reply from a backend on this node once from the backend and once from the Service\'s address)',
+      );
+    }
     const high = ctx.agent.dataAggregationLevel === 'high';
     const bypass = ctx.agent.bypassLookupIPOfInterest || ctx.interest.bypass;
     const ringSize = ctx.agent.packetParserRingBufferSize;
@@ -209,7 +219,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const gcMs = timing.gcIntervalMs ?? (high ? Math.min(15_000, ctx.agent.conntrackReportIntervalMs) : 15_000);
     every(s, gcMs, sweep);
     ctx.log.info('eBPF hooks attached', {
-      hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length,
+      hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length, serviceTranslation: translate,
     });
   });
 }

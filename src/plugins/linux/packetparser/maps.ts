@@ -14,7 +14,7 @@ export const SWEEP_RESULT_MAP = 'retina_packetparser_sweep_result';
 export const SWEEP_PROGRAM = 'packetparser_sweep';
 
 /** struct pp_ct_value: checked against the loaded map, so a stale object is caught at start. */
-export const CT_VALUE_SIZE = 184;
+export const CT_VALUE_SIZE = 208;
 
 /** The filter map's key: IPv6 as is, IPv4 v4-mapped (::ffff:a.b.c.d); undefined when not an address. */
 export function ipKey(ip: string): Buffer | undefined {
