@@ -135,6 +135,21 @@ export async function controlPlaneStatus(): Promise<string> {
 /** Starts again whatever component of a running harness has exited (`up` skips the live ones). */
 export const reviveControlPlane = (): Promise<void> => harness('up');
 
+/**
+ * Reads until `quietReads` reads in a row, `everyMs` apart, equal the one before (compared as JSON),
+ * and returns that value: counts that have stopped moving (e.g. the agent's series after traffic).
+ */
+export async function untilStable<T>(read: () => Promise<T>, quietReads = 3, everyMs = 1000): Promise<T> {
+  let before = await read();
+  for (let stable = 0; stable < quietReads;) {
+    await new Promise((r) => setTimeout(r, everyMs));
+    const now = await read();
+    stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
+    before = now;
+  }
+  return before;
+}
+
 /** Polls `check` until it returns a value that is not undefined/false, or fails after `timeoutMs`. */
 export async function eventually<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | false> | T | undefined | false, everyMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -18,7 +18,7 @@ import { AgentProcess, agentEnv, get } from '../e2e/agent-process.js';
 import { parseExposition, series, type Sample } from '../e2e/exposition.js';
 import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
-import { deleteNamespace, eventually, listAll, startCluster, type Cluster } from './harness.js';
+import { deleteNamespace, eventually, listAll, startCluster, untilStable, type Cluster } from './harness.js';
 import { startOperator, uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, waitForEndpoints, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
@@ -195,13 +195,7 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
     // Earlier cases sent cli -> srv traffic too: start from counts that no longer move (the sweep
     // reports a quiet connection's last packets within about two report intervals).
     const base = async (): Promise<number[]> => Promise.all(pairs.flatMap(([c, s]) => [fwd('cli', 'srv', c, s), fwd('srv', 'cli', s, c)]));
-    let before = await base();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await base();
-      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
-      before = now;
-    }
+    const before = await untilStable(base);
     const sent0 = pairs.map(([c, s]) => [sentByCli.read(s), sentBySrv.read(c)]);
     await cli.ns.node(TCP_SEND, ['100000', srv.ns.ip4, '8080']);
     await cli.ns.node(TCP_SEND, ['100000', srv.ns.ip6, '8080']);

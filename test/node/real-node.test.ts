@@ -24,7 +24,7 @@ import { DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traf
 import { PodNs } from '../integration/pod-flows-net.js';
 import { extract, pcapLines } from '../capture/workload-run.js';
 import { CHART, ROOT, profileFile, tool } from '../chart/helm.js';
-import { createNamespace, eventually, listAll } from '../integration/harness.js';
+import { createNamespace, eventually, listAll, untilStable } from '../integration/harness.js';
 import { API_SERVICE_IP, BRIDGE, DNS_SERVICE_IP, NODE_IP, NODE_NAME, POD_CIDR6_PREFIX, POD_CIDR_PREFIX, importImage, startNode, type RealNode } from './node.js';
 import { startPrometheus } from './prometheus.js';
 import { hooksOnNode, podPids, stillLoaded, type Hooks } from './hooks.js';
@@ -281,13 +281,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     const sentBySrv = srv.ns.countSent([cli[family]], table);
     const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', pods[from][family]), ...side(to, 'destination', pods[to][family]) }));
     const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
-    let before = await pair();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await pair();
-      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
-      before = now;
-    }
+    const before = await untilStable(pair);
     const s0 = [sentByCli.read(srv[family]), sentBySrv.read(cli[family])];
     assert.match(await send(), /sent \d+/);
     const want = (): number[] => [sentByCli.read(srv[family]) - (s0[0] ?? 0), sentBySrv.read(cli[family]) - (s0[1] ?? 0)];
@@ -371,13 +365,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
       const sum = (name: string, l: Record<string, string>): number => total(series({ types: new Map(), samples: all }, name, l));
       return sets.map((l) => [sum(`${ADV}forward_count`, l), sum(`${ADV}forward_bytes`, l)]);
     };
-    let before = await read();
-    for (let stable = 0; stable < 3;) {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await read();
-      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
-      before = now;
-    }
+    const before = await untilStable(read);
     const c0 = sentByCli();
     const s0 = sentBySrv();
     assert.match(await send(), /sent \d+/);
@@ -467,13 +455,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
     const response = { query: `${fqdn}.`, return_code: 'NOERROR', response: svcIp, ...side('cli', 'destination') };
     const all = async (): Promise<Sample[]> => [...await find(`${ADV}dns_request_count`, { query: `${fqdn}.` }), ...await find(`${ADV}dns_response_count`, { query: `${fqdn}.` })];
     const counts = async (): Promise<number[]> => [total(await find(`${ADV}dns_request_count`, request)), total(await find(`${ADV}dns_response_count`, response))];
-    let before = await counts();
-    for (let stable = 0; stable < 2;) { // the lookup's own queries counted first
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = await counts();
-      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
-      before = now;
-    }
+    const before = await untilStable(counts, 2); // the lookup's own queries counted first
     const Q = 5;
     const answers = JSON.parse(await exec(DNS_A_QUERIES, [fqdn, String(Q)])) as string[];
     assert.deepEqual(answers, Array<string>(Q).fill(svcIp), 'CoreDNS answered every query with the ClusterIP');
