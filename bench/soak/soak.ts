@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { collectionPath, objectPath, resources, type MetricsConfiguration } from '../../src/k8s/index.js';
 import { AGENT_BIN, AgentProcess, agentEnv } from '../../test/e2e/agent-process.js';
-import { rssSplit } from '../../test/e2e/proc-stats.js';
+import { cpuSeconds, rssSplit } from '../../test/e2e/proc-stats.js';
 import { requireKernel, sleep, stopAll } from '../../test/ebpf/netns.js';
 import { createNamespace, deleteNamespace, eventually, listAll, startCluster } from '../../test/integration/harness.js';
 import { startOperator, uniqueId } from '../../test/integration/operator-helpers.js';
@@ -326,8 +326,15 @@ try {
     await sleep(soakEnd - performance.now());
     if (b) await setLabels(LABELS_A);
   };
+  // The agent's CPU (user + system, all threads) over the soak's minutes, cool-down excluded.
+  const cpu0 = cpuSeconds(a.pid);
+  let cpuSoak = NaN;
+  const cpuLoop = async (): Promise<void> => {
+    await sleep(soakEnd - performance.now());
+    if (a.exit === undefined) cpuSoak = cpuSeconds(a.pid) - cpu0;
+  };
   const applied0 = appliedLines();
-  await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop(), probeLoop()]);
+  await Promise.all([rssLoop(), scrapeLoop(), churnLoop(), mcLoop(), probeLoop(), cpuLoop()]);
   const applied = appliedLines() - applied0;
   const orNaN = (v: number[]): number[] => (v.length ? v : [NaN]);
   const nearSwitch = (tMs: number): boolean => mcSentMs.some((m) => tMs >= m && tMs - m < SCRAPE_EVERY_MS);
@@ -359,6 +366,7 @@ try {
     heapMB: summarize(scrapes.map((s) => s.heapMB), 1),
     heapSpacesTotalMB: { afterWarmup: soakScrapes[0]?.spacesMB, endOfSoak: soakScrapes[soakScrapes.length - 1]?.spacesMB },
     eventLoopLagP99Ms: lag.p99, eventLoopLagMs: { ofEachScrapesP99: lag, atScrape: summarize(scrapes.map((s) => s.lagMs), 1) },
+    agentCpuPercentOfACore: Number((cpuSoak / (MINUTES * 60) * 100).toFixed(2)),
     lostEvents: lost, lostEventsAtEnd: last?.lostByType,
     advSeries: {
       baseline: baseline.advSeries, peakDuringChurn: Math.max(...during.map((s) => s.advSeries)), final: finalSeries,
