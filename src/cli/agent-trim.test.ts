@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
+import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, defineMetric } from '../metrics/index.js';
-import { HEAP_TRIM_EVERY_MS, exposeAndTrim } from './agent.js';
+import { COLD_PAGES_EVERY_MS, COLD_PAGES_FIRST_MS, HEAP_TRIM_EVERY_MS, exposeAndTrim, releaseColdPagesLater } from './agent.js';
 
 describe('exposeAndTrim', () => {
   it('trims once the response is written, at most once per HEAP_TRIM_EVERY_MS, and passes the body through', async () => {
@@ -23,5 +24,58 @@ describe('exposeAndTrim', () => {
     const metrics = createMetricsRegistry({ processMetrics: false });
     const b = await exposeAndTrim(metrics, undefined)();
     assert.equal(typeof b.release, 'function');
+  });
+});
+
+describe('releaseColdPagesLater', () => {
+  const recorder = (): { log: Logger; lines: [string, string, unknown][] } => {
+    const lines: [string, string, unknown][] = [];
+    const log: Logger = {
+      debug: (m, f) => void lines.push(['debug', m, f]), info: (m, f) => void lines.push(['info', m, f]),
+      warn: (m, f) => void lines.push(['warn', m, f]), error: (m, f) => void lines.push(['error', m, f]), child: () => log,
+    };
+    return { log, lines };
+  };
+
+  it('releases once start-up is over (info line with the MB), then every COLD_PAGES_EVERY_MS (debug), until disposed', () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const { log, lines } = recorder();
+      let calls = 0;
+      const d = releaseColdPagesLater(() => (calls++, { mappings: 12, bytes: 30 * 2 ** 20, refused: 0 }), log);
+      mock.timers.tick(COLD_PAGES_FIRST_MS - 1);
+      assert.equal(calls, 0);
+      mock.timers.tick(1);
+      assert.equal(calls, 1);
+      assert.deepEqual(lines, [['info', 'read-only file pages released (they come back on use)', { mappings: 12, releasedMB: 30 }]]);
+      mock.timers.tick(COLD_PAGES_EVERY_MS);
+      assert.equal(calls, 2);
+      assert.equal(lines[1]?.[0], 'debug');
+      d[Symbol.dispose]();
+      mock.timers.tick(10 * COLD_PAGES_EVERY_MS);
+      assert.equal(calls, 2, 'nothing after dispose');
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('a release that throws is logged as a warning and not tried again; no release (Windows) schedules nothing', () => {
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const { log, lines } = recorder();
+      let calls = 0;
+      releaseColdPagesLater(() => {
+        calls++;
+        throw new Error('cannot read /proc/self/smaps');
+      }, log);
+      mock.timers.tick(COLD_PAGES_FIRST_MS + 5 * COLD_PAGES_EVERY_MS);
+      assert.equal(calls, 1);
+      assert.equal(lines.length, 1);
+      assert.equal(lines[0]?.[0], 'warn');
+      assert.match(JSON.stringify(lines[0]?.[2]), /smaps/);
+      releaseColdPagesLater(undefined, log)[Symbol.dispose]();
+    } finally {
+      mock.timers.reset();
+    }
   });
 });

@@ -42,6 +42,41 @@ export function exposeAndTrim(metrics: MetricsRegistry, release: (() => void) | 
   };
 }
 
+/** Read-only file pages (binary, libraries) dropped this long after the plugins started, then every COLD_PAGES_EVERY_MS. */
+export const COLD_PAGES_FIRST_MS = 20_000;
+export const COLD_PAGES_EVERY_MS = 30 * 60_000;
+
+/**
+ * Drops the resident pages of read-only file mappings once start-up is over, and again now and then
+ * (platform.releaseColdPages: Linux's madvise, src/ffi/linux/memory.ts). Start-up reads much of the
+ * node binary once (its snapshot, builtin sources, symbol tables for each dlopen); those pages stayed
+ * in the RSS for the agent's life. Pages in use come back at their next touch, from the page cache.
+ * The timer is unref'd: it never keeps the process up, and an idle agent wakes for it twice an hour.
+ */
+export function releaseColdPagesLater(release: (() => { mappings: number; bytes: number; refused: number }) | undefined, log: Logger,
+  firstMs = COLD_PAGES_FIRST_MS, everyMs = COLD_PAGES_EVERY_MS): Disposable {
+  if (!release) return { [Symbol.dispose]: () => undefined };
+  let first = true;
+  let timer: NodeJS.Timeout;
+  const run = (): void => {
+    try {
+      const r = release();
+      const fields = { mappings: r.mappings, releasedMB: Number((r.bytes / 2 ** 20).toFixed(1)), ...(r.refused ? { refused: r.refused } : {}) };
+      if (first) log.info('read-only file pages released (they come back on use)', fields);
+      else log.debug('read-only file pages released (they come back on use)', fields);
+    } catch (e) {
+      log.warn('cannot release read-only file pages; not tried again', { error: errorFields(e as Error) });
+      return;
+    }
+    first = false;
+    timer = setTimeout(run, everyMs);
+    timer.unref();
+  };
+  timer = setTimeout(run, firstMs);
+  timer.unref();
+  return { [Symbol.dispose]: () => clearTimeout(timer) };
+}
+
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
        retina-agent diagnose --help
 
@@ -141,7 +176,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
   }
 
+  let coldPages: Disposable | undefined;
   const stop = async (): Promise<number> => {
+    coldPages?.[Symbol.dispose]();
     let code = 0;
     try {
       if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
@@ -170,6 +207,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     await manager.start(() => http.quiet(1000));
     const st = manager.status();
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
+    coldPages = releaseColdPagesLater(platform.releaseColdPages, log);
   }
   return done;
 }

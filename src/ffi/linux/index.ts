@@ -12,6 +12,7 @@ export { loadSys } from './sys.js';
 export { openLinkDumper, LINK_STAT_NAMES, type LinkDumper, type LinkInfo } from './netlink.js';
 export { openEthtool, type EthtoolClient, type EthtoolStats } from './ethtool.js';
 export { errnos, trimHeap } from './libc.js';
+export { releaseCleanFilePages, type ReleasedPages } from './memory.js';
 export { watchLinkEvents, type LinkEventBatch, type LinkEvents } from './link-events.js';
 export { listTcFilters, progNameById, type TcFilter } from './tc-filters.js';
 export { countKeys, listPrograms, listTcxLinks, mapById, shippedProgramNames, MAX_KEYS_WALKED, type BpfMapInfo, type BpfProgramInfo, type TcxLinkInfo } from './inventory.js';

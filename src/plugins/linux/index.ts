@@ -1,6 +1,6 @@
 /** The Linux plugin list: a plain array, in start order. Nothing registers itself on import. */
 import type { AnyPluginDefinition } from '../../plugin/index.js';
-import { trimHeap } from '../../ffi/linux/index.js';
+import { releaseCleanFilePages, trimHeap } from '../../ffi/linux/index.js';
 import { linuxutil } from './linuxutil/index.js';
 import { infiniband } from './infiniband/index.js';
 import { dropreason } from './dropreason/index.js';
@@ -13,3 +13,9 @@ export const plugins: readonly AnyPluginDefinition[] = [packetforward, dropreaso
 
 /** Gives freed C-heap memory back to the system (glibc malloc_trim), for the agent to call now and then. */
 export const releaseFreeMemory: () => void = trimHeap;
+
+/**
+ * Drops the agent's resident pages of read-only file mappings (the node binary's, the libraries'),
+ * which come back on their next use: what start-up read once leaves the RSS (src/ffi/linux/memory.ts).
+ */
+export const releaseColdPages = (): { mappings: number; bytes: number; refused: number } => releaseCleanFilePages();

@@ -8,3 +8,9 @@ export const plugins: readonly AnyPluginDefinition[] = [hnsstats, winutil, pktmo
 
 /** Nothing to give back on Windows: its heap returns freed pages itself (the Linux list calls malloc_trim). */
 export const releaseFreeMemory = (): void => undefined;
+
+/**
+ * Not done on Windows: the working-set trim there (`EmptyWorkingSet`) would also page out the
+ * process's private memory, not only what it mapped from files.
+ */
+export const releaseColdPages = undefined;
