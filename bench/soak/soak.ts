@@ -24,7 +24,7 @@
  * every 100 ms (its answer waits for whatever holds the loop: a drain, a scrape), `healthzMs`. Needs root, kernel BTF, clang and
  * the test control plane's binaries (built by make); set RETINA_K8S_*_PORT to keep off others' ports.
  */
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,9 +84,31 @@ function sum(text: string, name: string): number {
   return total;
 }
 
+/**
+ * One scrape as Prometheus makes it: from another process. The duration is curl's own (`time_total`:
+ * connect to the last byte), so it is the agent's answer time and not this process's, whose event loop
+ * also runs the operator, the churn's API calls and the probes (measured in this process, a scrape
+ * also waited for those).
+ */
+function curlScrape(port: number): Promise<{ text: string; ms: number; status: number }> {
+  return new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '--max-time', '10', '-H', `Accept: ${PROM_ACCEPT}`, '-w', '%{stderr}%{time_total} %{http_code}', `http://127.0.0.1:${port}/metrics`],
+      { maxBuffer: 64 * 2 ** 20, encoding: 'utf8' }, (err, stdout, stderr) => {
+        if (err) return reject(new Error(`curl: ${err.message} ${stderr}`));
+        const [total, code] = stderr.trim().split(' ');
+        const ms = Number(total) * 1000;
+        if (!Number.isFinite(ms)) return reject(new Error(`curl's -w output not understood: ${JSON.stringify(stderr)}`));
+        resolve({ text: stdout, ms, status: Number(code) });
+      });
+  });
+}
+
 interface Scrape {
   readonly tMs: number;
+  /** To the last byte, measured by the scraping process itself (curl's time_total). */
   readonly ms: number;
+  /** Until curl exited, as the soak's own process saw it (spawn and this process's event loop included). */
+  readonly soakSideMs: number;
   readonly series: number;
   readonly advSeries: number;
   readonly heapMB: number;
@@ -158,10 +180,9 @@ try {
   const scrape = async (): Promise<Scrape | undefined> => {
     const s0 = performance.now();
     try {
-      const r = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Accept: PROM_ACCEPT }, signal: AbortSignal.timeout(10_000) });
-      const text = await r.text();
-      const ms = performance.now() - s0;
-      if (r.status !== 200) throw new Error(`status ${r.status}`);
+      const { text, ms, status } = await curlScrape(port);
+      const soakSideMs = performance.now() - s0;
+      if (status !== 200) throw new Error(`status ${status}`);
       let series = 0;
       let advSeries = 0;
       const families = new Map<string, number>();
@@ -173,7 +194,7 @@ try {
         families.set(f, (families.get(f) ?? 0) + 1);
       }
       return {
-        tMs: s0 - soakT0, ms, series, advSeries,
+        tMs: s0 - soakT0, ms, soakSideMs, series, advSeries,
         heapMB: sum(text, 'nodejs_heap_size_used_bytes') / 2 ** 20,
         heapTotalMB: sum(text, 'nodejs_heap_size_total_bytes') / 2 ** 20,
         spacesMB: Object.fromEntries(text.split('\n').filter((l) => l.startsWith('nodejs_heap_space_size_total_bytes{')).map((l) => [/space="([^"]*)"/.exec(l)?.[1] ?? '', Number((Number(l.slice(l.lastIndexOf(' ') + 1)) / 2 ** 20).toFixed(2))])),
@@ -345,6 +366,7 @@ try {
     },
     allSeries: { baseline: baseline.series, final: last?.series, largestFamiliesAtEnd: Object.fromEntries([...(last?.families ?? [])].sort((x, y) => y[1] - x[1]).slice(0, 5)) },
     scrapeMs,
+    scrapeMsSoakSide: summarize(scrapes.map((s) => s.soakSideMs), 1),
     // The first scrape after a MetricsConfiguration switch was sent meets the agent's new spec (applied after
     // a 1 s debounce, series rebuilt); the others meet only traffic and churn. The slowest ten, with when.
     scrapeMsBySwitch: {
