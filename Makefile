@@ -87,11 +87,14 @@ lint: setup
 # in their module downloads and single-threaded links, which the next build fills; TEST_PREP_JOBS=1 makes them
 # one after another). Each target's output is printed in one piece when it ends (--output-sync), a tool
 # step's ending with its times or FAILED (hack/lib/step.sh); when the set-up fails, its last line names the
-# failed steps. Then the suites, one test file at a time.
+# failed steps. Then the suites, one test file at a time. The quick stamps that many targets wait on are made
+# first, before the parallel make: a parallel make that meets a target whose prerequisite is still being made
+# skips it until it has walked every other target (each of which waits for a free job), so the control plane's
+# build, the longest, would start last.
 TEST_PREP_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
 TEST_PREP_FAILED := $(CACHE)/test-prep.failed
 test-prep: build lint tools
-test: system-deps
+test: system-deps $(NODE_STAMP) $(K8S_TOOLS_STAMP)
 	@rm -f $(TEST_PREP_FAILED); RETINA_STEP_FAILED=$(TEST_PREP_FAILED) \
 	  $(MAKE) --no-print-directory -j$(TEST_PREP_JOBS) --output-sync=target test-prep || { \
 	  echo "make test: the set-up failed$$(test -s $(TEST_PREP_FAILED) && echo " in:" $$(cat $(TEST_PREP_FAILED)))" \
