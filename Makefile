@@ -26,7 +26,7 @@ APT_STAMP := $(CACHE)/apt.stamp
 NPM_STAMP := node_modules/.stamp
 TS_SOURCES := $(shell find src test bench -name '*.ts' 2>/dev/null)
 
-.PHONY: setup build test run bench soak lint clean system-deps node dist-prune
+.PHONY: setup build test test-prep tools run bench soak lint clean system-deps node dist-prune
 
 setup: system-deps $(NODE_STAMP) $(NPM_STAMP)
 
@@ -68,14 +68,37 @@ dist-prune: $(NODE_STAMP)
 # eBPF objects and other native parts hook in here (mk/*.mk).
 native:
 .PHONY: native
+# What the suites need besides `build`: the tools built once into the tools cache outside the clone, the
+# images, the kubectl plugin, the Wine prefix. Each mk/*.mk adds its own (`tools: <target>`); the longest
+# builds are named here first, as a parallel make starts them in this order.
+tools: k8s-bins hubble-tools node-bins
+# One step of the tools' (hack/lib/step.sh): its output ends with its times, or FAILED.
+STEP := hack/lib/step.sh
 -include mk/*.mk
 
+# tsc's incremental state of its own: `make test` runs lint beside build's tsc, which writes dist/.tsbuildinfo.
 lint: setup
-	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p tsconfig.json --noEmit --tsBuildInfoFile $(CACHE)/lint.tsbuildinfo
 	npx eslint --max-warnings 0 src test bench
 	npx depcruise src --config .dependency-cruiser.cjs
 
-test: build lint
+# `make test` first makes everything the suites need, side by side: `build`, `lint` and `tools`, in a make of
+# TEST_PREP_JOBS jobs (default one more than the cores: the Go builds compile in parallel but leave cores idle
+# in their module downloads and single-threaded links, which the next build fills; TEST_PREP_JOBS=1 makes them
+# one after another). Each target's output is printed in one piece when it ends (--output-sync), a tool
+# step's ending with its times or FAILED (hack/lib/step.sh); when the set-up fails, its last line names the
+# failed steps. Then the suites, one test file at a time. The quick stamps that many targets wait on are made
+# first, before the parallel make: a parallel make that meets a target whose prerequisite is still being made
+# skips it until it has walked every other target (each of which waits for a free job), so the control plane's
+# build, the longest, would start last.
+TEST_PREP_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
+TEST_PREP_FAILED := $(CACHE)/test-prep.failed
+test-prep: build lint tools
+test: system-deps $(NODE_STAMP) $(K8S_TOOLS_STAMP)
+	@rm -f $(TEST_PREP_FAILED); RETINA_STEP_FAILED=$(TEST_PREP_FAILED) \
+	  $(MAKE) --no-print-directory -j$(TEST_PREP_JOBS) --output-sync=target test-prep || { \
+	  echo "make test: the set-up failed$$(test -s $(TEST_PREP_FAILED) && echo " in:" $$(cat $(TEST_PREP_FAILED)))" \
+	    "(each step's log is above; make's '***' lines name every failed target)" >&2; exit 1; }
 	node --test --test-concurrency=1 --test-reporter=spec --test-timeout=600000 $(TEST_GLOBS)
 
 TEST_GLOBS ?= 'dist/src/**/*.test.js' 'dist/test/**/*.test.js'

@@ -3,6 +3,6 @@
 # outside the clone by hack/s3/build.sh, once.
 .PHONY: s3-server
 s3-server:
-	hack/s3/build.sh >/dev/null
+	@$(STEP) s3-server hack/s3/build.sh >/dev/null
 
-test: s3-server
+tools: s3-server

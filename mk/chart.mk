@@ -5,7 +5,7 @@
 
 # (the stamp of mk/k8s.mk: curl, openssl, Go present; named here, as k8s.mk is read after this file)
 chart-tools: $(CACHE)/k8s/tools.stamp
-	hack/chart/build.sh >/dev/null
+	@$(STEP) chart-tools hack/chart/build.sh >/dev/null
 
 # lint --strict every profile (the tests do this too, and much more: test/chart).
 chart-lint: chart-tools
@@ -17,7 +17,7 @@ chart-docs: $(NODE_STAMP) $(NPM_STAMP)
 	node hack/chart/values-table.mjs
 
 # `make test` builds the tools first, as it does the test control plane.
-test: chart-tools
+tools: chart-tools
 
 # The chart's generated files: values.schema.json's config sections from the key specs
 # (src/chart/schema.ts), its Retina entries and retina-keys.yaml (src/chart/files.ts). The chart's own

@@ -3,6 +3,6 @@
 # proxy into the tools cache outside the clone, once.
 .PHONY: hubble-tools
 hubble-tools:
-	hack/hubble/build.sh >/dev/null
+	@$(STEP) hubble-tools hack/hubble/build.sh >/dev/null
 
-test: hubble-tools
+tools: hubble-tools

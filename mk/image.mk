@@ -32,15 +32,15 @@ $(NODE_WIN_EXE): Makefile
 	touch $@
 
 $(IMAGE_LINUX_STAMP): $(BUNDLE_STAMP) hack/image/linux.sh hack/image/common.sh bin/retina-agent $(CACHE)/node/.stamp-$(NODE_VERSION) $(APT_STAMP)
-	hack/image/linux.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION)
+	@$(STEP) image-linux hack/image/linux.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION)
 	touch $@
 
 $(IMAGE_WINDOWS_STAMP): $(BUNDLE_STAMP) hack/image/windows.sh hack/image/common.sh bin/retina-agent $(NODE_WIN_EXE) $(APT_STAMP)
-	hack/image/windows.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION) $(NODE_WIN_EXE)
+	@$(STEP) image-windows hack/image/windows.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION) $(NODE_WIN_EXE)
 	touch $@
 
 # The bundle and image tests (test/bundle) run what these build.
-test: image
+tools: image
 
 .PHONY: image-clean
 image-clean:

@@ -25,10 +25,10 @@ $(NODE_ARM64_BIN): Makefile
 	touch $@
 
 $(KUBECTL_PLUGIN_STAMP): $(BUNDLE_INPUTS) hack/kubectl-plugin.mjs $(NPM_STAMP) $(CACHE)/node/.stamp-$(NODE_VERSION) $(NODE_ARM64_BIN) $(NODE_WIN_EXE) $(POSTJECT_CLI)
-	$(CACHE)/node/bin/node hack/kubectl-plugin.mjs --node $(CACHE)/node/bin/node --postject $(POSTJECT_CLI) \
+	@$(STEP) kubectl-plugin $(CACHE)/node/bin/node hack/kubectl-plugin.mjs --node $(CACHE)/node/bin/node --postject $(POSTJECT_CLI) \
 	  --target linux-amd64=$(CACHE)/node/bin/node --target linux-arm64=$(NODE_ARM64_BIN) --target windows-amd64=$(NODE_WIN_EXE) \
 	  $(if $(KUBECTL_PLUGIN_URL),--url-base $(KUBECTL_PLUGIN_URL))
 	touch $@
 
 # test/integration/kubectl-plugin.test.ts runs the linux-amd64 executable.
-test: kubectl-plugin
+tools: kubectl-plugin

@@ -4,13 +4,21 @@
 # Debian's runc. `make node-up` starts a control plane and one node on its own bridge
 # (hack/node/node.sh; KUBECONFIG=.cache/node/kubeconfig) and `make node-down` stops it and restores
 # the machine. One real node per machine (a lock under /run).
-.PHONY: node-bins node-up node-down node-status
+.PHONY: node-bins node-up node-down node-status node-runtime node-coredns node-busybox
 
-node-bins: $(CACHE)/k8s/tools.stamp $(APT_STAMP) k8s-bins hubble-tools
-	hack/node/build.sh >/dev/null
-	hack/node/build.sh coredns-image >/dev/null
-	hack/node/build.sh relay-image >/dev/null
-	hack/node/build.sh busybox-image >/dev/null
+# What needs neither the control plane's build nor the hubble tools is built beside them under a parallel
+# make (`make test`'s set-up): CNI, pause and containerd (`build.sh runtime`), CoreDNS and its image, the
+# busybox image. The last step links kubelet and kube-proxy from the control plane's build, stamps, and
+# makes the relay image from the hubble tools' hubble-relay.
+node-bins: $(CACHE)/k8s/tools.stamp $(APT_STAMP) k8s-bins hubble-tools node-runtime node-coredns node-busybox
+	@$(STEP) node-bins hack/node/build.sh >/dev/null
+	@$(STEP) node-relay-image hack/node/build.sh relay-image >/dev/null
+node-runtime: $(CACHE)/k8s/tools.stamp $(APT_STAMP)
+	@$(STEP) $@ hack/node/build.sh runtime >/dev/null
+node-coredns: $(CACHE)/k8s/tools.stamp $(APT_STAMP)
+	@$(STEP) $@ hack/node/build.sh coredns-image >/dev/null
+node-busybox: $(APT_STAMP)
+	@$(STEP) $@ hack/node/build.sh busybox-image >/dev/null
 
 node-up: node-bins
 	hack/node/node.sh up
@@ -22,4 +30,4 @@ node-status:
 	hack/node/node.sh status
 
 # `make test` builds them; the real-node suite (test/node) starts and stops the node itself.
-test: node-bins
+tools: node-bins

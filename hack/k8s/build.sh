@@ -5,6 +5,10 @@
 # finished build is a stamp file. The real node's kubelet and kube-proxy (hack/node/build.sh takes them
 # from here) come from the same k8s.io/kubernetes, so they are built in the control plane's one `go build`:
 # one throw-away module and tidy, and the links of the five commands overlap with compiling.
+# Usage: build.sh [etcd|kwok|kube]...: with no argument builds all three and stamps the directory; with
+# arguments builds only those (no stamp), so that `make test` (mk/k8s.mk) runs the three builds side by side:
+# they share nothing but Go's build and module caches, which are safe for concurrent use (each has its own work
+# directory and its own binaries in the directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -48,9 +52,18 @@ build_kwok() {
   mv "$d/kwok" "$BIN/kwok"
 }
 
-timed "etcd $ETCD_VERSION" build_etcd
-timed "kwok $KWOK_VERSION" build_kwok
-timed "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy $K8S_VERSION" build_k8s
-touch "$STAMP"
-log "done: $BIN"
+pieces=("$@")
+[ $# -gt 0 ] || pieces=(etcd kwok kube)
+for piece in "${pieces[@]}"; do
+  case $piece in
+    etcd) timed "etcd $ETCD_VERSION" build_etcd ;;
+    kwok) timed "kwok $KWOK_VERSION" build_kwok ;;
+    kube) timed "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy $K8S_VERSION" build_k8s ;;
+    *) echo "build.sh: no piece '$piece' (etcd, kwok, kube)" >&2; exit 2 ;;
+  esac
+done
+if [ $# -eq 0 ]; then
+  touch "$STAMP"
+  log "done: $BIN"
+fi
 echo "$BIN"

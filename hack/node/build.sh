@@ -21,7 +21,8 @@
 # shell, sleep, ls, wc and cat (Retina's default is mcr.microsoft.com/azurelinux/busybox; no registry here).
 # Where and how (tools cache, Go environment, log lines): hack/lib/tools.sh, as every hack/*/build.sh.
 # runc is Debian's (the Makefile's APT_PACKAGES). Each piece is skipped when built; the whole build is a
-# stamp file. Prints the directory. Logs each piece's build time on stderr.
+# stamp file. Prints the directory. Logs each piece's build time on stderr. `build.sh runtime` builds all
+# but kubelet and kube-proxy (CNI, pause, containerd) and does not stamp.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../k8s/versions.sh"
@@ -137,6 +138,9 @@ build_pause() {
 timed "CNI plugins $CNI_PLUGINS_VERSION" build_cni
 timed "pause image" build_pause
 timed "containerd $CONTAINERD_VERSION" build_containerd
+# `build.sh runtime` stops here (no stamp): what does not need the control plane's build, which `make test` runs
+# beside it (mk/node.mk); kubelet and kube-proxy come from that build.
+if [ "${1:-}" = runtime ]; then echo "$BIN"; exit 0; fi
 timed "kubelet, kube-proxy $K8S_VERSION" build_kube
 touch "$STAMP"
 log "done: $BIN"

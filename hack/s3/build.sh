@@ -19,7 +19,8 @@ start=$(date +%s)
   cd "$WORK"
   cp "$HERE/s3server.go" main.go
   printf 'module retina-ts/s3server\n\ngo 1.24.0\n\nrequire github.com/rclone/gofakes3 %s\n' "$GOFAKES3_VERSION" > go.mod
-  go mod tidy >/dev/null 2>&1
+  # quiet unless it fails (a module it cannot fetch): then its output is the reason
+  go mod tidy >tidy.log 2>&1 || { cat tidy.log >&2; exit 1; }
   go build -trimpath -ldflags "-s -w" -o "$BIN/s3server" .
 )
 echo "[s3server-build] built in $(( $(date +%s) - start )) s" >&2
