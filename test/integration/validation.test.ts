@@ -97,8 +97,11 @@ describe('validation of custom resources', { timeout: 300_000 }, () => {
     await client.request('DELETE', objectPath(resources.metricsConfigurations, undefined, `${prefix}-a-first`));
     await eventually('second becomes Accepted', 20_000, async () => (await status('d-second'))?.state === 'Accepted');
     // Events record the state changes.
-    const events = await client.request<{ items: { reason: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
-    assert.ok(events.items.some((e) => e.reason === 'Errored' && e.involvedObject.name === `${prefix}-b-unknown-metric`));
+    // (written after the status: read until it is there)
+    await eventually('an Errored event for the unknown metric', 20_000, async () => {
+      const events = await client.request<{ items: { reason: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
+      return events.items.some((e) => e.reason === 'Errored' && e.involvedObject.name === `${prefix}-b-unknown-metric`);
+    });
   });
 
   it("accepts Retina's documented MetricsConfiguration example, with what it ignores in the status", async () => {
@@ -118,8 +121,11 @@ describe('validation of custom resources', { timeout: 300_000 }, () => {
     assert.deepEqual(e?.lastKnownSpec, doc);
     assert.match(e?.reason ?? '', /^accepted; ignored: spec\.contextOptions\[0\]\.additionalLabels\[0\]: "direction" has no effect: direction is always a label of drop_count/);
     assert.match(e?.reason ?? '', /spec\.contextOptions\[1\]\.additionalLabels\[0\]: "direction" has no effect/);
-    const events = await client.request<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
-    assert.ok(events.items.some((v) => v.reason === 'AcceptedWithWarnings' && v.involvedObject.name === `${prefix}-e-retina-doc` && v.message === e?.reason));
+    // The event is written after the status (a 2-CPU machine busy with a build met it missing once).
+    await eventually('an AcceptedWithWarnings event with the status\'s reason', 20_000, async () => {
+      const events = await client.request<{ items: { reason: string; message: string; involvedObject: { name: string } }[] }>('GET', collectionPath(resources.events, 'default'));
+      return events.items.some((v) => v.reason === 'AcceptedWithWarnings' && v.involvedObject.name === `${prefix}-e-retina-doc` && v.message === e?.reason);
+    });
   });
 
   it('neither the operator nor an agent crashes on odd but valid resources', async () => {
