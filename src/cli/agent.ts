@@ -11,7 +11,7 @@ import type { MetricsRegistry } from '../metrics/index.js';
 import { createLogger, errorFields } from '../log/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { startNodePipeline } from '../pipeline/index.js';
-import { createPluginManager, selectPlatform } from '../platform/index.js';
+import { createPluginManager, selectPlatform, type Platform } from '../platform/index.js';
 import { loadKubeAuthorizer, startHttpServer, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
@@ -53,7 +53,7 @@ export const COLD_PAGES_EVERY_MS = 30 * 60_000;
  * in the RSS for the agent's life. Pages in use come back at their next touch, from the page cache.
  * The timer is unref'd: it never keeps the process up, and an idle agent wakes for it twice an hour.
  */
-export function releaseColdPagesLater(release: (() => { mappings: number; bytes: number; refused: number }) | undefined, log: Logger,
+export function releaseColdPagesLater(release: Platform['releaseColdPages'], log: Logger,
   firstMs = COLD_PAGES_FIRST_MS, everyMs = COLD_PAGES_EVERY_MS): Disposable {
   if (!release) return { [Symbol.dispose]: () => undefined };
   let first = true;

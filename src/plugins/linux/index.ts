@@ -17,5 +17,6 @@ export const releaseFreeMemory: () => void = trimHeap;
 /**
  * Drops the agent's resident pages of read-only file mappings (the node binary's, the libraries'),
  * which come back on their next use: what start-up read once leaves the RSS (src/ffi/linux/memory.ts).
+ * Called without arguments (the platform's signature): reads /proc/self/smaps.
  */
-export const releaseColdPages = (): { mappings: number; bytes: number; refused: number } => releaseCleanFilePages();
+export const releaseColdPages = releaseCleanFilePages;
