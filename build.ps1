@@ -84,7 +84,7 @@ function Package {
     '@echo off',
     'rem retina-agent for a HostProcess container: paths relative to this folder (%CONTAINER_SANDBOX_MOUNT_POINT%\...).',
     'set "HERE=%~dp0"',
-    'if exist "%HERE%config.yaml" ("%HERE%node.exe" --max-semi-space-size=2 "%HERE%dist\src\cli\agent-main.js" --config "%HERE%config.yaml" %*) else ("%HERE%node.exe" --max-semi-space-size=2 "%HERE%dist\src\cli\agent-main.js" %*)'
+    'if exist "%HERE%config.yaml" ("%HERE%node.exe" --max-semi-space-size=2 --no-allocation-site-pretenuring "%HERE%dist\src\cli\agent-main.js" --config "%HERE%config.yaml" %*) else ("%HERE%node.exe" --max-semi-space-size=2 --no-allocation-site-pretenuring "%HERE%dist\src\cli\agent-main.js" %*)'
   )
   Set-Content -Encoding ascii -Path (Join-Path $out 'retina-agent.cmd') -Value $launcher
   # The package must start with its own node and modules.

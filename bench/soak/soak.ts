@@ -343,6 +343,15 @@ try {
   const receivedPackets = Number(/received (\d+)/.exec(await received.catch((e: unknown) => String(e)))?.[1] ?? 0);
 
   // Figures.
+  const everyMinute = (r: [number, number][], an: [number, number][], sc: { tMs: number; heapMB: number }[]): { rss: number[]; anon: number[]; heapUsed: number[] } => {
+    const at = <T>(xs: T[], t: (x: T) => number, m: number): T | undefined => xs.find((x) => t(x) >= m * 60_000);
+    const minutes = Array.from({ length: Math.floor((soakEnd - soakT0) / 60_000) + 1 }, (_, m) => m);
+    return {
+      rss: minutes.map((m) => at(r, ([t]) => t, m)?.[1] ?? NaN),
+      anon: minutes.map((m) => at(an, ([t]) => t, m)?.[1] ?? NaN),
+      heapUsed: minutes.map((m) => Number((at(sc, (s) => s.tMs, m)?.heapMB ?? NaN).toFixed(1))),
+    };
+  };
   const warm = WARMUP_MINUTES * 60_000;
   const inSoak = (t: number): boolean => t >= warm && t <= soakEnd - soakT0;
   const per10 = (x: number): number => Number((x * 10).toFixed(3));
@@ -364,6 +373,8 @@ try {
     anonRssSlopeMBPer10Min: per10(anonTrend.slopePerMinute), heapTotalSlopeMBPer10Min: per10(heapTotalTrend.slopePerMinute), externalSlopeMBPer10Min: per10(externalTrend.slopePerMinute),
     rssMB: { afterWarmup: rss.find(([t]) => t >= warm)?.[1], end: rss[rss.length - 1]?.[1], max: Math.max(...rss.map(([, y]) => y)) },
     heapMB: summarize(scrapes.map((s) => s.heapMB), 1),
+    /** RSS, its anonymous part and V8's heap used each minute of the soak (MB), for the curve behind the slopes. */
+    everyMinuteMB: everyMinute(rss, anon, scrapes),
     heapSpacesTotalMB: { afterWarmup: soakScrapes[0]?.spacesMB, endOfSoak: soakScrapes[soakScrapes.length - 1]?.spacesMB },
     eventLoopLagP99Ms: lag.p99, eventLoopLagMs: { ofEachScrapesP99: lag, atScrape: summarize(scrapes.map((s) => s.lagMs), 1) },
     agentCpuPercentOfACore: Number((cpuSoak / (MINUTES * 60) * 100).toFixed(2)),
