@@ -93,7 +93,8 @@ function staticImports(dir: string, entry: string): string[] {
   const visit = (f: string): void => {
     if (seen.has(f)) return;
     seen.add(f);
-    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/^(?:import|export)\b[^;()]*?\bfrom\s*"\.\/([^"]+)"|^import\s*"\.\/([^"]+)"/gm)) visit((m[1] ?? m[2]) as string);
+    // Anywhere on a line: the minified bundle puts a chunk's imports on one line (dynamic import() has a parenthesis).
+    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/\bfrom\s*"\.\/([^"]+\.mjs)"|\bimport\s*"\.\/([^"]+\.mjs)"/g)) visit((m[1] ?? m[2]) as string);
   };
   visit(entry);
   return [...seen];
