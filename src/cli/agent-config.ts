@@ -14,7 +14,10 @@ export interface LoadedAgentConfig {
   readonly specs: readonly KeySpec<unknown>[];
 }
 
-export async function loadAgentConfig(platform: Platform, configPath: string | undefined, env: NodeJS.ProcessEnv): Promise<LoadedAgentConfig> {
+/** What the config needs of the platform: the OS's name and its plugin list (not the host's detection). */
+export type ConfigPlatform = Pick<Platform, 'plugins'> & { readonly info: Pick<Platform['info'], 'os'> };
+
+export async function loadAgentConfig(platform: ConfigPlatform, configPath: string | undefined, env: NodeJS.ProcessEnv): Promise<LoadedAgentConfig> {
   const names = platform.plugins.map((p) => p.name);
   const keys = agentKeys({ os: platform.info.os, names, defaults: platform.plugins.filter((p) => p.defaultEnabled).map((p) => p.name) });
   const specs = collectSpecs(keys, ...platform.plugins.map((p) => p.config as ConfigSpec<object>));

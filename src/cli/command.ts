@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getAsset, isSea } from 'node:sea';
 import { ConfigErrors } from '../config/index.js';
-import { errorFields, type Logger } from '../log/index.js';
+import { errorFields, type Logger } from '../log/line/index.js';
 import { parseFlags, type Flags } from './args.js';
 
 /** How long SIGTERM may take before the process exits regardless (the contract's 10 s). */

@@ -3,7 +3,7 @@
  * keys read by several components (the pod-level pipeline's) live here.
  */
 import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
-import { LOG_LEVELS, type LogLevel } from '../log/index.js';
+import { LOG_LEVELS, type LogLevel } from '../log/line/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';

@@ -5,7 +5,7 @@
  */
 import { backoffDelay, pick, type AgentConfig, type BackoffOptions, type LoadedValues } from '../config/index.js';
 import type { FlowConsumer } from '../flow/index.js';
-import { errorFields, type Logger } from '../log/index.js';
+import { errorFields, type Logger } from '../log/line/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { PermanentError, errMessage, everyIp, isPermanent, type AnyPluginDefinition, type IpInterest, type PluginContext, type PluginState } from '../plugin/index.js';
 import { missingHooks, type PlatformInfo } from './capabilities.js';

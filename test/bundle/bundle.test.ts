@@ -49,6 +49,17 @@ describe('bundles, run from their own folder', () => {
     assert.deepEqual(staticImports(dir, 'retina-agent.mjs').filter((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), [], 'the agent loads grpc-js at start');
   });
 
+  it('the agent listens before it loads winston: its start\'s chunk and what that imports statically hold none of it', () => {
+    const marker = '[winston] Unknown logger level';
+    const files = readdirSync(dir).filter((f) => f.endsWith('.mjs'));
+    assert.ok(files.some((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), 'winston is bundled');
+    // main() of src/cli/agent.ts: the chunk with its usage text.
+    const start = files.filter((f) => readFileSync(join(dir, f), 'utf8').includes('usage: retina-agent [--config FILE]'));
+    assert.equal(start.length, 1, `one chunk holds the agent's main(): ${start.join(', ')}`);
+    const eager = staticImports(dir, start[0] as string);
+    assert.deepEqual(eager.filter((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), [], `winston is loaded before the HTTP server listens (${eager.join(', ')})`);
+  });
+
   it('the agent runs the default plugins in a network namespace; /readyz and /metrics answer', async (t) => {
     requireKernel();
     const figures: Record<string, { startMs: number; rssMiB: ReturnType<typeof rssMiB> }> = {};
@@ -82,7 +93,8 @@ function staticImports(dir: string, entry: string): string[] {
   const visit = (f: string): void => {
     if (seen.has(f)) return;
     seen.add(f);
-    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/^(?:import|export)\b[^;()]*?\bfrom\s*"\.\/([^"]+)"|^import\s*"\.\/([^"]+)"/gm)) visit((m[1] ?? m[2]) as string);
+    // Anywhere on a line: the minified bundle puts a chunk's imports on one line (dynamic import() has a parenthesis).
+    for (const m of readFileSync(join(dir, f), 'utf8').matchAll(/\bfrom\s*"\.\/([^"]+\.mjs)"|\bimport\s*"\.\/([^"]+\.mjs)"/g)) visit((m[1] ?? m[2]) as string);
   };
   visit(entry);
   return [...seen];

@@ -308,17 +308,39 @@ describe('a signal during start-up', () => {
       const config = configFile('startup.yaml', `${agentYaml(['linuxutil'])}enablePodLevel: true\n`);
       await using agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', kubeconfig], env: agentEnv({ NODE_NAME: 'e2e-node' }) });
       await agent.waitForLog((l) => l.msg === 'starting retina-agent', '"starting retina-agent"');
+      // Served before the plugins (and the pipeline, waiting for the API server) start: /metrics with
+      // the registry as it is, /healthz live, /readyz 503 with the plugin `starting`.
+      const served = await agent.listening();
+      const m = await get(served, '/metrics');
+      assert.equal(m.status, 200);
+      assert.ok(m.body.includes('process_cpu_seconds_total'), m.body.slice(0, 300));
+      assert.equal((await get(served, '/healthz')).status, 200);
+      const r = await get(served, '/readyz');
+      assert.equal(r.status, 503, r.body);
+      assert.deepEqual((JSON.parse(r.body) as ReadyBody).plugins.map((p) => [p.name, p.state]), [['linuxutil', 'starting']]);
       agent.child.kill('SIGTERM');
       const exit = await agent.waitExit(STOP_MS + 5000);
       assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM during start-up; stderr:\n${agent.stderr}`);
       const lines = assertJsonLogs(agent);
       const at = (msg: string): number => lines.findIndex((l) => l.msg === msg);
-      assert.ok(at('shutting down') >= 0 && at('shutting down') < at('http server listening'), 'the signal was caught while starting, before the HTTP server was up');
+      assert.ok(at('shutting down') > at('starting retina-agent'), 'the signal was caught while starting');
       assert.equal(lines.find((l) => l.msg === 'stopped')?.['exitCode'], 0);
       assert.ok(!lines.some((l) => l.msg === 'plugin started' || l.msg === 'plugins started'), 'no plugin was started after the signal');
     } finally {
       for (const s of sockets) s.destroy();
       silent.close();
     }
+  });
+
+  test('SIGTERM as soon as the HTTP server listens (winston, the platform and the plugins still loading): a clean stop with exit 0', async () => {
+    const config = configFile('early-signal.yaml', agentYaml(['linuxutil']));
+    await using agent = new AgentProcess({ args: ['--config', config], env: agentEnv() });
+    await agent.listening();
+    agent.child.kill('SIGTERM');
+    const exit = await agent.waitExit(STOP_MS + 5000);
+    assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM right after listen; stderr:\n${agent.stderr}`);
+    const lines = assertJsonLogs(agent);
+    assert.ok(lines.some((l) => l.msg === 'shutting down' && l['signal'] === 'SIGTERM'), agent.stderr);
+    assert.equal(lines.find((l) => l.msg === 'stopped')?.['exitCode'], 0, agent.stderr);
   });
 });
