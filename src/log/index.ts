@@ -7,7 +7,7 @@
  * every layer logs; the STYLE table has no row for it, so the reason is written here.
  */
 import winston from 'winston';
-import { errorFields, stderrStream, type LogFields, type Logger, type LoggerOptions } from './line/index.js';
+import { LEVEL_RANK, errorFields, stderrStream, type LogFields, type Logger, type LoggerOptions } from './line/index.js';
 
 export {
   BoundedQueueSink, DroppingFileSink, LOG_LEVELS, MAX_QUEUED_LOG_BYTES, createLineLogger, errorFields, formatLine, silentLogger, stderrStream,
@@ -50,7 +50,7 @@ class WinstonLogger implements Logger {
 export function createLogger(opts: LoggerOptions): Logger {
   const w = winston.createLogger({
     level: opts.level,
-    levels: { error: 0, warn: 1, info: 2, debug: 3 },
+    levels: LEVEL_RANK,
     format: winston.format.combine(winston.format.timestamp({ alias: 'time' }), dropTimestamp(), shape(), winston.format.json()),
     transports: [new winston.transports.Stream({ stream: opts.stream ?? stderrStream() })],
   });

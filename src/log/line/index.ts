@@ -141,8 +141,8 @@ export class DroppingFileSink extends Writable {
 }
 
 
-/** winston's numeric levels as src/log/index.ts configures them: a line is written when its level is at most the logger's. */
-const LEVEL_RANK: Readonly<Record<LogLevel, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
+/** The numeric levels, winston's too (src/log/index.ts): a line is written when its level is at most the logger's. */
+export const LEVEL_RANK: Readonly<Record<LogLevel, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 /** A logger whose lines go to another (winston's) from `handOff` on; until then it writes them itself. */
 export interface LineLogger extends Logger {
