@@ -9,11 +9,16 @@
 //   .../proto/hubble/                        the Hubble .proto files the agent's gRPC service loads
 //   .../proto/opentelemetry/                 the OTLP logs .proto files (flowLogs.otlp.*), loaded only when configured
 //   .../package.json                         name and version (--version, and the package root)
+//   .../retina-agent.cjs, retina-agent.blob  linux: the agent's start-up snapshot (src/cli/agent-snapshot.ts)
+//                                           and its source, for `node --snapshot-blob retina-agent.blob --`;
+//                                           made by this node (the image remakes it with its own)
+//   .../vendor/<package>.cjs                 linux: the packages the snapshot leaves out, loaded on first use
 //   node hack/bundle.mjs [--os linux|win32] [--arch x64|arm64] [--sourcemap] [--out DIR]
 import { build } from 'esbuild';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { buildAgentSnapshot, makeAgentSnapshot } from './snapshot.mjs';
 
 /** The commands that exist: adding one (capture, kubectl-retina) is one line here. */
 export const COMMANDS = {
@@ -87,4 +92,8 @@ cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'cr
 cpSync(join(root, 'proto', 'hubble'), join(out, 'proto', 'hubble'), { recursive: true });
 cpSync(join(root, 'proto', 'opentelemetry'), join(out, 'proto', 'opentelemetry'), { recursive: true });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
+if (opts.os === 'linux' && process.platform === 'linux' && opts.arch === process.arch) {
+  await buildAgentSnapshot(root, out);
+  makeAgentSnapshot(process.execPath, out);
+}
 process.stdout.write(`bundled ${Object.keys(COMMANDS).join(', ')} into ${out}\n`);

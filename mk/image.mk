@@ -13,7 +13,7 @@ IMAGE_REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 NODE_WIN_DIR := $(CACHE)/node-win
 NODE_WIN_EXE := $(NODE_WIN_DIR)/package/bin/node.exe
 BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) $(wildcard charts/retina/crds/*) $(wildcard proto/hubble/*) \
-	hack/bundle.mjs package.json package-lock.json
+	hack/bundle.mjs hack/snapshot.mjs bin/retina-agent package.json package-lock.json
 
 .PHONY: bundle image
 bundle: $(BUNDLE_STAMP)

@@ -29,7 +29,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sleep } from '../../test/ebpf/netns.js';
@@ -75,8 +75,11 @@ function tsSubject(name: string, root: string): Subject {
   for (const e of existsSync(image) ? readFileSync(image, 'utf8').matchAll(/--config\.env (\w+)=(\S+)/g) : []) {
     if (e[1] && e[2]) imageEnv[e[1]] = e[2].replace(/^["']|["']$/g, '');
   }
+  // The start-up snapshot beside the bundle when it has one (hack/bundle.mjs; the image's entrypoint runs it).
+  const blob = join(dirname(bundle), 'retina-agent.blob');
+  const entry = existsSync(blob) ? ['--snapshot-blob', blob, '--'] : [bundle];
   return {
-    name, command: [node, ...m[1].split(/\s+/), bundle], env: agentEnv(imageEnv),
+    name, command: [node, ...m[1].split(/\s+/), ...entry], env: agentEnv(imageEnv),
     config: (port) => `apiServer:\n  host: 127.0.0.1\n  port: ${port}\nlogLevel: info\nenabledPlugin: [${PLUGINS.join(', ')}]\nmetricsIntervalDuration: 10s\n`,
     args: (file) => ['--config', file],
   };

@@ -4,6 +4,7 @@
 #            libraries, ca-certificates, tcpdump and libpcap for captures; no shell, no compiler)
 #          + the pinned Node 22 binary (.cache/node) + the Linux bundle (build/bundle/linux-<arch>)
 #   umoci  -> OCI layout build/image/oci-linux-<arch> (tag linux-<arch>), entrypoint = bin/retina-agent's node flags
+#            and the agent's start-up snapshot (/app/retina-agent.blob, made by the image's node)
 #   skopeo -> build/image/retina-ts-linux-<arch>.oci.tar (oci-archive) and .docker.tar (docker-archive)
 # Usage: hack/image/linux.sh <version> <source-url> <revision>
 set -euo pipefail
@@ -55,13 +56,18 @@ printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/no
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$rootfs/etc/group"
 install -m 0755 .cache/node/bin/node "$rootfs/usr/local/bin/node"
 cp -a "build/bundle/linux-$narch/." "$rootfs/app/"
+# The agent's start-up snapshot, made again by the image's own node (a blob loads only in the Node build
+# that made it) and checked (src/cli/agent-snapshot.ts; hack/snapshot.mjs).
+node hack/snapshot.mjs make "$rootfs/usr/local/bin/node" "$rootfs/app"
 # A compiler in the image would be a build leftover: refuse it.
 if compgen -G "$rootfs/usr/bin/*cc*" >/dev/null || compgen -G "$rootfs/usr/bin/clang*" >/dev/null; then echo "a compiler ended up in the image" >&2; exit 1; fi
 
 entry=(--config.entrypoint /usr/local/bin/node)
 flags=$(agent_node_flags)
 for f in $flags; do entry+=(--config.entrypoint "$f"); done
-entry+=(--config.entrypoint /app/retina-agent.mjs)
+# The agent from its start-up snapshot: the args (the chart's --config ...) follow `--`. Without it:
+# node <flags> /app/retina-agent.mjs (docs/install.md).
+entry+=(--config.entrypoint --snapshot-blob --config.entrypoint /app/retina-agent.blob --config.entrypoint --)
 mapfile -t labels < <(oci_labels)
 
 new_image "$layout" "$tag" "$rootfs" .

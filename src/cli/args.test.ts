@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseFlags, UsageError } from './args.js';
+import { snapshotBlob } from './command.js';
 
 const kubectl = { strings: { namespace: 'default', output: undefined, name: undefined }, booleans: { 'all-namespaces': false, wait: true, help: false }, short: { n: 'namespace', A: 'all-namespaces', o: 'output', h: 'help' } };
 const fails = (argv: string[], text: RegExp, spec = kubectl): void => {
@@ -54,5 +55,14 @@ describe('parseFlags (node:util parseArgs tokens, kubectl rules): every command'
     assert.deepEqual(f.list('name'), ['a', 'b', 'c']);
     assert.equal(f.int('output'), 42);
     assert.throws(() => parseFlags(['--output', '-1'], kubectl).int('output'), /--output: "-1" is not a non-negative integer/);
+  });
+});
+
+describe('snapshotBlob: the start-up snapshot node runs from (src/cli/agent-snapshot.ts)', () => {
+  it('--snapshot-blob B and --snapshot-blob=B in execArgv; none without', () => {
+    assert.equal(snapshotBlob(['--max-semi-space-size=2', '--snapshot-blob', '/app/retina-agent.blob']), '/app/retina-agent.blob');
+    assert.equal(snapshotBlob(['--snapshot-blob=/x/y.blob', '--no-allocation-site-pretenuring']), '/x/y.blob');
+    assert.equal(snapshotBlob(['--max-semi-space-size=2']), undefined);
+    assert.equal(snapshotBlob(['--snapshot-blob']), undefined);
   });
 });

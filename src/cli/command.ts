@@ -190,3 +190,13 @@ export function exitOnFatal(log: Logger, cleanupMs = FATAL_CLEANUP_MS): Fatal {
     },
   };
 }
+
+/** The start-up snapshot node was started from: `--snapshot-blob B` or `--snapshot-blob=B` in its `execArgv`. */
+export function snapshotBlob(execArgv: readonly string[]): string | undefined {
+  for (let i = 0; i < execArgv.length; i++) {
+    const a = execArgv[i] as string;
+    if (a === '--snapshot-blob') return execArgv[i + 1];
+    if (a.startsWith('--snapshot-blob=')) return a.slice('--snapshot-blob='.length);
+  }
+  return undefined;
+}

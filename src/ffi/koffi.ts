@@ -45,7 +45,16 @@ export function loadKoffiNative<K>(arch: string = process.arch): K {
   return native as K;
 }
 
-const koffi: typeof koffiModule = loadKoffiNative<typeof koffiModule>();
+/**
+ * Loaded on first use, not when this module is evaluated: the Linux agent's start-up snapshot
+ * (src/cli/agent-snapshot.ts) holds the plugin list and its bindings, and a V8 snapshot cannot hold a
+ * native module. The bindings use koffi when a plugin starts, never per packet (what they call per
+ * batch are the functions koffi returned, not this object's properties).
+ */
+let native: typeof koffiModule | undefined;
+const koffi: typeof koffiModule = new Proxy({} as typeof koffiModule, {
+  get: (_t, key) => Reflect.get((native ??= loadKoffiNative<typeof koffiModule>()) as object, key),
+});
 // The koffi.* types the bindings name, beside the value (types only, so no runtime namespace).
 // eslint-disable-next-line @typescript-eslint/no-namespace
 declare namespace koffi {

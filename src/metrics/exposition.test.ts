@@ -25,6 +25,13 @@ describe('exposition', () => {
     assert.match(ours, /interface_name="we\\"ird\\\\na\\nme"/);
   });
 
+  it('process_start_time_seconds: this process\'s start, read when the registry is made (prom-client reads it when its module loads: in a start-up snapshot, the build\'s)', async () => {
+    const body = (await createMetricsRegistry().expose()).body;
+    const start = Number(/^process_start_time_seconds (\d+)$/m.exec(body)?.[1]);
+    assert.ok(Math.abs(start - (Date.now() / 1000 - process.uptime())) <= 1, `${start}`);
+    assert.equal(body.match(/^# TYPE process_start_time_seconds gauge$/gm)?.length, 1, 'one family');
+  });
+
   it('serves process metrics, without the _total gauges promtool rejects', async () => {
     const body = (await createMetricsRegistry().expose()).body;
     assert.match(body, /^process_resident_memory_bytes \d+/m);

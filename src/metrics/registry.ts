@@ -8,6 +8,8 @@ import type { MetricDef } from './catalog.js';
 import { EVENT_LOOP_LAG_STATS, registerEventLoopLag } from './event-loop.js';
 import { Body, formatExposition, writeExposition } from './exposition.js';
 
+const PROCESS_START_TIME = 'process_start_time_seconds';
+
 export type Labels<L extends string> = Partial<Record<L, string | number>>;
 
 export interface MetricWriters {
@@ -68,9 +70,13 @@ export function createMetricsRegistry(opts: RegistryOptions = {}): MetricsRegist
     // gauges are replaced by ours (event-loop.ts), which sample every eventLoopSampleMs.
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 2 ** 31 - 1 });
     // Gauges named `_total` (promtool rejects them); nodejs_active_{handles,requests,resources} carry the same counts.
-    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total', ...EVENT_LOOP_LAG_STATS]) {
+    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total', ...EVENT_LOOP_LAG_STATS, PROCESS_START_TIME]) {
       registry.removeSingleMetric(n);
     }
+    // prom-client computes the start time once, when its module is evaluated: in the agent's start-up
+    // snapshot (hack/bundle.mjs) that is when the snapshot was built. Ours is computed here, at run time.
+    const start = Math.round(Date.now() / 1000 - process.uptime());
+    new Gauge({ name: PROCESS_START_TIME, help: 'Start time of the process since unix epoch in seconds.', registers: [registry], aggregator: 'omit', collect() { this.set(start); } });
     registerEventLoopLag(registry, opts.eventLoopSampleMs ?? EVENT_LOOP_SAMPLE_MS);
   }
   const families = new Map<string, { def: MetricDef; metric: Gauge | Counter | Histogram }>();

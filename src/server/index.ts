@@ -29,7 +29,8 @@ export async function loadKubeAuthorizer(o: KubeAuthorizerOptions): Promise<Requ
 // node:http through getBuiltinModule, not an ES import: building the ES namespace of node:http reads
 // every export, and its WebSocket getters load Node's bundled undici (about 6 MB anonymous and 4 MB
 // file-backed RSS that the agent never uses). eslint's no-restricted-imports keeps it that way.
-const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
+// Taken when a server starts, not when this module loads: the agent's start-up snapshot (hack/bundle.mjs)
+// holds this module, and node:http cannot be in a snapshot.
 
 export interface ReadinessSource<S> {
   ready(): boolean;
@@ -140,7 +141,7 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
     opts.log.info('metrics TLS certificate loaded', { certFile: opts.tls.certFile, subject: pair.subject, notAfter: pair.notAfter });
     server = https;
   } else {
-    server = createHttpServer(common, listener);
+    server = process.getBuiltinModule('node:http').createServer(common, listener);
   }
   server.on(opts.tls ? 'secureConnection' : 'connection', (s: Socket) => {
     waiting.add(s);

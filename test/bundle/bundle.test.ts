@@ -5,8 +5,9 @@
  * answering. Reports start time and RSS of the bundled and the dist/ agent.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -60,11 +61,53 @@ describe('bundles, run from their own folder', () => {
     assert.deepEqual(eager.filter((f) => readFileSync(join(dir, f), 'utf8').includes(marker)), [], `winston is loaded before the HTTP server listens (${eager.join(', ')})`);
   });
 
+  it('the start-up snapshot holds none of the vendor packages: they are in vendor/, required on first use', () => {
+    const snapshot = readFileSync(join(dir, 'retina-agent.cjs'), 'utf8');
+    for (const [file, marker] of [['kubernetes-client-node.cjs', '"@kubernetes/client-node"'], ['grpc-grpc-js.cjs', 'node_modules/@grpc/grpc-js/']] as const) {
+      assert.ok(readFileSync(join(dir, 'vendor', file), 'utf8').includes(marker), `vendor/${file} holds ${marker}`);
+      assert.ok(!snapshot.includes(marker), `retina-agent.cjs holds ${marker}`);
+      assert.ok(snapshot.includes(`./vendor/${file}`), `retina-agent.cjs requires vendor/${file}`);
+    }
+  });
+
+  it('the start-up snapshot: --version, a process start time of this run (not the build\'s), and the files beside the blob wherever it is', async () => {
+    const blob = join(dir, 'retina-agent.blob');
+    const run = (...args: string[]): string => execFileSync(nodeBinary(), [...agentNodeFlags(), '--snapshot-blob', blob, '--', ...args], { cwd: tmpdir(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.equal(run('--version').trim(), version);
+    assert.match(run('--help'), /^usage: retina-agent /);
+    // A bad config still exits 2 naming the key, as the ES bundle does.
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'metricsIntervalDuration: soon\n');
+    assert.throws(() => run('--config', bad), (e: { status?: number; stderr?: string }) => e.status === 2 && /metricsIntervalDuration/.test(e.stderr ?? ''));
+    // The blob was made minutes ago at least (make bundle): a start time from then would be the build's.
+    const port = 20_000 + (process.pid % 20_000);
+    const cfg = join(dir, 'linuxutil.yaml');
+    writeFileSync(cfg, `apiServer:\n  host: 127.0.0.1\n  port: ${port}\nenabledPlugin: [linuxutil]\n`);
+    const before = Date.now() / 1000;
+    const agent = spawn(nodeBinary(), [...agentNodeFlags(), '--snapshot-blob', blob, '--', '--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    agent.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
+    try {
+      const body = await untilOk(`http://127.0.0.1:${port}/metrics`);
+      const start = Number(/^process_start_time_seconds (\d+)/m.exec(body)?.[1]);
+      assert.ok(Math.abs(start - before) <= 2, `process_start_time_seconds ${start}, started at ${before}`);
+      // the plugin ran (started after the first answer, as in the image)
+      await untilOk(`http://127.0.0.1:${port}/readyz`);
+      assert.match(log, /"msg":"plugins started"/);
+    } finally {
+      agent.kill('SIGTERM');
+      await once(agent, 'exit');
+    }
+    assert.match(log, /"msg":"stopped"/);
+  });
+
   it('the agent runs the default plugins in a network namespace; /readyz and /metrics answer', async (t) => {
     requireKernel();
     const figures: Record<string, { startMs: number; rssMiB: ReturnType<typeof rssMiB> }> = {};
     for (const [what, command] of [
       ['bundle', [nodeBinary(), ...agentNodeFlags(), join(dir, 'retina-agent.mjs')]],
+      // The image's entrypoint: the start-up snapshot, made in build/bundle and run from this copy.
+      ['snapshot', [nodeBinary(), ...agentNodeFlags(), '--snapshot-blob', join(dir, 'retina-agent.blob'), '--']],
       ['dist', [AGENT_BIN]],
     ] as const) {
       const { ns, peer } = routedNetns(`bndl${what[0]}`, 71);
@@ -98,4 +141,15 @@ function staticImports(dir: string, entry: string): string[] {
   };
   visit(entry);
   return [...seen];
+}
+
+/** The body of the first 200 from `url` (polled every 20 ms, 10 s at most). */
+async function untilOk(url: string): Promise<string> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const r = await fetch(url).catch(() => undefined);
+    if (r?.status === 200) return r.text();
+    if (Date.now() > until) throw new Error(`${url}: no 200 in 10 s (last: ${r?.status ?? 'refused'})`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
 }

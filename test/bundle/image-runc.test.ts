@@ -55,13 +55,13 @@ describe('the Linux image under runc', () => {
     }
   }
 
-  it('the image config: entrypoint with bin/retina-agent\'s node flags, labels, no compiler', () => {
+  it('the image config: entrypoint with bin/retina-agent\'s node flags and the start-up snapshot, labels, no compiler', () => {
     const cfg = JSON.parse(execFileSync('skopeo', ['inspect', '--config', `oci:${IMAGE_LAYOUT}:${IMAGE_TAG}`], { encoding: 'utf8' })) as {
       os: string;
       config: { Entrypoint: string[]; Labels: Record<string, string> };
     };
     assert.equal(cfg.os, 'linux');
-    assert.deepEqual(cfg.config.Entrypoint, ['/usr/local/bin/node', ...agentNodeFlags(), '/app/retina-agent.mjs']);
+    assert.deepEqual(cfg.config.Entrypoint, ['/usr/local/bin/node', ...agentNodeFlags(), '--snapshot-blob', '/app/retina-agent.blob', '--']);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     assert.equal(cfg.config.Labels['org.opencontainers.image.version'], pkg.version);
     assert.ok(cfg.config.Labels['org.opencontainers.image.source'], 'source label');
