@@ -30,22 +30,16 @@ const vendorFile = (spec) => `${spec.replace(/^@/, '').replace(/\//g, '-')}.cjs`
 export async function buildAgentSnapshot(root, out) {
   const vendor = new Map();
   const src = join(root, 'src') + '/';
+  // One CommonJS file per entry; `import.meta.url` is `url`, set by the file's first line.
+  const cjs = (url) => ({
+    absWorkingDir: root, outExtension: { '.js': '.cjs' }, bundle: true, format: 'cjs', platform: 'node', target: 'node22',
+    external: ['*.node'], banner: { js: `${url} = require('node:url').pathToFileURL(__filename).href;` },
+    define: { 'import.meta.url': url.replace(/^var /, '') }, legalComments: 'none', minifyWhitespace: true, minifySyntax: true, logLevel: 'warning',
+  });
   await build({
-    absWorkingDir: root,
+    ...cjs('globalThis.__retinaBundleUrl'),
     entryPoints: [{ in: 'src/cli/agent-snapshot.ts', out: 'retina-agent' }],
     outdir: out,
-    outExtension: { '.js': '.cjs' },
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node22',
-    external: ['*.node'],
-    banner: { js: "globalThis.__retinaBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
-    define: { 'import.meta.url': 'globalThis.__retinaBundleUrl' },
-    legalComments: 'none',
-    minifyWhitespace: true,
-    minifySyntax: true,
-    logLevel: 'warning',
     plugins: [{
       name: 'vendor',
       setup(b) {
@@ -65,21 +59,9 @@ export async function buildAgentSnapshot(root, out) {
     }],
   });
   await build({
-    absWorkingDir: root,
+    ...cjs('var __vendorUrl'),
     entryPoints: [...vendor].map(([spec, path]) => ({ in: path, out: vendorFile(spec).replace(/\.cjs$/, '') })),
     outdir: join(out, 'vendor'),
-    outExtension: { '.js': '.cjs' },
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node22',
-    external: ['*.node'],
-    banner: { js: "var __vendorUrl = require('node:url').pathToFileURL(__filename).href;" },
-    define: { 'import.meta.url': '__vendorUrl' },
-    legalComments: 'none',
-    minifyWhitespace: true,
-    minifySyntax: true,
-    logLevel: 'warning',
   });
 }
 

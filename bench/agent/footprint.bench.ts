@@ -17,7 +17,8 @@
  * Needs root, kernel BTF, iperf3; the pod-level case also the Kubernetes binaries (fails loudly
  * without them; BENCH_FOOTPRINT_PODLEVEL=0 leaves it out).
  * With BENCH_FOOTPRINT_BUNDLE=1 the agent as the image runs it (hack/image: node, bin/retina-agent's node
- * flags, build/bundle/<os>-<arch>/retina-agent.mjs; `make bundle` first) is a third subject, `bundle`.
+ * flags, the start-up snapshot build/bundle/<os>-<arch>/retina-agent.blob; `make bundle` first) is a
+ * subject, `bundle`, and the bundle's ES entry (retina-agent.mjs) another, `bundleEs`.
  * Env: BENCH_FOOTPRINT_SECONDS (30), BENCH_FOOTPRINT_ROUNDS (2), BENCH_FOOTPRINT_BASE, BENCH_FOOTPRINT_PODLEVEL (1),
  * BENCH_FOOTPRINT_IDLE (1; 0 runs the pod-level part alone), BENCH_FOOTPRINT_BUNDLE (0).
  */

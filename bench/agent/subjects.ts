@@ -1,6 +1,7 @@
 /**
  * What the agent benchmarks start, written once: the subjects (this checkout's `bin/retina-agent`, a
- * base checkout's from an environment variable, the image's bundle), their ABBA order, and the
+ * base checkout's from an environment variable, the image's bundle: its start-up snapshot and its ES
+ * entry), their ABBA order, and the
  * pod-level agent on the test control plane holding 20 000 RetinaEndpoints, synced.
  */
 import { join } from 'node:path';
@@ -15,15 +16,19 @@ export const ENDPOINTS = 20_000;
 
 /**
  * `current` (this checkout), `base` when `baseVar` names a checkout (its `bin/retina-agent`: a copy of
- * another build's dist/ beside a bin/ works too), `bundle` when `bundleVar` is 1.
+ * another build's dist/ beside a bin/ works too), `bundle` and `bundleEs` when `bundleVar` is 1.
  */
 export function agentSubjects(baseVar: string, bundleVar?: string): Record<string, string[]> {
   const base = process.env[baseVar];
   return {
     current: [AGENT_BIN],
     ...(base ? { base: [`${base.replace(/\/$/, '')}/bin/retina-agent`] } : {}),
-    // The image's command line: node, the shim's node flags, the bundle (hack/image/linux.sh).
-    ...(bundleVar && process.env[bundleVar] === '1' ? { bundle: [nodeBinary(), ...agentNodeFlags(), join(linuxBundle(), 'retina-agent.mjs')] } : {}),
+    // The image's command line: node, the shim's node flags, the start-up snapshot (hack/image/linux.sh);
+    // `bundleEs`: the bundle's ES entry, as the image ran it before the snapshot (and Windows still does).
+    ...(bundleVar && process.env[bundleVar] === '1' ? {
+      bundle: [nodeBinary(), ...agentNodeFlags(), '--snapshot-blob', join(linuxBundle(), 'retina-agent.blob'), '--'],
+      bundleEs: [nodeBinary(), ...agentNodeFlags(), join(linuxBundle(), 'retina-agent.mjs')],
+    } : {}),
   };
 }
 
