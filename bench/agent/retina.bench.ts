@@ -35,6 +35,7 @@ import { createInterface } from 'node:readline';
 import { sleep } from '../../test/ebpf/netns.js';
 import { AgentProcess, ROOT, agentEnv } from '../../test/e2e/agent-process.js';
 import { cpuSeconds, rssSplit } from '../../test/e2e/proc-stats.js';
+import { agentNodeFlags } from '../../test/bundle/serving.js';
 import { Bed, median } from '../datapath/setup.js';
 import { envInt } from '../server/summary.js';
 
@@ -63,9 +64,6 @@ const work = mkdtempSync(join(tmpdir(), 'rtbench-retina-'));
 
 /** The image's way to run a checkout: its node, its shim's node flags, its bundle (hack/image/linux.sh). */
 function tsSubject(name: string, root: string): Subject {
-  const shim = readFileSync(join(root, 'bin', 'retina-agent'), 'utf8');
-  const m = /^exec "\$n" (.*?) "\$d\/dist\//m.exec(shim);
-  if (!m?.[1]) throw new Error(`${root}/bin/retina-agent has no exec line with node flags`);
   const bundle = join(root, 'build', 'bundle', `linux-${process.arch}`, 'retina-agent.mjs');
   if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run make bundle in ${root}`);
   const node = existsSync(join(root, '.cache', 'node', 'bin', 'node')) ? join(root, '.cache', 'node', 'bin', 'node') : join(ROOT, '.cache', 'node', 'bin', 'node');
@@ -79,7 +77,7 @@ function tsSubject(name: string, root: string): Subject {
   const blob = join(dirname(bundle), 'retina-agent.blob');
   const entry = existsSync(blob) ? ['--snapshot-blob', blob, '--'] : [bundle];
   return {
-    name, command: [node, ...m[1].split(/\s+/), ...entry], env: agentEnv(imageEnv),
+    name, command: [node, ...agentNodeFlags(root), ...entry], env: agentEnv(imageEnv),
     config: (port) => `apiServer:\n  host: 127.0.0.1\n  port: ${port}\nlogLevel: info\nenabledPlugin: [${PLUGINS.join(', ')}]\nmetricsIntervalDuration: 10s\n`,
     args: (file) => ['--config', file],
   };

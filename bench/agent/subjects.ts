@@ -4,6 +4,7 @@
  * entry), their ABBA order, and the
  * pod-level agent on the test control plane holding 20 000 RetinaEndpoints, synced.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_BIN, AgentProcess, agentEnv, nodeBinary } from '../../test/e2e/agent-process.js';
 import { agentNodeFlags, linuxBundle } from '../../test/bundle/serving.js';
@@ -22,7 +23,7 @@ export function agentSubjects(baseVar: string, bundleVar?: string): Record<strin
   const base = process.env[baseVar];
   return {
     current: [AGENT_BIN],
-    ...(base ? { base: [`${base.replace(/\/$/, '')}/bin/retina-agent`] } : {}),
+    ...(base ? { base: shimCommand(base.replace(/\/$/, '')) } : {}),
     // The image's command line: node, the shim's node flags, the start-up snapshot (hack/image/linux.sh);
     // `bundleEs`: the bundle's ES entry, as the image ran it before the snapshot (and Windows still does).
     ...(bundleVar && process.env[bundleVar] === '1' ? {
@@ -30,6 +31,16 @@ export function agentSubjects(baseVar: string, bundleVar?: string): Record<strin
       bundleEs: [nodeBinary(), ...agentNodeFlags(), join(linuxBundle(), 'retina-agent.mjs')],
     } : {}),
   };
+}
+
+/**
+ * A checkout's agent as its `bin/retina-agent` runs it. A copy of a build's bin/ and dist/ has no
+ * `.cache/node`, and the shim would then run the machine's `node` (Node 20 on these machines, which
+ * made one 2.5-hour run a Node 20 figure): the shim's node flags with this checkout's node instead.
+ */
+function shimCommand(root: string): string[] {
+  if (existsSync(join(root, '.cache', 'node', 'bin', 'node'))) return [join(root, 'bin', 'retina-agent')];
+  return [nodeBinary(), ...agentNodeFlags(root), join(root, 'dist', 'src', 'cli', 'agent-main.js')];
 }
 
 /** ABBA order of the subjects over the rounds. */

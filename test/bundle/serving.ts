@@ -59,9 +59,9 @@ export function rssMiB(pid: number): { total: number; anon: number; file: number
 }
 
 /** The node flags of bin/retina-agent (the one source of them; the image's entrypoint has the same). */
-export function agentNodeFlags(): string[] {
-  const m = /^exec "\$n" (.*?) "\$d\/dist\//m.exec(readFileSync(join(ROOT, 'bin', 'retina-agent'), 'utf8'));
-  if (!m?.[1]) throw new Error('bin/retina-agent has no `exec "$n" <flags> "$d/dist/...` line');
+export function agentNodeFlags(root = ROOT): string[] {
+  const m = /^exec "\$n" (.*?) "\$d\/dist\//m.exec(readFileSync(join(root, 'bin', 'retina-agent'), 'utf8'));
+  if (!m?.[1]) throw new Error(`${root}/bin/retina-agent has no \`exec "$n" <flags> "$d/dist/...\` line`);
   return m[1].split(/\s+/);
 }
 
