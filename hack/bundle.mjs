@@ -94,6 +94,9 @@ cpSync(join(root, 'proto', 'opentelemetry'), join(out, 'proto', 'opentelemetry')
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
 if (opts.os === 'linux' && process.platform === 'linux' && opts.arch === process.arch) {
   await buildAgentSnapshot(root, out);
-  makeAgentSnapshot(process.execPath, out);
+  // Made by the node the image ships and the tests run (.cache/node), which is also make's node when the
+  // machine's is older than 22; a blob loads only in the Node build that made it.
+  const pinned = join(root, '.cache', 'node', 'bin', 'node');
+  makeAgentSnapshot(existsSync(pinned) ? pinned : process.execPath, out);
 }
 process.stdout.write(`bundled ${Object.keys(COMMANDS).join(', ')} into ${out}\n`);

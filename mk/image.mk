@@ -19,7 +19,8 @@ BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) 
 bundle: $(BUNDLE_STAMP)
 image: $(IMAGE_LINUX_STAMP) $(IMAGE_WINDOWS_STAMP)
 
-$(BUNDLE_STAMP): $(BUNDLE_INPUTS) $(BPF_OBJECTS) $(NPM_STAMP)
+# The pinned node first: the agent's start-up snapshot (hack/snapshot.mjs) is made by the node that runs it.
+$(BUNDLE_STAMP): $(BUNDLE_INPUTS) $(BPF_OBJECTS) $(NPM_STAMP) $(CACHE)/node/.stamp-$(NODE_VERSION)
 	node hack/bundle.mjs --os linux --arch $(NODE_ARCH) $(if $(BUNDLE_SOURCEMAP),--sourcemap)
 	node hack/bundle.mjs --os win32 --arch x64 $(if $(BUNDLE_SOURCEMAP),--sourcemap)
 	touch $@
