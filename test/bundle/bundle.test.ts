@@ -5,13 +5,12 @@
  * answering. Reports start time and RSS of the bundled and the dist/ agent.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AGENT_BIN, ROOT, nodeBinary } from '../e2e/agent-process.js';
+import { AGENT_BIN, AgentProcess, ROOT, get, nodeBinary } from '../e2e/agent-process.js';
 import { NsAgent, requireKernel } from '../ebpf/netns.js';
 import { agentNodeFlags, assertServing, curlIn, linuxBundle, routedNetns, rssMiB, untilReady } from './serving.js';
 
@@ -80,25 +79,22 @@ describe('bundles, run from their own folder', () => {
     writeFileSync(bad, 'metricsIntervalDuration: soon\n');
     assert.throws(() => run('--config', bad), (e: { status?: number; stderr?: string }) => e.status === 2 && /metricsIntervalDuration/.test(e.stderr ?? ''));
     // The blob was made minutes ago at least (make bundle): a start time from then would be the build's.
-    const port = 20_000 + (process.pid % 20_000);
     const cfg = join(dir, 'linuxutil.yaml');
-    writeFileSync(cfg, `apiServer:\n  host: 127.0.0.1\n  port: ${port}\nenabledPlugin: [linuxutil]\n`);
+    writeFileSync(cfg, 'apiServer:\n  host: 127.0.0.1\n  port: 0\nenabledPlugin: [linuxutil]\n');
     const before = Date.now() / 1000;
-    const agent = spawn(nodeBinary(), [...agentNodeFlags(), '--snapshot-blob', blob, '--', '--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    agent.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
+    const agent = new AgentProcess({ command: [nodeBinary(), ...agentNodeFlags(), '--snapshot-blob', blob, '--'], args: ['--config', cfg] });
     try {
-      const body = await untilOk(`http://127.0.0.1:${port}/metrics`);
-      const start = Number(/^process_start_time_seconds (\d+)/m.exec(body)?.[1]);
+      const port = await agent.listening();
+      const m = await get(port, '/metrics');
+      assert.equal(m.status, 200);
+      const start = Number(/^process_start_time_seconds (\d+)/m.exec(m.body)?.[1]);
       assert.ok(Math.abs(start - before) <= 2, `process_start_time_seconds ${start}, started at ${before}`);
       // the plugin ran (started after the first answer, as in the image)
-      await untilOk(`http://127.0.0.1:${port}/readyz`);
-      assert.match(log, /"msg":"plugins started"/);
+      await agent.waitForLog((l) => l.msg === 'plugins started', '"plugins started"');
     } finally {
-      agent.kill('SIGTERM');
-      await once(agent, 'exit');
+      await agent[Symbol.asyncDispose]();
     }
-    assert.match(log, /"msg":"stopped"/);
+    assert.ok(agent.logLines().some((l) => l.msg === 'stopped'), `stopped cleanly: ${agent.stderr.slice(-1000)}`);
   });
 
   it('the agent runs the default plugins in a network namespace; /readyz and /metrics answer', async (t) => {
@@ -143,13 +139,3 @@ function staticImports(dir: string, entry: string): string[] {
   return [...seen];
 }
 
-/** The body of the first 200 from `url` (polled every 20 ms, 10 s at most). */
-async function untilOk(url: string): Promise<string> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const r = await fetch(url).catch(() => undefined);
-    if (r?.status === 200) return r.text();
-    if (Date.now() > until) throw new Error(`${url}: no 200 in 10 s (last: ${r?.status ?? 'refused'})`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
-}
