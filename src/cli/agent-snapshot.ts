@@ -22,7 +22,7 @@ import { createLineLogger } from '../log/line/index.js';
 import { createMetricsRegistry, defineMetric } from '../metrics/index.js';
 import { currentOs, loadPlugins } from '../platform/index.js';
 import { loadAgentConfig } from './agent-config.js';
-import { snapshotBlob } from './command.js';
+import { exitWhenDone, snapshotBlob } from './command.js';
 import { main } from './agent.js';
 
 /**
@@ -59,9 +59,7 @@ async function warmUp(): Promise<void> {
 
 /** As agent-main.ts: `diagnose` or the agent, and an exit that does not wait for a stray handle. */
 async function run(argv: readonly string[]): Promise<void> {
-  const code = argv[0] === 'diagnose' ? await (await import('./diagnose.js')).main(argv.slice(1), process.env) : await main(argv, process.env);
-  process.exitCode = code;
-  setTimeout(() => process.exit(code), 1000).unref();
+  exitWhenDone(argv[0] === 'diagnose' ? await (await import('./diagnose.js')).main(argv.slice(1), process.env) : await main(argv, process.env));
 }
 
 const { startupSnapshot } = process.getBuiltinModule('node:v8');

@@ -1,5 +1,5 @@
 import { main } from './capture-workload.js';
+import { exitWhenDone } from './command.js';
 
 const code = await main(process.argv.slice(2), process.env);
-process.exitCode = code;
-setTimeout(() => process.exit(code), 1000).unref();
+exitWhenDone(code);

@@ -200,3 +200,12 @@ export function snapshotBlob(execArgv: readonly string[]): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * How every command ends (src/cli/*-main.ts, agent-snapshot.ts): `code` as the exit status, and, since
+ * everything was released, an exit 1 s later if a stray handle still holds the event loop.
+ */
+export function exitWhenDone(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 1000).unref();
+}

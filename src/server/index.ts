@@ -26,12 +26,6 @@ export async function loadKubeAuthorizer(o: KubeAuthorizerOptions): Promise<Requ
   return (await import('./auth.js')).createKubeAuthorizer(o);
 }
 
-// node:http through getBuiltinModule, not an ES import: building the ES namespace of node:http reads
-// every export, and its WebSocket getters load Node's bundled undici (about 6 MB anonymous and 4 MB
-// file-backed RSS that the agent never uses). eslint's no-restricted-imports keeps it that way.
-// Taken when a server starts, not when this module loads: the agent's start-up snapshot (hack/bundle.mjs)
-// holds this module, and node:http cannot be in a snapshot.
-
 export interface ReadinessSource<S> {
   ready(): boolean;
   status(): S[];
@@ -141,6 +135,11 @@ export async function startHttpServer<S>(opts: HttpServerOptions<S>): Promise<Ht
     opts.log.info('metrics TLS certificate loaded', { certFile: opts.tls.certFile, subject: pair.subject, notAfter: pair.notAfter });
     server = https;
   } else {
+    // node:http through getBuiltinModule, not an ES import: building the ES namespace of node:http reads
+    // every export, and its WebSocket getters load Node's bundled undici (about 6 MB anonymous and 4 MB
+    // file-backed RSS that the agent never uses). eslint's no-restricted-imports keeps it that way.
+    // Taken here, not when this module loads: the agent's start-up snapshot (src/cli/agent-snapshot.ts)
+    // holds this module, and node:http cannot be in a snapshot.
     server = process.getBuiltinModule('node:http').createServer(common, listener);
   }
   server.on(opts.tls ? 'secureConnection' : 'connection', (s: Socket) => {
