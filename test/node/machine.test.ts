@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { collectionPath, resources, type KubeObject, type RestClient } from '../../src/k8s/index.js';
 import { createNamespace, deployment, eventually, listAll } from '../integration/harness.js';
-import { LOCK, NODE_NAME, POD_CIDR_PREFIX, machineState, nodeClient, nodeSh } from './node.js';
+import { LOCK, NODE_NAME, POD_CIDR_PREFIX, holdMachine, machineState, nodeClient, nodeLockFree, nodeSh } from './node.js';
 
 const sysctls = (s: readonly string[]): string[] => s.filter((l) => l.startsWith('sysctl '));
 /** The forwarding switches (IPv4 and IPv6; all, default and the host's own interfaces): on while a pod runs (the bridge plugin's isGateway), restored by down. */
@@ -35,6 +35,9 @@ async function runPod(client: RestClient, ns: string): Promise<Pod> {
 
 describe('real node: the machine before up and after down', { timeout: 1_500_000 }, () => {
   it('up, a pod, a killed run, up again (cleans), a second node refused, down: the machine is as before', async () => {
+    // another run's real-node suites (a second checkout's make test on this machine) finish first
+    using _suite = await holdMachine();
+    await nodeLockFree();
     const before = await machineState();
     assert.deepEqual(before.filter((l) => !l.startsWith('sysctl ')), [], `the machine has leftovers of a real node before the test: ${before.join('\n')}`);
 

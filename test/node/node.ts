@@ -7,7 +7,8 @@
  * with node.sh's output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { createRestClient, isApiError, loadRestConfig, type RestClient } from '../../src/k8s/index.js';
 import { ROOT } from '../integration/harness.js';
@@ -26,6 +27,13 @@ export const POD_CIDR_PREFIX = '10.251.0.';
 /** The node's pods' IPv6 range (dual stack: the bridge CNI's second host-local range, fd51:251::/64). */
 export const POD_CIDR6_PREFIX = 'fd51:251::';
 export const LOCK = '/run/retina-ts-node.lock';
+/**
+ * The real-node suites' own lock, held by a test process for as long as it uses the machine's one
+ * node (node.sh's lock is not enough: machine.test lets a fake holder die on purpose, and another
+ * checkout's waiting `up` would take the node over in that gap, or come up between its before and
+ * after). Two `make test` runs on one machine (a developer's and CI's) take turns.
+ */
+export const SUITE_LOCK = '/run/retina-ts-node-tests.lock';
 
 export interface RealNode extends AsyncDisposable {
   readonly kubeconfig: string;
@@ -74,6 +82,69 @@ export function lockHolder(): string {
   }
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes SUITE_LOCK for this process: waits up to `waitS` while a live process of another run holds
+ * it, takes over a dead holder's. Disposing frees it.
+ */
+export async function holdMachine(waitS = 1200): Promise<Disposable> {
+  const mine = `pid=${process.pid}\nroot=${ROOT}\n`;
+  const deadline = Date.now() + waitS * 1000;
+  for (;;) {
+    try {
+      mkdirSync(SUITE_LOCK);
+      writeFileSync(`${SUITE_LOCK}/holder`, mine);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    let holder = '';
+    try {
+      holder = readFileSync(`${SUITE_LOCK}/holder`, 'utf8');
+    } catch {
+      // mkdir'ed, holder not written yet: a holder that died in between is taken over after 10 s
+      const age = Date.now() - (statSync(SUITE_LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 10_000) rmSync(SUITE_LOCK, { recursive: true, force: true });
+    }
+    const pid = Number(/^pid=(\d+)$/m.exec(holder)?.[1] ?? 0);
+    if (holder === mine) break;
+    if (pid > 0 && !alive(pid)) {
+      rmSync(SUITE_LOCK, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`the real node's test lock ${SUITE_LOCK} is still held after ${waitS} s by ${holder.replace(/\n/g, ' ')}(another make test on this machine)`);
+    await sleep(1000);
+  }
+  return {
+    [Symbol.dispose]() {
+      try {
+        if (readFileSync(`${SUITE_LOCK}/holder`, 'utf8') === mine) rmSync(SUITE_LOCK, { recursive: true, force: true });
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+/** Waits up to `waitS` for node.sh's lock to be free (a node another checkout's `make node-up` left running). */
+export async function nodeLockFree(waitS = 1200): Promise<void> {
+  const deadline = Date.now() + waitS * 1000;
+  for (let h = lockHolder(); h !== ''; h = lockHolder()) {
+    const pid = Number(/^pid=(\d+)$/m.exec(h)?.[1] ?? 0);
+    if (pid > 0 && !alive(pid)) return; // a dead holder's: `up` takes it over and cleans
+    if (Date.now() > deadline) throw new Error(`the real node is in use: ${LOCK} is held after ${waitS} s by ${h.replace(/\n/g, ' ')}`);
+    await sleep(1000);
+  }
+}
+
 /**
  * Starts the real node (or reuses the one `make node-up` started from this checkout). Waits up to
  * `lockWaitS` for another checkout's node to go away, then fails naming its holder.
@@ -83,6 +154,7 @@ export async function startNode(lockWaitS = 1200): Promise<RealNode> {
   const holder = lockHolder();
   let client = holder.includes(`root=${ROOT.replace(/\/$/, '')}\n`) && holder.startsWith('pid=0\n') ? await nodeClient() : undefined;
   const owned = !client;
+  const suite = owned ? await holdMachine(lockWaitS) : undefined;
   if (!client) {
     try {
       await nodeSh(['up'], { RETINA_NODE_HOLDER_PID: String(process.pid), RETINA_NODE_LOCK_WAIT: String(lockWaitS) });
@@ -91,6 +163,7 @@ export async function startNode(lockWaitS = 1200): Promise<RealNode> {
     } catch (e) {
       // a node that came up half way is taken down again (the machine restored) unless another checkout holds it
       if (lockHolder().includes(`pid=${process.pid}\n`)) await nodeSh(['down']).catch(() => undefined);
+      suite?.[Symbol.dispose]();
       throw e;
     }
   }
@@ -102,7 +175,11 @@ export async function startNode(lockWaitS = 1200): Promise<RealNode> {
     bin,
     async [Symbol.asyncDispose]() {
       c.close();
-      if (owned) await nodeSh(['down']);
+      try {
+        if (owned) await nodeSh(['down']);
+      } finally {
+        suite?.[Symbol.dispose]();
+      }
     },
   };
 }
