@@ -13,6 +13,7 @@ import { createPluginManager, currentOs, loadPlugins, selectPlatform, type Platf
 import { loadKubeAuthorizer, startHttpServer, type HttpServer, type ReadinessSource, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
 import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
+import { compactHeapWhenGrown } from './heap-compaction.js';
 
 /** At most one C-heap trim per this many ms, done after a scrape's response is written. */
 export const HEAP_TRIM_EVERY_MS = 10_000;
@@ -222,8 +223,10 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
 
   let coldPages: Disposable | undefined;
+  let heap: Disposable | undefined;
   const stop = async (): Promise<number> => {
     coldPages?.[Symbol.dispose]();
+    heap?.[Symbol.dispose]();
     let code = 0;
     try {
       if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
@@ -253,6 +256,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     const st = manager.status();
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
     coldPages = releaseColdPagesLater(platform.releaseColdPages, log);
+    heap = compactHeapWhenGrown(log);
   }
   return done;
 }
