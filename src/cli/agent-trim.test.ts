@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
-import type { Logger } from '../log/index.js';
+import { captureLog } from '../../test/fakes/log.js';
 import { createMetricsRegistry, defineMetric } from '../metrics/index.js';
 import { COLD_PAGES_EVERY_MS, COLD_PAGES_FIRST_MS, HEAP_TRIM_EVERY_MS, exposeAndTrim, releaseColdPagesLater } from './agent.js';
 
@@ -28,29 +28,20 @@ describe('exposeAndTrim', () => {
 });
 
 describe('releaseColdPagesLater', () => {
-  const recorder = (): { log: Logger; lines: [string, string, unknown][] } => {
-    const lines: [string, string, unknown][] = [];
-    const log: Logger = {
-      debug: (m, f) => void lines.push(['debug', m, f]), info: (m, f) => void lines.push(['info', m, f]),
-      warn: (m, f) => void lines.push(['warn', m, f]), error: (m, f) => void lines.push(['error', m, f]), child: () => log,
-    };
-    return { log, lines };
-  };
-
   it('releases once start-up is over (info line with the MB), then every COLD_PAGES_EVERY_MS (debug), until disposed', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const { log, lines } = recorder();
+      const log = captureLog();
       let calls = 0;
       const d = releaseColdPagesLater(() => (calls++, { mappings: 12, bytes: 30 * 2 ** 20, refused: 0 }), log);
       mock.timers.tick(COLD_PAGES_FIRST_MS - 1);
       assert.equal(calls, 0);
       mock.timers.tick(1);
       assert.equal(calls, 1);
-      assert.deepEqual(lines, [['info', 'read-only file pages released (they come back on use)', { mappings: 12, releasedMB: 30 }]]);
+      assert.deepEqual(log.lines, [{ level: 'info', msg: 'read-only file pages released (they come back on use)', fields: { mappings: 12, releasedMB: 30 } }]);
       mock.timers.tick(COLD_PAGES_EVERY_MS);
       assert.equal(calls, 2);
-      assert.equal(lines[1]?.[0], 'debug');
+      assert.equal(log.lines[1]?.level, 'debug');
       d[Symbol.dispose]();
       mock.timers.tick(10 * COLD_PAGES_EVERY_MS);
       assert.equal(calls, 2, 'nothing after dispose');
@@ -62,7 +53,7 @@ describe('releaseColdPagesLater', () => {
   it('a release that throws is logged as a warning and not tried again; no release (Windows) schedules nothing', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const { log, lines } = recorder();
+      const log = captureLog();
       let calls = 0;
       releaseColdPagesLater(() => {
         calls++;
@@ -70,9 +61,9 @@ describe('releaseColdPagesLater', () => {
       }, log);
       mock.timers.tick(COLD_PAGES_FIRST_MS + 5 * COLD_PAGES_EVERY_MS);
       assert.equal(calls, 1);
-      assert.equal(lines.length, 1);
-      assert.equal(lines[0]?.[0], 'warn');
-      assert.match(JSON.stringify(lines[0]?.[2]), /smaps/);
+      assert.equal(log.lines.length, 1);
+      assert.equal(log.lines[0]?.level, 'warn');
+      assert.match(JSON.stringify(log.lines[0]?.fields), /smaps/);
       releaseColdPagesLater(undefined, log)[Symbol.dispose]();
     } finally {
       mock.timers.reset();

@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
-import type { Logger } from '../log/index.js';
+import { captureLog } from '../../test/fakes/log.js';
 import { HEAP_CHECK_EVERY_MS, HEAP_GROWTH_BYTES, collector, compactHeapWhenGrown, oldSpaceUsed } from './heap-compaction.js';
 
 const MB = 2 ** 20;
-const recorder = (): { log: Logger; lines: [string, string, unknown][] } => {
-  const lines: [string, string, unknown][] = [];
-  const log: Logger = {
-    debug: (m, f) => void lines.push(['debug', m, f]), info: (m, f) => void lines.push(['info', m, f]),
-    warn: (m, f) => void lines.push(['warn', m, f]), error: (m, f) => void lines.push(['error', m, f]), child: () => log,
-  };
-  return { log, lines };
-};
 
 describe('compactHeapWhenGrown', () => {
   it('collects only once the old space has grown HEAP_GROWTH_BYTES since it was last found collected, by it or by V8', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const { log, lines } = recorder();
+      const log = captureLog();
       let size = 10 * MB;
       let collections = 0;
       const d = compactHeapWhenGrown(log, { used: () => size, collect: () => { collections++; size = 9 * MB; } });
@@ -27,8 +19,8 @@ describe('compactHeapWhenGrown', () => {
       size += 1;
       mock.timers.tick(HEAP_CHECK_EVERY_MS);
       assert.equal(collections, 1);
-      assert.deepEqual(lines.map(([l, m]) => [l, m]), [['debug', 'old space collected']]);
-      assert.equal((lines[0]?.[2] as { afterMB: number }).afterMB, 9);
+      assert.deepEqual(log.lines.map((l) => [l.level, l.msg]), [['debug', 'old space collected']]);
+      assert.equal(log.lines[0]?.fields?.['afterMB'], 9);
       // V8 collected on its own (smaller than the base): growth counts from there
       size = 7 * MB;
       mock.timers.tick(HEAP_CHECK_EVERY_MS);
@@ -47,14 +39,14 @@ describe('compactHeapWhenGrown', () => {
   it('a collection that throws is logged as a warning and not tried again', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     try {
-      const { log, lines } = recorder();
+      const log = captureLog();
       let size = 0;
       let calls = 0;
       compactHeapWhenGrown(log, { used: () => (size += HEAP_GROWTH_BYTES), collect: () => { calls++; throw new Error('no gc'); } });
       mock.timers.tick(5 * HEAP_CHECK_EVERY_MS);
       assert.equal(calls, 1);
-      assert.deepEqual(lines.map(([l]) => l), ['warn']);
-      assert.match(JSON.stringify(lines[0]?.[2]), /no gc/);
+      assert.deepEqual(log.lines.map((l) => l.level), ['warn']);
+      assert.match(JSON.stringify(log.lines[0]?.fields), /no gc/);
     } finally {
       mock.timers.reset();
     }
