@@ -82,14 +82,14 @@ static __always_inline __u32 l4_offset(struct __sk_buff *skb, __u32 l3, __u16 pr
 SEC("socket")
 int dns_socket_filter(struct __sk_buff *skb)
 {
-	__u32 pkt_type = skb->pkt_type;
+	__u32 pkt_type = RETINA_SKB(skb, pkt_type);
 	if (pkt_type == PACKET_OUTGOING_) {
-		if (skb->ingress_ifindex != 0)
+		if (RETINA_SKB(skb, ingress_ifindex) != 0)
 			return 0; /* forwarded: counted when it arrived */
-	} else if (skb->ifindex == LOOPBACK_IFINDEX_) {
+	} else if (RETINA_SKB(skb, ifindex) == LOOPBACK_IFINDEX_) {
 		return 0; /* loopback: counted leaving */
 	}
-	__u16 proto = bpf_ntohs(skb->protocol);
+	__u16 proto = bpf_ntohs(RETINA_SKB(skb, protocol));
 	if (proto != ETH_P_IP_ && proto != ETH_P_IPV6_)
 		return 0;
 	/* Ethernet-like devices (and lo) show the link header, others start at the IP header. */
@@ -125,12 +125,12 @@ int dns_socket_filter(struct __sk_buff *skb)
 		retina_count_lost(&retina_dns_lost);
 		return 0;
 	}
-	__u32 n = skb->len;
+	__u32 n = RETINA_SKB(skb, len);
 	if (n > DNS_CAPTURE)
 		n = DNS_CAPTURE;
 	e->ts_ns = bpf_ktime_get_boot_ns();
-	e->len = skb->len;
-	e->ifindex = skb->ifindex;
+	e->len = RETINA_SKB(skb, len);
+	e->ifindex = RETINA_SKB(skb, ifindex);
 	e->l3_off = l3;
 	e->pkt_type = pkt_type;
 	e->pad = 0;

@@ -9,6 +9,15 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 
+/* A __u32 field of the program's context, struct __sk_buff: UAPI, the same layout on every kernel, and
+ * the verifier rewrites each access to it. Written `skb->field`, it would be a CO-RE relocation
+ * (vmlinux.h marks every struct preserve_access_index), and an object with any CO-RE relocation makes
+ * libbpf read and parse the kernel's whole BTF while it loads (/sys/kernel/btf/vmlinux: 5.5 MB, about
+ * 10 ms of CPU, per object). Read at its offset, it is the same load without one: packetforward and dns
+ * need no kernel type at all (test/conformance/core-relocations.test.ts checks they carry no CO-RE
+ * relocation). */
+#define RETINA_SKB(skb, field) (*(const volatile __u32 *)((const char *)(skb) + __builtin_offsetof(struct __sk_buff, field)))
+
 #define RETINA_DIR_INGRESS 1
 #define RETINA_DIR_EGRESS 2
 

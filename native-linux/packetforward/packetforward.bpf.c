@@ -26,7 +26,7 @@ static __always_inline int count(struct __sk_buff *skb, __u32 key)
 	struct fwd_value *v = bpf_map_lookup_elem(&retina_packetforward_metrics, &key);
 	if (v) {
 		v->packets += 1;
-		v->bytes += skb->len;
+		v->bytes += RETINA_SKB(skb, len);
 	}
 	return -1; /* TC_ACT_UNSPEC: let the next filter or the default action decide */
 }
