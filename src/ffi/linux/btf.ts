@@ -42,17 +42,46 @@ function typeById(l: Libbpf, btf: unknown, id: number): BtfType | undefined {
   };
 }
 
-/** Runs `fn` with the kernel's BTF (from /sys/kernel/btf/vmlinux), freed afterwards. */
+/**
+ * How long the kernel's BTF stays parsed after its last use. Parsing /sys/kernel/btf/vmlinux takes
+ * about 10 ms of CPU and 15 MB of C heap; the plugins' start asks for it several times in a row
+ * (kfree_skb's arguments and skb_drop_reason's names for dropreason, two kfuncs for packetparser,
+ * tcp_retransmit_skb's arguments for tcpretrans): parsed once for all of them, freed once idle.
+ */
+export const VMLINUX_BTF_KEEP_MS = 2_000;
+
+let kept: { btf: unknown; timer: NodeJS.Timeout } | undefined;
+
+function release(): void {
+  if (!kept) return;
+  const { btf } = kept;
+  kept = undefined;
+  loadLibbpf().btfFree(btf);
+  loadLibc().trimHeap();
+}
+
+/** Runs `fn` with the kernel's BTF (from /sys/kernel/btf/vmlinux), kept parsed VMLINUX_BTF_KEEP_MS after the last call. */
 export function withVmlinuxBtf<T>(fn: (l: Libbpf, btf: unknown) => T): T {
   const l = loadLibbpf();
-  const btf: unknown = l.btfVmlinux();
-  if (!btf) throw new Error('cannot load the kernel BTF (/sys/kernel/btf/vmlinux)');
-  try {
-    return fn(l, btf);
-  } finally {
-    l.btfFree(btf);
-    loadLibc().trimHeap();
+  if (kept) clearTimeout(kept.timer);
+  else {
+    const btf: unknown = l.btfVmlinux();
+    if (!btf) throw new Error('cannot load the kernel BTF (/sys/kernel/btf/vmlinux)');
+    kept = { btf, timer: undefined as unknown as NodeJS.Timeout };
   }
+  const k = kept;
+  try {
+    return fn(l, k.btf);
+  } finally {
+    clearTimeout(k.timer);
+    k.timer = setTimeout(release, VMLINUX_BTF_KEEP_MS).unref();
+  }
+}
+
+/** Frees the kernel's BTF now if it is kept (tests; the timer does it otherwise). */
+export function releaseVmlinuxBtf(): void {
+  if (kept) clearTimeout(kept.timer);
+  release();
 }
 
 /** The values and names of a kernel enum (ENUM or ENUM64), or undefined when the kernel lacks it. */
