@@ -7,7 +7,7 @@
  * waits for that limit, hours away at that rate. The RSS was a saw-tooth of hours and megabytes.
  * Here the old space is looked at every HEAP_CHECK_EVERY_MS (an unref'd timer: an idle agent wakes
  * six times an hour more) and collected once it has grown HEAP_GROWTH_BYTES since the last
- * collection (a memory-reducing collection of an idle agent's heap: 10-20 ms).
+ * collection (a memory-reducing collection of an idle agent's heap: 20-35 ms, about once an hour).
  */
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
