@@ -21,7 +21,6 @@ const oldSpace = (): { space_used_size: number; space_size: number } | undefined
 export const oldSpaceUsed = (): number => oldSpace()?.space_used_size ?? 0;
 /** Bytes V8 holds for its old space (its pages, used or not). */
 export const oldSpaceCommitted = (): number => oldSpace()?.space_size ?? 0;
-const committed = oldSpaceCommitted;
 
 let fullGc: (() => void) | undefined;
 /**
@@ -70,7 +69,7 @@ export function compactHeapWhenGrown(log: Logger, opts: CompactionOptions = {}):
         const t0 = performance.now();
         collect();
         base = used();
-        log.debug('old space collected', { beforeMB: mb(before), afterMB: mb(base), committedMB: mb(committed()), ms: Number((performance.now() - t0).toFixed(1)) });
+        log.debug('old space collected', { beforeMB: mb(before), afterMB: mb(base), committedMB: mb(oldSpaceCommitted()), ms: Number((performance.now() - t0).toFixed(1)) });
       } catch (e) {
         log.warn('cannot collect the heap; not tried again', { error: errorFields(e as Error) });
         return;

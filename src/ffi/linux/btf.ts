@@ -50,7 +50,7 @@ function typeById(l: Libbpf, btf: unknown, id: number): BtfType | undefined {
  */
 export const VMLINUX_BTF_KEEP_MS = 2_000;
 
-let kept: { btf: unknown; timer: NodeJS.Timeout } | undefined;
+let kept: { btf: unknown; timer?: NodeJS.Timeout } | undefined;
 
 function release(): void {
   if (!kept) return;
@@ -67,7 +67,7 @@ export function withVmlinuxBtf<T>(fn: (l: Libbpf, btf: unknown) => T): T {
   else {
     const btf: unknown = l.btfVmlinux();
     if (!btf) throw new Error('cannot load the kernel BTF (/sys/kernel/btf/vmlinux)');
-    kept = { btf, timer: undefined as unknown as NodeJS.Timeout };
+    kept = { btf };
   }
   const k = kept;
   try {
