@@ -5,9 +5,10 @@
  * API server cannot start, the test fails with the harness's output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { dirLock } from './dir-lock.js';
 import { createRestClient, loadRestConfig, isApiError, collectionPath, objectPath, resources, type RestClient, type KubeList, type KubeObject, type ResourceRef } from '../../src/k8s/index.js';
 
 const run = promisify(execFile);
@@ -56,36 +57,7 @@ async function reachable(): Promise<RestClient | undefined> {
 const LOCK = `${ROOT}.cache/k8s/harness.lock`;
 async function lock(): Promise<() => void> {
   mkdirSync(`${ROOT}.cache/k8s`, { recursive: true });
-  const deadline = Date.now() + 45 * 60_000;
-  for (;;) {
-    try {
-      mkdirSync(LOCK);
-      writeFileSync(`${LOCK}/pid`, String(process.pid));
-      const release = (): void => rmSync(LOCK, { recursive: true, force: true });
-      process.once('exit', release);
-      return release;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      let owner = 0;
-      try {
-        owner = Number(readFileSync(`${LOCK}/pid`, 'utf8'));
-      } catch {
-        // being created or released: look again
-      }
-      let alive = owner > 0;
-      if (alive) {
-        try {
-          process.kill(owner, 0);
-        } catch {
-          alive = false;
-        }
-      }
-      const orphan = owner === 0 && Date.now() - (statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 10_000;
-      if ((!alive && owner > 0) || orphan) rmSync(LOCK, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`the k8s harness is locked by pid ${owner} (${LOCK})`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
+  return dirLock(LOCK, { waitMs: 45 * 60_000, pollMs: 500, busy: (owner) => `the k8s harness is locked by pid ${owner} (${LOCK})` });
 }
 
 export async function startCluster(): Promise<Cluster> {

@@ -7,10 +7,11 @@
  * with node.sh's output.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { createRestClient, isApiError, loadRestConfig, type RestClient } from '../../src/k8s/index.js';
+import { dirLock, processAlive } from '../integration/dir-lock.js';
 import { ROOT } from '../integration/harness.js';
 
 const run = promisify(execFile);
@@ -82,56 +83,16 @@ export function lockHolder(): string {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Takes SUITE_LOCK for this process: waits up to `waitS` while a live process of another run holds
- * it, takes over a dead holder's. Disposing frees it.
+ * it, takes over a dead holder's (test/integration/dir-lock.ts). Disposing frees it.
  */
 export async function holdMachine(waitS = 1200): Promise<Disposable> {
-  const mine = `pid=${process.pid}\nroot=${ROOT}\n`;
-  const deadline = Date.now() + waitS * 1000;
-  for (;;) {
-    try {
-      mkdirSync(SUITE_LOCK);
-      writeFileSync(`${SUITE_LOCK}/holder`, mine);
-      break;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    let holder = '';
-    try {
-      holder = readFileSync(`${SUITE_LOCK}/holder`, 'utf8');
-    } catch {
-      // mkdir'ed, holder not written yet: a holder that died in between is taken over after 10 s
-      const age = Date.now() - (statSync(SUITE_LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if (age > 10_000) rmSync(SUITE_LOCK, { recursive: true, force: true });
-    }
-    const pid = Number(/^pid=(\d+)$/m.exec(holder)?.[1] ?? 0);
-    if (holder === mine) break;
-    if (pid > 0 && !alive(pid)) {
-      rmSync(SUITE_LOCK, { recursive: true, force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`the real node's test lock ${SUITE_LOCK} is still held after ${waitS} s by ${holder.replace(/\n/g, ' ')}(another make test on this machine)`);
-    await sleep(1000);
-  }
-  return {
-    [Symbol.dispose]() {
-      try {
-        if (readFileSync(`${SUITE_LOCK}/holder`, 'utf8') === mine) rmSync(SUITE_LOCK, { recursive: true, force: true });
-      } catch {
-        // already gone
-      }
-    },
-  };
+  const release = await dirLock(SUITE_LOCK, {
+    waitMs: waitS * 1000, pollMs: 1000,
+    busy: (owner) => `the real node's test lock ${SUITE_LOCK} is still held after ${waitS} s by pid ${owner} (another make test on this machine)`,
+  });
+  return { [Symbol.dispose]: release };
 }
 
 /** Waits up to `waitS` for node.sh's lock to be free (a node another checkout's `make node-up` left running). */
@@ -139,7 +100,7 @@ export async function nodeLockFree(waitS = 1200): Promise<void> {
   const deadline = Date.now() + waitS * 1000;
   for (let h = lockHolder(); h !== ''; h = lockHolder()) {
     const pid = Number(/^pid=(\d+)$/m.exec(h)?.[1] ?? 0);
-    if (pid > 0 && !alive(pid)) return; // a dead holder's: `up` takes it over and cleans
+    if (pid > 0 && !processAlive(pid)) return; // a dead holder's: `up` takes it over and cleans
     if (Date.now() > deadline) throw new Error(`the real node is in use: ${LOCK} is held after ${waitS} s by ${h.replace(/\n/g, ' ')}`);
     await sleep(1000);
   }
