@@ -16,6 +16,41 @@ describe('IpCache', () => {
     assert.equal(c.lookup('fd00::1'), undefined);
   });
 
+  it('hands a reused IP back to the earlier claimant that still holds it when its owner goes or drops it (a lingering terminating pod)', () => {
+    const c = new IpCache();
+    const owner = (ip: string): string | undefined => (c.lookup(ip) as PodEndpoint | undefined)?.name;
+    // a (terminating, its RetinaEndpoint still there) and b, the new pod with a's IP.
+    c.upsertPod(pod('a', ['10.0.0.1']));
+    c.upsertPod(pod('b', ['10.0.0.1']));
+    // a changes while it lingers: the last write takes the IP, as a fresh LIST ordered by version says.
+    c.upsertPod({ ...pod('a', ['10.0.0.1']), labels: { x: '1' } });
+    assert.equal(owner('10.0.0.1'), 'a');
+    c.deletePod('ns', 'a');
+    assert.equal(owner('10.0.0.1'), 'b', 'b still holds the IP when a goes (it was lost before)');
+    // the new owner goes first: the IP is the remaining claimant's again
+    c.upsertPod(pod('c', ['10.0.0.1']));
+    c.deletePod('ns', 'c');
+    assert.equal(owner('10.0.0.1'), 'b');
+    // an earlier claimant that moved to another IP, or was deleted, does not get it back
+    c.upsertPod(pod('d', ['10.0.0.1']));
+    c.upsertPod(pod('b', ['10.0.0.2']));
+    c.upsertPod(pod('e', ['10.0.0.1']));
+    c.deletePod('ns', 'd');
+    assert.equal(owner('10.0.0.1'), 'e');
+    c.deletePod('ns', 'e');
+    assert.deepEqual([owner('10.0.0.1'), owner('10.0.0.2')], [undefined, 'b']);
+    // three claimants: the newest remaining one wins; the owner dropping the IP (not deleted) hands it back too
+    c.upsertPod(pod('f', ['10.0.0.3']));
+    c.upsertPod(pod('g', ['10.0.0.3']));
+    c.upsertPod(pod('h', ['10.0.0.3']));
+    c.upsertPod(pod('h', ['10.0.0.4']));
+    assert.equal(owner('10.0.0.3'), 'g');
+    c.deletePod('ns', 'g');
+    assert.equal(owner('10.0.0.3'), 'f');
+    c.deletePod('ns', 'f');
+    assert.deepEqual([owner('10.0.0.3'), owner('10.0.0.4'), c.stats().podIps], [undefined, 'h', 2]);
+  });
+
   it('keeps pods of one name in different namespaces apart: lookup, count, update and delete each its own', () => {
     const c = new IpCache();
     c.upsertPod(pod('a', ['10.0.0.1']));

@@ -1,7 +1,8 @@
 /**
  * The agent's IP cache: pods (from RetinaEndpoints or local Pods), services and nodes, each indexed by
  * every IP it owns (IPv4 and IPv6). An IP that moves to a new owner is taken from the old one (IP
- * reuse); deleting an object removes only the IPs that still point at it. Lookups go pod, then
+ * reuse); deleting an object removes only the IPs that still point at it, and an IP it had taken goes
+ * back to the newest earlier claimant that still holds it. Lookups go pod, then
  * service, then node (Retina's order). Imports nothing: the k8s layer fills it, the enricher reads it.
  */
 
@@ -61,6 +62,13 @@ export interface IpCacheStats {
 class Index<E extends Endpoint> {
   readonly #byNs = new Map<string, Map<string, E>>();
   readonly byIp = new Map<string, E>();
+  /**
+   * An IP's earlier claimants that still hold it, oldest first, as [namespace, name]: its owner took it
+   * from them (IP reuse while the old object lingers, a terminating pod's RetinaEndpoint). When the
+   * owner goes or drops the IP, the newest of them that still claims it owns it again. Only IPs with
+   * more than one claimant have an entry, so it stays small.
+   */
+  readonly #earlier = new Map<string, [string, string][]>();
   #size = 0;
 
   get size(): number {
@@ -81,8 +89,12 @@ class Index<E extends Endpoint> {
     const old = m.get(e.name);
     m.set(e.name, e);
     if (!old) this.#size++;
-    if (old) for (const ip of old.ips) if (this.byIp.get(ip) === old && !e.ips.includes(ip)) this.byIp.delete(ip);
-    for (const ip of e.ips) this.byIp.set(ip, e);
+    if (old) for (const ip of old.ips) if (!e.ips.includes(ip)) this.#release(ip, old, namespace);
+    for (const ip of e.ips) {
+      const cur = this.byIp.get(ip);
+      if (cur && cur !== old && cur !== e) this.#remember(ip, 'namespace' in cur ? cur.namespace : '', cur.name, namespace, e.name);
+      this.byIp.set(ip, e);
+    }
   }
 
   delete(namespace: string, name: string): boolean {
@@ -92,14 +104,47 @@ class Index<E extends Endpoint> {
     m.delete(name);
     if (!m.size) this.#byNs.delete(namespace);
     this.#size--;
-    for (const ip of old.ips) if (this.byIp.get(ip) === old) this.byIp.delete(ip);
+    for (const ip of old.ips) this.#release(ip, old, namespace);
     return true;
   }
 
   clear(): void {
     this.#byNs.clear();
     this.byIp.clear();
+    this.#earlier.clear();
     this.#size = 0;
+  }
+
+  /** `namespace/name` took `ip` from `fromNs/from`, which keeps claiming it. */
+  #remember(ip: string, fromNs: string, from: string, namespace: string, name: string): void {
+    const list = (this.#earlier.get(ip) ?? []).filter(([n, x]) => !(x === name && n === namespace) && !(x === from && n === fromNs));
+    list.push([fromNs, from]);
+    this.#earlier.set(ip, list);
+  }
+
+  /** `old` (of `namespace`) no longer claims `ip`: when it owned it, the newest earlier claimant that still does owns it again. */
+  #release(ip: string, old: E, namespace: string): void {
+    const list = this.#earlier.get(ip);
+    if (this.byIp.get(ip) !== old) {
+      // Not the owner: it is no longer an earlier claimant either.
+      if (list) this.#setEarlier(ip, list.filter(([n, x]) => !(x === old.name && n === namespace)));
+      return;
+    }
+    this.byIp.delete(ip);
+    while (list?.length) {
+      const [n, x] = list.pop() as [string, string];
+      const back = this.get(n, x);
+      if (back?.ips.includes(ip)) {
+        this.byIp.set(ip, back);
+        break;
+      }
+    }
+    if (list) this.#setEarlier(ip, list);
+  }
+
+  #setEarlier(ip: string, list: [string, string][]): void {
+    if (list.length) this.#earlier.set(ip, list);
+    else this.#earlier.delete(ip);
   }
 }
 
