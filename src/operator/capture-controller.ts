@@ -7,7 +7,7 @@
  * name) deletes the Jobs and the capture's own Secrets before the Capture goes.
  */
 import {
-  apiVersionOf, collectionPath, isApiError, objectPath, resources, splitKey,
+  apiVersionOf, collectionPath, isApiError, objectPath, resources,
   type Capture, type CaptureStatus, type EventRecorder, type Informer, type InformerFactory,
   type KubeList, type KubeObject, type RestClient,
 } from '../k8s/index.js';
@@ -237,6 +237,13 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
         throw e;
       }
     }
+    const own = jobsOf(c);
+    if (!created && own.length === manifests.length) {
+      // Every Job was there (an operator restarted between creating them and writing the status): the
+      // status is what they and their pods say now, not "all in progress" beside the old counts.
+      log.info('capture jobs found, none created', { capture: `${c.namespace}/${c.name}`, jobs: manifests.length });
+      return settle({ ...c, status: { ...c.status, startTime: startTimestamp } }, own, signal);
+    }
     const now = new Date().toISOString();
     const msg = `${manifests.length} capture job(s) in progress`;
     await patchStatus(c, {
@@ -258,7 +265,6 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       waiting.delete(key);
       return 'success'; // gone: its Jobs follow through their ownerReferences
     }
-    const { namespace, name } = splitKey(key);
     if (c.deleting) {
       if (!c.finalizers.includes(CAPTURE_FINALIZER)) return 'success';
       await cleanUp(c, signal);
@@ -291,6 +297,12 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
       // Jobs created and since removed (cleanUpAfterUpload, or by hand): the status stays as it was.
       return 'success';
     }
+    return settle(c, own, signal);
+  }
+
+  /** Writes the status that the capture's Jobs and their pods say; once they are done, says so and cleans up as asked. */
+  async function settle(c: SlimCapture, own: readonly SlimJob[], signal: AbortSignal): Promise<ReconcileResult> {
+    const { namespace, name } = c;
     const status = aggregate(c, own);
     const wasDone = Boolean(c.status.completionTime);
     await patchStatus(c, status, signal);
