@@ -13,7 +13,7 @@
  *    it waits out the dead leader's lease): the RetinaEndpoints converge exactly to the pods.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -84,28 +84,35 @@ describe('chaos: the control plane and the operator killed during churn', { time
   })();
 
   /**
-   * The RetinaEndpoints are exactly the eligible pods, in two looks a second apart (no pod changing in
-   * between), and there are some. How many of the Deployment's pods kwok runs again after the control
-   * plane's restart is kwok's and the controller-manager's business, not ours (a full-suite run once
-   * had 11 of 20 running for minutes, with their endpoints exact): what this test owns is that the
-   * operator's RetinaEndpoints and the agent's cache converge to whatever runs.
+   * Why the endpoints do not match yet, or '' when they match steadily: in two looks a second apart
+   * (no pod changing in between) they are exactly the eligible pods, and there are some. How many of
+   * the Deployment's pods kwok runs again after the control plane's restart is kwok's and the
+   * controller-manager's business (a full-suite run once had 11 of 20 running for minutes, their
+   * endpoints exact): what this test owns is that the endpoints and the agent's cache converge to
+   * whatever runs.
    */
-  const matchesSteadily = async (): Promise<boolean> => {
+  const mismatch = async (): Promise<string> => {
     const a = await endpointDiff(client, ns);
-    if (a.pods === 0 || a.missing.length || a.extra.length) return false;
+    if (a.pods === 0 || a.missing.length || a.extra.length) return `endpoints ${JSON.stringify(a)}`;
     await sleep(1000);
     const b = await endpointDiff(client, ns);
-    return b.pods === a.pods && !b.missing.length && !b.extra.length;
+    if (b.pods !== a.pods || b.missing.length || b.extra.length) return `endpoints moved: ${JSON.stringify(a)} then ${JSON.stringify(b)}`;
+    return (await converged(client, ns)) ? '' : 'a RetinaEndpoint\'s spec or owner differs from its pod (converged)';
   };
+
+  /** Why the Deployment has not rolled out `replicas` of its current template yet, or ''. */
+  const notRolled = (d: DeploymentWire, replicas: number): string =>
+    (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.replicas === replicas && d.status?.updatedReplicas === replicas
+      ? '' : `deployment generation ${d.metadata.generation} observed ${d.status?.observedGeneration}, replicas ${d.status?.replicas} updated ${d.status?.updatedReplicas} of ${replicas}`;
 
   /** The Deployment has its `replicas` (of the current template), and the endpoints match the running pods. */
   const settle = async (replicas: number, what: string): Promise<void> => {
     await scale(client, ns, 'churn', replicas);
+    let why = '';
     await explained(eventually(`${what}: ${replicas} pods up and their RetinaEndpoints exactly`, 120_000, async () => {
-      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
-      const rolled = (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.replicas === replicas && d.status?.updatedReplicas === replicas;
-      return rolled && (await matchesSteadily()) && (await converged(client, ns));
-    }, 1000));
+      why = notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), replicas) || (await mismatch());
+      return !why;
+    }, 1000), () => why);
     const diff = await endpointDiff(client, ns);
     assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] }, `${what}: no missing or left-over RetinaEndpoint`);
     assert.equal(diff.endpoints, diff.pods);
@@ -135,14 +142,35 @@ describe('chaos: the control plane and the operator killed during churn', { time
     }
   };
 
-  /** A timeout, with what the endpoints, the Deployment, the control plane and the operator looked like. */
-  const explained = async <T>(p: Promise<T>): Promise<T> => {
+  /** The last lines of a harness component's log that name an error, or its last lines when none does. */
+  const componentLog = (name: string, lines = 6): string => {
+    try {
+      const all = readFileSync(join(ROOT, '.cache/k8s/run', `${name}.log`), 'utf8').trimEnd().split('\n');
+      const errors = all.filter((l) => /^E\d{4}|error|fail/i.test(l));
+      return (errors.length ? errors : all).slice(-lines).map((l) => `  ${l.slice(0, 300)}`).join('\n');
+    } catch (x) {
+      return `  ${String(x)}`;
+    }
+  };
+
+  /**
+   * A timeout, with what the endpoints, the Deployment, the pods, the control plane and the operator
+   * looked like, and why the last look failed (`why`). The summary comes last: CI shows an output's tail.
+   */
+  const explained = async <T>(p: Promise<T>, why: () => string = () => ''): Promise<T> => {
     try {
       return await p;
     } catch (e) {
-      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')).catch((x: unknown) => String(x));
-      const diff = await endpointDiff(client, ns).catch((x: unknown) => String(x));
-      throw new Error(`${(e as Error).message}\nendpoints: ${JSON.stringify(diff)}\ndeployment: ${JSON.stringify(d)}\npods: ${await podsByState()}\nnodes: ${await nodesReady()}\n${await controlPlaneStatus()}operator exit: ${JSON.stringify(operator?.exit)}\n${operator?.stderr.slice(-3000) ?? ''}`, { cause: e });
+      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')).then((x) => JSON.stringify({ spec: x.spec, status: x.status }), (x: unknown) => String(x));
+      const diff = await endpointDiff(client, ns).then((x) => JSON.stringify(x), (x: unknown) => String(x));
+      throw new Error([
+        `${(e as Error).message}`,
+        `operator exit: ${JSON.stringify(operator?.exit)}, its last log lines:\n${operator?.stderr.slice(-1500) ?? ''}`,
+        `kube-controller-manager log:\n${componentLog('kube-controller-manager')}`, `kwok log:\n${componentLog('kwok')}`,
+        (await controlPlaneStatus()).trimEnd(),
+        `nodes: ${await nodesReady()}`, `deployment: ${d}`, `pods: ${await podsByState()}`, `endpoints: ${diff}`,
+        `the last look: ${why() || 'no reason recorded'}`,
+      ].join('\n'), { cause: e });
     }
   };
 
@@ -208,7 +236,8 @@ describe('chaos: the control plane and the operator killed during churn', { time
     const rounds = await churning;
     assert.ok(rounds >= 10, `churn ran during the kills (${rounds} rounds)`);
     await settle(20, 'after the control-plane kills');
-    await eventually('the agent cache equal to a fresh LIST', 60_000, () => cacheMatches(client, cache), 500);
+    // On a timeout, the assertion's diff says what differs.
+    await eventually('the agent cache equal to a fresh LIST', 60_000, () => cacheMatches(client, cache), 500).catch(() => undefined);
     await assertCacheMatches(client, cache);
     console.log(`control-plane kills: ${t1 - t0} ms of chaos, converged ${Date.now() - t1} ms later`);
     // Both processes lived through it, and the agent's own watches came back.
@@ -250,11 +279,13 @@ describe('chaos: the control plane and the operator killed during churn', { time
     await eventually('the burst pods running', 60_000, async () => (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-') && eligible(p)).length === bursts, 500);
     // The Deployment's 12 and the bare pods that stayed: every one has its endpoint, no other is left.
     await scale(client, ns, 'churn', 12);
+    let why = '';
     await explained(eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
-      const d = await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn'));
       const diff = await endpointDiff(client, ns);
-      return d.status?.replicas === 12 && d.status.updatedReplicas === 12 && diff.pods >= bursts && (await matchesSteadily()) && (await converged(client, ns));
-    }, 1000));
+      why = notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), 12)
+        || (diff.pods < bursts ? `${diff.pods} eligible pods, fewer than the ${bursts} burst pods kept` : await mismatch());
+      return !why;
+    }, 1000), () => why);
     const diff = await endpointDiff(client, ns);
     assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] });
     assert.equal(diff.endpoints, diff.pods);
