@@ -8,16 +8,25 @@ function clockTicks(): number {
   return ticks;
 }
 
-/** Voluntary context switches summed over every thread of `pid` (a thread that ended is not counted). */
-export function wakeups(pid: number): number {
-  let n = 0;
+/** Voluntary context switches of each thread of `pid`, summed by thread name (comm): who woke. */
+export function wakeupsByThread(pid: number): Map<string, number> {
+  const by = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      n += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? 0);
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? tid;
+      by.set(name, (by.get(name) ?? 0) + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0));
     } catch {
       // the thread ended between the listing and the read
     }
   }
+  return by;
+}
+
+/** Voluntary context switches summed over every thread of `pid` (a thread that ended is not counted). */
+export function wakeups(pid: number): number {
+  let n = 0;
+  for (const v of wakeupsByThread(pid).values()) n += v;
   return n;
 }
 

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { wakeups } from '../e2e/proc-stats.js';
+import { wakeupsByThread } from '../e2e/proc-stats.js';
 import { routedNetns } from '../bundle/serving.js';
 import { NsAgent, requireKernel, sleep } from './netns.js';
 
@@ -24,11 +24,20 @@ test('an idle agent with the default plugins wakes fewer than 5 times a second',
     await agent.started(DEFAULT_PLUGINS);
     // Start-up's last compilations and collections: V8's memory reducer runs about 25 s after start.
     await sleep(30_000);
-    const w0 = wakeups(agent.proc.pid);
-    await sleep(WINDOW_MS);
-    const perSecond = (wakeups(agent.proc.pid) - w0) / (WINDOW_MS / 1000);
-    t.diagnostic(`wake-ups per second: ${perSecond.toFixed(1)}`);
-    assert.ok(perSecond < 5, `the idle agent woke ${perSecond.toFixed(1)} times a second`);
+    // Two windows at most: the host is shared (a test before this one, a build), so a burst that is not
+    // the agent's own doing can land in one; a timer or a busy loop of the agent's shows in both.
+    const windows: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const w0 = wakeupsByThread(agent.proc.pid);
+      await sleep(WINDOW_MS);
+      const w1 = wakeupsByThread(agent.proc.pid);
+      const perThread = [...w1].map(([name, n]) => [name, (n - (w0.get(name) ?? 0)) / (WINDOW_MS / 1000)] as const).filter(([, r]) => r > 0).sort((a, b) => b[1] - a[1]);
+      const perSecond = perThread.reduce((s, [, r]) => s + r, 0);
+      windows.push(`${perSecond.toFixed(1)}/s (${perThread.map(([name, r]) => `${name} ${r.toFixed(1)}`).join(', ') || 'none'})`);
+      t.diagnostic(`wake-ups per second, window ${i + 1}: ${windows[i]}`);
+      if (perSecond < 5) return;
+    }
+    assert.fail(`the idle agent woke 5 or more times a second in both ${WINDOW_MS / 1000} s windows: ${windows.join('; ')}`);
   } finally {
     ns.destroy();
     peer.destroy();

@@ -109,7 +109,9 @@ async function udpBurst(rate: number, n: number): Promise<Burst[]> {
   const [a, b] = [topo.pod('a'), topo.pod('b')];
   await hh.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 600_000, dataSamplingRate: rate }, [a.ip]);
   await a.ns.node(UDP_SEND, [String(n), b.ip, '7000', '32']);
-  const flows = await hh.settle();
+  // A quiet second and a half: on a busy host (the full suite) the last sampled records have come later
+  // than 600 ms after the burst; what this test counts is where each packet is reported, not how soon.
+  const flows = await hh.settle(1500);
   await hh.call({ op: 'stop' });
   const final = await hh.flows();
   const fromA = (obs: string) => (f: PFlow): boolean => f.obs === obs && f.src === a.ip && f.proto === 17;
@@ -126,7 +128,7 @@ test('sampling: rate 1 reports only the new connection; rate 10 about one packet
     const sampled = at.records - 1;
     t.diagnostic(`rate 10: ${sampled} sampled records for ${n} packets`);
     assert.ok(sampled >= 130 && sampled <= 270, `about ${n / 10} sampled records, got ${sampled}`);
-    assert.ok(at.packets <= n && at.packets > n - 150, `the records carry what accumulated: ${at.packets} of ${n} packets`);
+    assert.ok(at.packets <= n && at.packets > n - 150, `the records carry what accumulated: ${at.packets} of ${n} packets (${at.records} records; the final sweep at stop reported ${at.afterStop} more)`);
     assert.equal(at.packets + at.afterStop, n, 'and the final sweep the rest');
   }
 });

@@ -575,7 +575,10 @@ describe('real node: helm install of the chart with the real image', { timeout: 
         return ps.find((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded');
       }, 250);
       assert.equal(pod.spec.nodeName, NODE_NAME);
-      await new Promise((r) => setTimeout(r, 1500)); // tcpdump attached
+      // Running is not capturing yet: tcpdump listens a moment later (seconds on a busy host). The
+      // workload logs "capturing" once every tcpdump says it listens.
+      await eventually('the capture workload\'s "capturing" log line', 30_000, async () =>
+        (await podLog(client, pod)).some((l) => l['msg'] === 'capturing'), 200);
       const s = createSocket('udp4');
       for (let i = 0; i < 15; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`rn-${i}`), PORT, '127.0.0.1', (e) => (e ? rej(e) : res())));
       for (let i = 0; i < 10; i++) await new Promise<void>((res, rej) => s.send(Buffer.from(`other-${i}`), PORT + 1, '127.0.0.1', (e) => (e ? rej(e) : res())));
