@@ -62,7 +62,25 @@ describe('operator restart and leader election', { timeout: 600_000 }, () => {
         const list = await listAll<DeploymentWire>(client, deployments, ns);
         return list.length === 3 && list.every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.updatedReplicas === d.spec.replicas && d.status?.replicas === d.spec.replicas);
       };
-      await eventually('all pods up and RetinaEndpoints converged with them', 180_000, async () => (await rolledOut()) && (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns), 1000);
+      // Why the last look failed, for the timeout's message: the Deployments, the pods by state, the endpoints.
+      let why = '';
+      const look = async (): Promise<boolean> => {
+        const [list, pods, res] = await Promise.all([listAll<DeploymentWire>(client, deployments, ns), listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
+        const byState: Record<string, number> = {};
+        for (const p of pods as (PodWire & { metadata: { deletionTimestamp?: string }; spec?: { nodeName?: string } })[]) {
+          const k = `${p.status?.phase ?? 'none'}${p.spec?.nodeName ? '' : '/unscheduled'}${p.status?.podIP ? '' : '/noIP'}${p.metadata.deletionTimestamp ? '/deleting' : ''}`;
+          byState[k] = (byState[k] ?? 0) + 1;
+        }
+        const have = new Set(res.map((r) => r.metadata.name));
+        const want = pods.filter(eligible).map((p) => p.metadata.name);
+        why = `deployments ${list.map((d) => `${d.metadata.name} gen ${d.metadata.generation}/${d.status?.observedGeneration} replicas ${d.status?.replicas}/${d.status?.updatedReplicas} of ${d.spec.replicas}`).join(', ')}; `
+          + `pods ${JSON.stringify(byState)}; eligible ${want.length}, RetinaEndpoints ${res.length}, missing ${want.filter((n) => !have.has(n)).length}, extra ${res.length - want.filter((n) => have.has(n)).length}`;
+        return (await rolledOut()) && (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns);
+      };
+      await eventually('all pods up and RetinaEndpoints converged with them', 180_000, look, 1000).catch(async (e: unknown) => {
+        await look().catch(() => undefined);
+        throw new Error(`${(e as Error).message}\nthe last look: ${why}`, { cause: e });
+      });
       assert.equal(await eligiblePods(), 40 + 120 + 60);
       assert.ok(await converged(client, ns));
     } finally {
