@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { IpCache } from '../../src/cache/index.js';
-import { collectionPath, objectPath, resources, startAgentWatch, type AgentWatch, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { collectionPath, objectPath, resources, startAgentWatch, type AgentWatch, type PodWire, type RestClient } from '../../src/k8s/index.js';
 import { AgentProcess, ROOT, agentEnv, get } from '../e2e/agent-process.js';
 import { metric } from '../ebpf/netns.js';
 import { assertCacheMatches, cacheMatches } from '../integration/cache-compare.js';
@@ -26,7 +26,7 @@ import {
   controlPlaneStatus, createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, killComponent, listAll, reviveControlPlane, scale, startApiserver, startCluster,
   startEtcd, type Cluster,
 } from '../integration/harness.js';
-import { converged, testLog, uniqueId } from '../integration/operator-helpers.js';
+import { converged, endpointDiff, podsByState, testLog, uniqueId, type EndpointDiff } from '../integration/operator-helpers.js';
 
 const WATCH_EVENTS = 'controlplane_networkobservability_k8s_watch_events_total';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -35,14 +35,6 @@ interface DeploymentWire {
   metadata: { name: string; generation?: number };
   spec: { replicas: number };
   status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; readyReplicas?: number };
-}
-
-/** RetinaEndpoints against the eligible pods: names missing, names left over, and the counts. */
-async function endpointDiff(client: RestClient, ns: string): Promise<{ pods: number; endpoints: number; missing: string[]; extra: string[] }> {
-  const [pods, res] = await Promise.all([listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
-  const want = new Set(pods.filter(eligible).map((p) => p.metadata.name));
-  const have = new Set(res.map((r) => r.metadata.name));
-  return { pods: want.size, endpoints: have.size, missing: [...want].filter((n) => !have.has(n)), extra: [...have].filter((n) => !want.has(n)) };
 }
 
 describe('chaos: the control plane and the operator killed during churn', { timeout: 600_000 }, () => {
@@ -91,8 +83,8 @@ describe('chaos: the control plane and the operator killed during churn', { time
    * endpoints exact): what this test owns is that the endpoints and the agent's cache converge to
    * whatever runs.
    */
-  const mismatch = async (): Promise<string> => {
-    const a = await endpointDiff(client, ns);
+  const mismatch = async (first?: EndpointDiff): Promise<string> => {
+    const a = first ?? await endpointDiff(client, ns);
     if (a.pods === 0 || a.missing.length || a.extra.length) return `endpoints ${JSON.stringify(a)}`;
     await sleep(1000);
     const b = await endpointDiff(client, ns);
@@ -118,16 +110,10 @@ describe('chaos: the control plane and the operator killed during churn', { time
     assert.equal(diff.endpoints, diff.pods);
   };
 
-  /** The namespace's pods counted by phase, whether scheduled, and whether they have an IP or a deletion mark. */
-  const podsByState = async (): Promise<string> => {
+  /** The namespace's pods counted by state (podsByState). */
+  const podStates = async (): Promise<string> => {
     try {
-      const counts: Record<string, number> = {};
-      for (const p of await listAll<PodWire>(client, resources.pods, ns)) {
-        const w = p as unknown as { metadata: { deletionTimestamp?: string }; spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
-        const k = `${w.status?.phase ?? 'none'}${w.spec?.nodeName ? '' : '/unscheduled'}${w.status?.podIP ? '' : '/noIP'}${w.metadata.deletionTimestamp ? '/deleting' : ''}`;
-        counts[k] = (counts[k] ?? 0) + 1;
-      }
-      return JSON.stringify(counts);
+      return JSON.stringify(podsByState(await listAll<PodWire>(client, resources.pods, ns)));
     } catch (x) {
       return String(x);
     }
@@ -168,7 +154,7 @@ describe('chaos: the control plane and the operator killed during churn', { time
         `operator exit: ${JSON.stringify(operator?.exit)}, its last log lines:\n${operator?.stderr.slice(-1500) ?? ''}`,
         `kube-controller-manager log:\n${componentLog('kube-controller-manager')}`, `kwok log:\n${componentLog('kwok')}`,
         (await controlPlaneStatus()).trimEnd(),
-        `nodes: ${await nodesReady()}`, `deployment: ${d}`, `pods: ${await podsByState()}`, `endpoints: ${diff}`,
+        `nodes: ${await nodesReady()}`, `deployment: ${d}`, `pods: ${await podStates()}`, `endpoints: ${diff}`,
         `the last look: ${why() || 'no reason recorded'}`,
       ].join('\n'), { cause: e });
     }
@@ -283,7 +269,7 @@ describe('chaos: the control plane and the operator killed during churn', { time
     await explained(eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
       const diff = await endpointDiff(client, ns);
       why = notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), 12)
-        || (diff.pods < bursts ? `${diff.pods} eligible pods, fewer than the ${bursts} burst pods kept` : await mismatch());
+        || (diff.pods < bursts ? `${diff.pods} eligible pods, fewer than the ${bursts} burst pods kept` : await mismatch(diff));
       return !why;
     }, 1000), () => why);
     const diff = await endpointDiff(client, ns);

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { collectionPath, objectPath, resources, type PodWire, type RestClient, type RetinaEndpoint } from '../../src/k8s/index.js';
 import { createNamespace, deleteNamespace, deployment, deployments, eligible, eventually, listAll, ROOT, scale, startCluster, type Cluster } from './harness.js';
-import { converged, startOperator, uniqueId } from './operator-helpers.js';
+import { converged, endpointDiffOf, podsByState, startOperator, uniqueId } from './operator-helpers.js';
 
 interface DeploymentWire {
   metadata: { name: string; generation?: number };
@@ -58,24 +58,16 @@ describe('operator restart and leader election', { timeout: 600_000 }, () => {
       const eligiblePods = async (): Promise<number> => (await listAll<PodWire>(client, resources.pods, ns)).filter(eligible).length;
       // Rolled out: each Deployment's controller has seen its last change and every replica is of
       // the current template, so no pod is still being replaced when the counts are compared.
-      const rolledOut = async (): Promise<boolean> => {
-        const list = await listAll<DeploymentWire>(client, deployments, ns);
-        return list.length === 3 && list.every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.updatedReplicas === d.spec.replicas && d.status?.replicas === d.spec.replicas);
-      };
-      // Why the last look failed, for the timeout's message: the Deployments, the pods by state, the endpoints.
+      const rolledOut = (list: readonly DeploymentWire[]): boolean =>
+        list.length === 3 && list.every((d) => (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.updatedReplicas === d.spec.replicas && d.status?.replicas === d.spec.replicas);
+      // What the last look saw, for the timeout's message: the Deployments, the pods by state, the endpoints.
       let why = '';
       const look = async (): Promise<boolean> => {
         const [list, pods, res] = await Promise.all([listAll<DeploymentWire>(client, deployments, ns), listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
-        const byState: Record<string, number> = {};
-        for (const p of pods as (PodWire & { metadata: { deletionTimestamp?: string }; spec?: { nodeName?: string } })[]) {
-          const k = `${p.status?.phase ?? 'none'}${p.spec?.nodeName ? '' : '/unscheduled'}${p.status?.podIP ? '' : '/noIP'}${p.metadata.deletionTimestamp ? '/deleting' : ''}`;
-          byState[k] = (byState[k] ?? 0) + 1;
-        }
-        const have = new Set(res.map((r) => r.metadata.name));
-        const want = pods.filter(eligible).map((p) => p.metadata.name);
+        const diff = endpointDiffOf(pods, res);
         why = `deployments ${list.map((d) => `${d.metadata.name} gen ${d.metadata.generation}/${d.status?.observedGeneration} replicas ${d.status?.replicas}/${d.status?.updatedReplicas} of ${d.spec.replicas}`).join(', ')}; `
-          + `pods ${JSON.stringify(byState)}; eligible ${want.length}, RetinaEndpoints ${res.length}, missing ${want.filter((n) => !have.has(n)).length}, extra ${res.length - want.filter((n) => have.has(n)).length}`;
-        return (await rolledOut()) && (await eligiblePods()) === 40 + 120 + 60 && converged(client, ns);
+          + `pods ${JSON.stringify(podsByState(pods))}; eligible ${diff.pods}, RetinaEndpoints ${diff.endpoints}, missing ${diff.missing.length}, extra ${diff.extra.length}`;
+        return rolledOut(list) && diff.pods === 40 + 120 + 60 && converged(client, ns);
       };
       await eventually('all pods up and RetinaEndpoints converged with them', 180_000, look, 1000).catch(async (e: unknown) => {
         await look().catch(() => undefined);

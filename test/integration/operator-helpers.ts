@@ -58,3 +58,29 @@ export async function converged(client: RestClient, ns: string): Promise<boolean
     return w && r.metadata.ownerReferences?.[0]?.uid === w.uid && canonical(r.spec) === canonical(w.spec);
   });
 }
+
+export interface EndpointDiff { readonly pods: number; readonly endpoints: number; readonly missing: string[]; readonly extra: string[] }
+
+/** RetinaEndpoints against the eligible pods of `ns`: names missing, names left over, and the counts. */
+export async function endpointDiff(client: RestClient, ns: string): Promise<EndpointDiff> {
+  const [pods, res] = await Promise.all([listAll<PodWire>(client, resources.pods, ns), listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)]);
+  return endpointDiffOf(pods, res);
+}
+
+/** endpointDiff of pods and RetinaEndpoints already listed. */
+export function endpointDiffOf(pods: readonly PodWire[], res: readonly RetinaEndpoint[]): EndpointDiff {
+  const want = new Set(pods.filter(eligible).map((p) => p.metadata.name));
+  const have = new Set(res.map((r) => r.metadata.name));
+  return { pods: want.size, endpoints: have.size, missing: [...want].filter((n) => !have.has(n)), extra: [...have].filter((n) => !want.has(n)) };
+}
+
+/** Pods counted by phase, whether scheduled, and whether they have an IP or a deletion mark (a timeout's explanation). */
+export function podsByState(pods: readonly PodWire[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const p of pods) {
+    const w = p as unknown as { metadata: { deletionTimestamp?: string }; spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
+    const k = `${w.status?.phase ?? 'none'}${w.spec?.nodeName ? '' : '/unscheduled'}${w.status?.podIP ? '' : '/noIP'}${w.metadata.deletionTimestamp ? '/deleting' : ''}`;
+    counts[k] = (counts[k] ?? 0) + 1;
+  }
+  return counts;
+}
