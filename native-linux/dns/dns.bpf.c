@@ -125,16 +125,29 @@ int dns_socket_filter(struct __sk_buff *skb)
 		retina_count_lost(&retina_dns_lost);
 		return 0;
 	}
-	__u32 n = RETINA_SKB(skb, len);
-	if (n > DNS_CAPTURE)
-		n = DNS_CAPTURE;
+	__u32 len = RETINA_SKB(skb, len);
+	if (len < 1) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	/* The copy's length, min(len, DNS_CAPTURE), as the verifier of every kernel can prove it is in
+	 * [1, DNS_CAPTURE]: 5.10's and 6.1's do not carry the `len < 1` test above over to the register
+	 * clang passes (they refused `n < 1 || load(n)`: "R3 min value is outside of the allowed memory
+	 * range"). (n - 1) & (DNS_CAPTURE - 1) is n - 1 for every n in [1, DNS_CAPTURE], and its bounds,
+	 * [0, DNS_CAPTURE - 1], are what every verifier computes for an AND; the barrier keeps clang from
+	 * folding the AND away. */
+	__u32 n = len > DNS_CAPTURE ? DNS_CAPTURE : len;
+	n -= 1;
+	asm volatile("" : "+r"(n));
+	n &= DNS_CAPTURE - 1;
+	n += 1;
 	e->ts_ns = bpf_ktime_get_boot_ns();
-	e->len = RETINA_SKB(skb, len);
+	e->len = len;
 	e->ifindex = RETINA_SKB(skb, ifindex);
 	e->l3_off = l3;
 	e->pkt_type = pkt_type;
 	e->pad = 0;
-	if (n < 1 || bpf_skb_load_bytes(skb, 0, e->data, n)) {
+	if (bpf_skb_load_bytes(skb, 0, e->data, n)) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}

@@ -826,6 +826,36 @@ int packetparser_sweep(struct __sk_buff *skb)
 	return 0;
 }
 
+/* The sweep for kernels without bpf_for_each_map_elem (5.13; 5.10 is Amazon Linux 2's): the agent lists the
+ * table's keys and passes up to PP_SWEEP_KEYS of them in the input packet, after a 4-byte header (final,
+ * count, 2 bytes of padding); each is swept as packetparser_sweep sweeps it (the same sweep_one, called
+ * directly). The result is this run's; the agent sums the runs of one sweep. */
+#define PP_SWEEP_KEYS 32
+#define PP_SWEEP_HDR 4
+
+SEC("tc")
+int packetparser_sweep_keys(struct __sk_buff *skb)
+{
+	struct pp_sweep_ctx c = {};
+	__u8 hdr[PP_SWEEP_HDR];
+	if (bpf_skb_load_bytes(skb, 0, hdr, PP_SWEEP_HDR))
+		return 0;
+	c.final = hdr[0];
+	c.now = bpf_ktime_get_ns();
+	__u32 n = hdr[1];
+	for (__u32 i = 0; i < PP_SWEEP_KEYS && i < n; i++) {
+		struct pp_ct_key key;
+		if (bpf_skb_load_bytes(skb, PP_SWEEP_HDR + i * sizeof(key), &key, sizeof(key)))
+			break;
+		struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
+		if (v)
+			sweep_one((struct bpf_map *)&retina_packetparser_conntrack, &key, v, &c);
+	}
+	__u32 zero = 0;
+	bpf_map_update_elem(&retina_packetparser_sweep_result, &zero, &c.r, BPF_ANY);
+	return 0;
+}
+
 /* The programs: the plain ones, and the *_ct ones that also translate Service addresses (loaded
  * when the kernel has bpf_skb_ct_lookup; src/ffi/linux/hooks.ts chooses). */
 #define PP_PROGRAM(name, obs, ct)                 \

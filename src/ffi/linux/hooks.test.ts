@@ -47,3 +47,11 @@ test('packetparser: the *_ct variants (Service translation) when the kernel has 
   assert.equal(kernelHasFunc('rtbpf_no_such_kfunc', 'rtbpf_no_such_module'), false);
   assert.equal(packetparserHooks({ translate: false }).translate, false);
 });
+
+test('packetparser: the sweep walks the table in the kernel where bpf_for_each_map_elem exists (5.13+), sweeps listed keys before', () => {
+  assert.equal(packetparserHooksFor(false).sweep, 'packetparser_sweep');
+  assert.equal(packetparserHooksFor(true, true).sweep, 'packetparser_sweep_keys');
+  // this kernel (6.18) has the helper: libbpf's probe says so; forced either way by keyedSweep
+  assert.equal(packetparserHooks().sweep, 'packetparser_sweep');
+  assert.equal(packetparserHooks({ keyedSweep: true }).sweep, 'packetparser_sweep_keys');
+});

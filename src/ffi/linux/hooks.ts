@@ -6,6 +6,7 @@
  * fixed. How tc attaches (tcx or clsact) is tc.ts's choice, at attach time.
  */
 import { kernelHasFunc, tracepointArgCount, tracepointArgTypes } from './btf.js';
+import { kernelHasHelper } from './probe.js';
 
 export type HookKind = 'tp_btf' | 'tc' | 'socket_filter';
 
@@ -72,17 +73,27 @@ export interface PacketparserHooks {
   readonly endpoint: readonly HookChoice[];
   readonly host: readonly HookChoice[];
   readonly translate: boolean;
+  /**
+   * The connection-table sweep, run with BPF_PROG_TEST_RUN: `packetparser_sweep` walks the table itself
+   * (bpf_for_each_map_elem, Linux 5.13+); `packetparser_sweep_keys` sweeps the keys the agent lists and
+   * passes in (5.10 – 5.12: Amazon Linux 2's 5.10). The kernel matrix runs both.
+   */
+  readonly sweep: 'packetparser_sweep' | 'packetparser_sweep_keys';
 }
 
-export const packetparserHooks = (opts: { readonly translate?: boolean } = {}): PacketparserHooks =>
-  packetparserHooksFor(opts.translate ?? (kernelHasFunc('bpf_skb_ct_lookup', 'nf_conntrack') && kernelHasFunc('bpf_ct_release', 'nf_conntrack')));
+export const packetparserHooks = (opts: { readonly translate?: boolean; readonly keyedSweep?: boolean } = {}): PacketparserHooks =>
+  packetparserHooksFor(
+    opts.translate ?? (kernelHasFunc('bpf_skb_ct_lookup', 'nf_conntrack') && kernelHasFunc('bpf_ct_release', 'nf_conntrack')),
+    opts.keyedSweep ?? !kernelHasHelper('sched_cls', 'for_each_map_elem'),
+  );
 
-/** The choice for a kernel with (`translate`) or without the conntrack kfuncs, pure. */
-export function packetparserHooksFor(translate: boolean): PacketparserHooks {
+/** The choice for a kernel with (`translate`) or without the conntrack kfuncs, and with or without bpf_for_each_map_elem, pure. */
+export function packetparserHooksFor(translate: boolean, keyedSweep = false): PacketparserHooks {
   const v = translate ? '_ct' : '';
   return {
     endpoint: [hook(`packetparser_endpoint_ingress${v}`, 'tc', 'ingress'), hook(`packetparser_endpoint_egress${v}`, 'tc', 'egress')],
     host: [hook(`packetparser_host_ingress${v}`, 'tc', 'ingress'), hook(`packetparser_host_egress${v}`, 'tc', 'egress')],
     translate,
+    sweep: keyedSweep ? 'packetparser_sweep_keys' : 'packetparser_sweep',
   };
 }

@@ -12,12 +12,12 @@ type Fn = (...args: any[]) => any;
 
 export interface Libbpf {
   readonly openFile: Fn; objectLoad: Fn; objectClose: Fn; findProgram: Fn; findMap: Fn; objectBtf: Fn;
-  readonly nextProgram: Fn; programName: Fn; setAttachTarget: Fn; programFd: Fn; setAutoload: Fn; attach: Fn; linkDestroy: Fn; linkFd: Fn;
+  readonly nextProgram: Fn; programName: Fn; setAttachTarget: Fn; programFd: Fn; setAutoload: Fn; setLogLevel: Fn; setLogBuf: Fn; attach: Fn; linkDestroy: Fn; linkFd: Fn;
   readonly mapFd: Fn; mapName: Fn; setMaxEntries: Fn; initialValue: Fn; setInitialValue: Fn; mapValueSize: Fn; mapMaxEntries: Fn;
   readonly lookup: Fn; nextKey: Fn; numCpus: Fn; update: Fn; deleteElem: Fn;
   readonly tcHookCreate: Fn; tcHookDestroy: Fn; tcAttach: Fn; tcDetach: Fn;
   readonly rbNew: Fn; rbFree: Fn; rbConsume: Fn; rbEpollFd: Fn;
-  readonly testRun: Fn; linkCreate: Fn; enableStats: Fn;
+  readonly testRun: Fn; linkCreate: Fn; enableStats: Fn; probeHelper: Fn;
   readonly progFdById: Fn; objGetInfo: Fn;
   /** Walking the kernel's BPF objects by id (diagnose): next id after `start` (-ENOENT at the end), and an fd for one. */
   readonly progNextId: Fn; mapNextId: Fn; linkNextId: Fn; mapFdById: Fn; linkFdById: Fn;
@@ -70,6 +70,8 @@ export function loadLibbpf(): Libbpf {
     setAttachTarget: f('int bpf_program__set_attach_target(bpf_program *prog, int attach_prog_fd, const char *name)'),
     programFd: f('int bpf_program__fd(bpf_program *prog)'),
     setAutoload: f('int bpf_program__set_autoload(bpf_program *prog, bool autoload)'),
+    setLogLevel: f('int bpf_program__set_log_level(bpf_program *prog, uint32_t level)'),
+    setLogBuf: f('int bpf_program__set_log_buf(bpf_program *prog, uint8_t *buf, size_t size)'),
     attach: f('bpf_link *bpf_program__attach(bpf_program *prog)'),
     linkDestroy: f('int bpf_link__destroy(bpf_link *link)'),
     linkFd: f('int bpf_link__fd(bpf_link *link)'),
@@ -96,6 +98,7 @@ export function loadLibbpf(): Libbpf {
     testRun: f('int bpf_prog_test_run_opts(int fd, _Inout_ bpf_test_run_opts *opts)'),
     linkCreate: f('int bpf_link_create(int prog_fd, int target_fd, int attach_type, void *opts)'),
     enableStats: f('int bpf_enable_stats(int type)'),
+    probeHelper: f('int libbpf_probe_bpf_helper(int prog_type, int helper_id, const void *opts)'),
     progFdById: f('int bpf_prog_get_fd_by_id(uint32_t id)'),
     objGetInfo: f('int bpf_obj_get_info_by_fd(int fd, _Inout_ uint8_t *info, _Inout_ uint32_t *len)'),
     progNextId: f('int bpf_prog_get_next_id(uint32_t start, _Out_ uint32_t *next)'),

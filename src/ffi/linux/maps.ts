@@ -35,23 +35,27 @@ export function perCpuReader(map: BpfMap): PerCpuReader {
       }
       return out;
     },
-    keys(keySize) {
-      const out: Uint8Array[] = [];
-      let prev: Uint8Array | null = null;
-      for (let i = 0; i <= map.maxEntries; i++) {
-        const next = Buffer.alloc(keySize);
-        const rc = l.nextKey(map.fd, prev, next) as number;
-        if (rc < 0) {
-          const errno = lastErrno(rc);
-          if (errno === ENOENT) break;
-          throw new Error(`cannot list keys of map ${map.name}: ${errnoText(errno)}`);
-        }
-        out.push(next);
-        prev = next;
-      }
-      return out;
-    },
+    keys: (keySize) => mapKeys(map, keySize),
   };
+}
+
+/** Every key of a hash map (a snapshot; keys added meanwhile may be missed until the next read). */
+export function mapKeys(map: BpfMap, keySize: number): Uint8Array[] {
+  const l = loadLibbpf();
+  const out: Uint8Array[] = [];
+  let prev: Uint8Array | null = null;
+  for (let i = 0; i <= map.maxEntries; i++) {
+    const next = Buffer.alloc(keySize);
+    const rc = l.nextKey(map.fd, prev, next) as number;
+    if (rc < 0) {
+      const errno = lastErrno(rc);
+      if (errno === ENOENT) break;
+      throw new Error(`cannot list keys of map ${map.name}: ${errnoText(errno)}`);
+    }
+    out.push(next);
+    prev = next;
+  }
+  return out;
 }
 
 /** A u32 key (array maps). */

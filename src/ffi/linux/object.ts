@@ -18,6 +18,12 @@ export interface BpfLoadOptions {
   readonly programs?: readonly string[];
   /** Retargets tracing programs before load: program name → kernel target (tp_btf: the tracepoint). */
   readonly attachTargets?: Readonly<Record<string, string>>;
+  /**
+   * Filled with each loaded program's verifier statistics (the kernel's log at BPF_LOG_STATS:
+   * "processed N insns ... total_states ...", parsed by `parseVerifierStats`), by program name. For the
+   * kernel matrix's budget table; a refused program's reason then comes from a second load without it.
+   */
+  readonly verifierStats?: Map<string, string>;
 }
 
 export interface BpfMap {
@@ -62,8 +68,10 @@ export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObjec
   if (!existsSync(path)) throw new Error(`BPF object ${path} is missing: run \`make native\` (needs clang and kernel BTF)`);
   const obj: unknown = l.openFile(path, null);
   if (!obj) throw errnoError(`cannot open BPF object ${path}`, lastErrno(), libbpfLogTail(l));
+  const logs = new Map<string, Buffer>(); // held until the load has written them
   try {
     configure(l, obj, name, opts);
+    if (opts.verifierStats) statsLogs(l, obj, logs);
     // Only this load's messages: a refused program is named with the verifier's reason, not the
     // tail of libbpf's messages (where the reason sits past a long instruction trace).
     l.recentLog.length = 0;
@@ -73,6 +81,7 @@ export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObjec
       if (refused) throw errnoError(`cannot load BPF object ${name}: the verifier refused program ${refused.program}: ${refused.reason}`, lastErrno(rc));
       throw errnoError(`cannot load BPF object ${name}`, lastErrno(rc), libbpfLogTail(l));
     }
+    for (const [p, buf] of logs) opts.verifierStats?.set(p, buf.toString('utf8', 0, Math.max(0, buf.indexOf(0))));
   } catch (e) {
     l.objectClose(obj);
     throw e;
@@ -80,6 +89,31 @@ export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObjec
     loadLibc().trimHeap();
   }
   return wrap(l, obj, name);
+}
+
+/** BPF_LOG_STATS (4) for every program that loads, each into a buffer of its own. */
+function statsLogs(l: Libbpf, obj: unknown, logs: Map<string, Buffer>): void {
+  for (let p: unknown = l.nextProgram(obj, null); p; p = l.nextProgram(obj, p)) {
+    const buf = Buffer.alloc(16 * 1024);
+    logs.set(l.programName(p) as string, buf);
+    if ((l.setLogBuf(p, buf, buf.length) as number) < 0 || (l.setLogLevel(p, 4) as number) < 0) throw new Error('cannot set a verifier log');
+  }
+}
+
+/** What the verifier's statistics say of one program: instructions processed, states, verification time (5.16+). */
+export interface VerifierStats {
+  readonly insns: number;
+  readonly totalStates: number;
+  readonly peakStates: number;
+  readonly verificationUs?: number;
+}
+
+/** Parses a BPF_LOG_STATS log; undefined when it has no "processed N insns" line. */
+export function parseVerifierStats(log: string): VerifierStats | undefined {
+  const m = /processed (\d+) insns \(limit \d+\) max_states_per_insn \d+ total_states (\d+) peak_states (\d+)/.exec(log);
+  if (!m) return undefined;
+  const t = /verification time (\d+) usec/.exec(log);
+  return { insns: Number(m[1]), totalStates: Number(m[2]), peakStates: Number(m[3]), ...(t ? { verificationUs: Number(t[1]) } : {}) };
 }
 
 function configure(l: Libbpf, obj: unknown, name: string, opts: BpfLoadOptions): void {

@@ -4,7 +4,7 @@
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
 import {
-  attachTcAuto, loadSys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
+  attachTcAuto, loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type TcAttachment,
 } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
@@ -16,7 +16,8 @@ import { packetparserConfig, type PacketparserConfig } from './config.js';
 import { kernelClock } from '../ebpf-shared/clock.js';
 import { createPacketDecoder } from './decode.js';
 import {
-  CONNTRACK_MAP, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE, decodeSweepResult, sweepInput, syncFilter,
+  CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
+  addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
   type SweepResult,
 } from './maps.js';
 import { createVethWatcher, type Link } from './veths.js';
@@ -55,6 +56,8 @@ export interface PacketparserTiming {
   readonly gcIntervalMs?: number;
   /** Tests: load the programs with (true) or without (false) Service translation, whatever the kernel has. */
   readonly serviceTranslation?: boolean;
+  /** Forces the keyed sweep (packetparser_sweep_keys, what kernels before 5.13 get) either way: the kernel matrix runs both. */
+  readonly keyedSweep?: boolean;
 }
 
 /** Starts the plugin; tests pass shorter timings. */
@@ -66,8 +69,11 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       ctx.status.degraded('enablePodLevel', `${why}: packetparser has nothing to feed`);
       return;
     }
-    const { endpoint, host, translate } = onHook(ctx.log, 'tc/packetparser', () =>
-      packetparserHooks(timing.serviceTranslation === undefined ? {} : { translate: timing.serviceTranslation }),
+    const { endpoint, host, translate, sweep: sweepName } = onHook(ctx.log, 'tc/packetparser', () =>
+      packetparserHooks({
+        ...(timing.serviceTranslation === undefined ? {} : { translate: timing.serviceTranslation }),
+        ...(timing.keyedSweep === undefined ? {} : { keyedSweep: timing.keyedSweep }),
+      }),
     );
     if (!translate) {
       ctx.log.warn(
@@ -82,7 +88,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const obj = s.use(
       onHook(ctx.log, 'tc/packetparser', () =>
         openBpfObject('packetparser', {
-          programs: [...used.map((c) => c.program), SWEEP_PROGRAM],
+          programs: [...used.map((c) => c.program), sweepName],
           rodata: {
             bypass_lookup: bypass,
             aggregate_high: high,
@@ -112,16 +118,28 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     // The sweep (in the kernel): reports what idle and expired connections still hold, deletes the
     // expired, sums the live for the conntrack_* gauges. Its records are drained at once. At stop it
     // runs once more, after the hooks are gone (the stack unwinds in reverse), and reports everything.
-    const sweepProgram = obj.program(SWEEP_PROGRAM);
+    // Kernels before 5.13 (no bpf_for_each_map_elem) run the keyed sweep: the same work on the keys the
+    // agent lists, SWEEP_KEYS_PER_RUN per run (hooks.ts chooses).
+    const sweepProgram = obj.program(sweepName);
     const sweepResult = mapReader(obj.map(SWEEP_RESULT_MAP));
     const resultKey = u32Key(0);
-    const runSweep = (final: boolean): SweepResult => {
-      clock.resync();
-      testRunProgram(sweepProgram, sweepInput(final), 1);
+    const sweepRun = (input: Uint8Array): SweepResult => {
+      testRunProgram(sweepProgram, input, 1);
       const r = sweepResult.read(resultKey);
       if (!r) throw new Error(`${SWEEP_RESULT_MAP} has no entry 0`);
-      ring.drain();
       return decodeSweepResult(r);
+    };
+    const runSweep = (final: boolean): SweepResult => {
+      clock.resync();
+      let r: SweepResult;
+      if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final));
+      else {
+        const keys = mapKeys(obj.map(CONNTRACK_MAP), CT_KEY_SIZE);
+        r = sweepRun(sweepKeysInput(final, keys.slice(0, SWEEP_KEYS_PER_RUN)));
+        for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN))));
+      }
+      ring.drain();
+      return r;
     };
     s.defer(() => {
       runSweep(true);
@@ -219,7 +237,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const gcMs = timing.gcIntervalMs ?? (high ? Math.min(15_000, ctx.agent.conntrackReportIntervalMs) : 15_000);
     every(s, gcMs, sweep);
     ctx.log.info('eBPF hooks attached', {
-      hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length, serviceTranslation: translate,
+      hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length, serviceTranslation: translate, sweep: sweepName,
     });
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MapWriter } from '../../../ffi/linux/index.js';
-import { SWEEP_RESULT_SIZE, decodeSweepResult, ipKey, sweepInput, syncFilter } from './maps.js';
+import { CT_KEY_SIZE, SWEEP_KEYS_PER_RUN, SWEEP_RESULT_SIZE, addSweepResults, decodeSweepResult, ipKey, sweepInput, sweepKeysInput, syncFilter } from './maps.js';
 
 test('filter keys: IPv4 v4-mapped, IPv6 as is, zones dropped, junk refused', () => {
   assert.equal(ipKey('10.0.0.1')?.toString('hex'), '00000000000000000000ffff0a000001');
@@ -51,4 +51,21 @@ test('decodeSweepResult reads struct pp_sweep_result (u64 totals above 2^32, u32
 test('sweepInput: 14 bytes (tc test runs need an Ethernet header), the first byte says final', () => {
   assert.deepEqual([...sweepInput(false)], new Array(14).fill(0));
   assert.equal(sweepInput(true)[0], 1);
+});
+
+test('sweepKeysInput: final, the count, padding, then the keys back to back; at least 14 bytes; at most SWEEP_KEYS_PER_RUN keys', () => {
+  const k1 = new Uint8Array(CT_KEY_SIZE).fill(1);
+  const k2 = new Uint8Array(CT_KEY_SIZE).fill(2);
+  const b = sweepKeysInput(true, [k1, k2]);
+  assert.equal(b.length, 4 + 2 * CT_KEY_SIZE);
+  assert.deepEqual([...b.subarray(0, 4)], [1, 2, 0, 0]);
+  assert.deepEqual([...b.subarray(4, 4 + CT_KEY_SIZE)], [...k1]);
+  assert.deepEqual([...b.subarray(4 + CT_KEY_SIZE)], [...k2]);
+  assert.deepEqual([...sweepKeysInput(false, [])], new Array(14).fill(0));
+  assert.throws(() => sweepKeysInput(false, new Array(SWEEP_KEYS_PER_RUN + 1).fill(k1)), /at most 32/);
+});
+
+test('addSweepResults: every field summed', () => {
+  const r = { packetsTx: 1, packetsRx: 2, bytesTx: 3, bytesRx: 4, live: 5, expired: 6, reported: 7, lost: 8 };
+  assert.deepEqual(addSweepResults(r, r), { packetsTx: 2, packetsRx: 4, bytesTx: 6, bytesRx: 8, live: 10, expired: 12, reported: 14, lost: 16 });
 });

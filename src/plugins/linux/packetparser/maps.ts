@@ -12,6 +12,11 @@ export const FILTER_MAP = 'retina_packetparser_filter';
 export const CONNTRACK_MAP = 'retina_packetparser_conntrack';
 export const SWEEP_RESULT_MAP = 'retina_packetparser_sweep_result';
 export const SWEEP_PROGRAM = 'packetparser_sweep';
+/** struct pp_ct_key's size: the keyed sweep (packetparser_sweep_keys) takes the keys in its input. */
+export const CT_KEY_SIZE = 44;
+/** Keys per run of the keyed sweep (PP_SWEEP_KEYS) and its input's header (PP_SWEEP_HDR). */
+export const SWEEP_KEYS_PER_RUN = 32;
+const SWEEP_KEYS_HDR = 4;
 
 /** struct pp_ct_value: checked against the loaded map, so a stale object is caught at start. */
 export const CT_VALUE_SIZE = 208;
@@ -113,6 +118,24 @@ export function decodeSweepResult(b: Buffer): SweepResult {
   return {
     packetsTx: u64(b, 0), packetsRx: u64(b, 8), bytesTx: u64(b, 16), bytesRx: u64(b, 24),
     live: b.readUInt32LE(32), expired: b.readUInt32LE(36), reported: b.readUInt32LE(40), lost: b.readUInt32LE(44),
+  };
+}
+
+/** The keyed sweep's input: final, the count, 2 bytes of padding, then up to SWEEP_KEYS_PER_RUN keys. */
+export function sweepKeysInput(final: boolean, keys: readonly Uint8Array[]): Uint8Array {
+  if (keys.length > SWEEP_KEYS_PER_RUN) throw new Error(`${keys.length} keys for one sweep run, at most ${SWEEP_KEYS_PER_RUN}`);
+  const b = new Uint8Array(Math.max(14, SWEEP_KEYS_HDR + keys.length * CT_KEY_SIZE));
+  b[0] = final ? 1 : 0;
+  b[1] = keys.length;
+  keys.forEach((k, i) => b.set(k, SWEEP_KEYS_HDR + i * CT_KEY_SIZE));
+  return b;
+}
+
+/** Two sweep results added up (the keyed sweep's runs of one sweep). */
+export function addSweepResults(a: SweepResult, b: SweepResult): SweepResult {
+  return {
+    packetsTx: a.packetsTx + b.packetsTx, packetsRx: a.packetsRx + b.packetsRx, bytesTx: a.bytesTx + b.bytesTx, bytesRx: a.bytesRx + b.bytesRx,
+    live: a.live + b.live, expired: a.expired + b.expired, reported: a.reported + b.reported, lost: a.lost + b.lost,
   };
 }
 

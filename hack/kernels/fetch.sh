@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The kernels of the matrix (issue 36), fetched once into the tools cache outside the clone
+# ($RETINA_TOOLS_CACHE, default ~/.cache/retina-ts), at kernels/<name>-<version>/:
+#   vmlinuz                   the kernel
+#   root/lib/modules/<release>  its modules (depmod run here), bind-mounted at /lib/modules/<release> in the guest
+#   initramfs.cpio.gz         busybox and the modules that init needs before it mounts the host's root (virtio
+#                             PCI, 9p, overlay); hack/kernels/boot.sh appends hack/kernels/init at each boot
+#   release                   the kernel's release string (uname -r)
+#   .complete                 written last
+# The packages come from Debian's repositories through an apt configuration of the matrix's own (its own
+# sources, lists and an empty status file: APT_CONFIG), never the machine's sources, so nothing is installed
+# and the machine's packages are never upgraded. Each .deb is checked against hack/kernels/versions' sha256.
+# Usage: hack/kernels/fetch.sh [NAME...]   (default: every kernel of hack/kernels/versions)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/tools.sh"
+tools_dirs kernels any
+KTOOLS="$TOOLS/kernels"
+mkdir -p "$KTOOLS"
+
+BUSYBOX=$(command -v busybox || true)
+[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' || BUSYBOX=/bin/busybox
+for t in depmod modprobe dpkg-deb apt-get sha256sum; do
+  command -v "$t" >/dev/null || { echo "kernels: $t is missing (Debian: kmod, dpkg, apt)" >&2; exit 1; }
+done
+[ -x "$BUSYBOX" ] || { echo "kernels: a static busybox is needed (Debian: busybox-static)" >&2; exit 1; }
+
+# The apt configuration of our own: sources for the suites the pins name, under $KTOOLS/apt.
+APT="$KTOOLS/apt"
+apt_setup() {
+  [ -f "$APT/apt.conf" ] && return 0
+  mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/etc/preferences.d"
+  : >"$APT/status"
+  cat >"$APT/etc/sources.list" <<'EOF'
+deb http://deb.debian.org/debian bullseye main
+deb http://deb.debian.org/debian-security bullseye-security main
+deb http://deb.debian.org/debian bookworm main
+deb http://deb.debian.org/debian-security bookworm-security main
+deb http://deb.debian.org/debian bookworm-backports main
+EOF
+  cat >"$APT/apt.conf.tmp" <<EOF
+Dir::Etc::sourcelist "$APT/etc/sources.list";
+Dir::Etc::sourceparts "/nonexistent";
+Dir::Etc::preferencesparts "$APT/etc/preferences.d";
+Dir::State::lists "$APT/lists";
+Dir::State::status "$APT/status";
+Dir::Cache "$APT/cache";
+APT::Architecture "amd64";
+Acquire::Languages "none";
+EOF
+  mv "$APT/apt.conf.tmp" "$APT/apt.conf"
+}
+APT_UPDATED=
+apt_update() {
+  [ -n "$APT_UPDATED" ] && return 0
+  tools_log kernels "apt-get update (the matrix's own sources: $APT/etc/sources.list)"
+  APT_CONFIG="$APT/apt.conf" apt-get update -qq -o APT::Sandbox::User=root
+  APT_UPDATED=1
+}
+
+# Boot modules for init, in load order (modprobe --show-depends resolves each one's dependencies).
+BOOT_MODULES="virtio_pci 9pnet_virtio 9p overlay"
+
+fetch_one() {
+  local name=$1 suite=$2 pkg=$3 version=$4 sha=$5
+  local dir="$KTOOLS/$name-$version"
+  [ -f "$dir/.complete" ] && return 0
+  apt_setup
+  local debs="$KTOOLS/debs" deb
+  mkdir -p "$debs"
+  deb="$debs/${pkg}_${version//:/%3a}_amd64.deb"
+  if ! [ -f "$deb" ] || ! echo "$sha  $deb" | sha256sum -c --quiet - 2>/dev/null; then
+    apt_update
+    tools_log kernels "downloading $pkg=$version ($suite)"
+    (cd "$debs" && APT_CONFIG="$APT/apt.conf" apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version") || {
+      echo "kernels: $pkg=$version is not served by $suite any more: update its line in hack/kernels/versions" \
+        "(APT_CONFIG=$APT/apt.conf apt-cache policy '$pkg' shows what is; the sha256 is apt-cache show's)" >&2
+      exit 1
+    }
+  fi
+  echo "$sha  $deb" | sha256sum -c --quiet - || { echo "kernels: $deb does not match the sha256 of hack/kernels/versions" >&2; exit 1; }
+  rm -rf "$dir" "$dir.tmp" && mkdir -p "$dir.tmp/root"
+  dpkg-deb -x "$deb" "$dir.tmp/root"
+  local release
+  release=$(ls "$dir.tmp/root/lib/modules")
+  mv "$dir.tmp/root/boot/vmlinuz-$release" "$dir.tmp/vmlinuz"
+  rm -rf "$dir.tmp/root/boot" "$dir.tmp/root/usr"
+  depmod -b "$dir.tmp/root" "$release"
+  echo "$release" >"$dir.tmp/release"
+  # The initramfs: busybox, init, the boot modules (uncompressed: busybox's insmod reads plain .ko files).
+  local ird="$dir.tmp/initramfs" m path n=0
+  mkdir -p "$ird/bin" "$ird/modules"
+  cp "$BUSYBOX" "$ird/bin/busybox"
+  : >"$ird/modules.list"
+  for m in $BOOT_MODULES; do
+    modprobe -d "$dir.tmp/root" -S "$release" --show-depends "$m" | while read -r kind path _; do
+      [ "$kind" = insmod ] || continue
+      local base
+      base=$(basename "$path")
+      base=${base%.xz}
+      base=${base%.zst}
+      grep -qx "$base" "$ird/modules.list" && continue
+      case $path in
+        *.xz) xz -dc "$path" >"$ird/modules/$base" ;;
+        *.zst) zstd -qdc "$path" >"$ird/modules/$base" ;;
+        *) cp "$path" "$ird/modules/$base" ;;
+      esac
+      echo "$base" >>"$ird/modules.list"
+    done
+  done
+  n=$(wc -l <"$ird/modules.list")
+  (cd "$ird" && find . | "$BUSYBOX" cpio -o -H newc 2>/dev/null | gzip -1 >"$dir.tmp/initramfs.cpio.gz")
+  rm -rf "$ird"
+  touch "$dir.tmp/.complete"
+  mv "$dir.tmp" "$dir"
+  tools_log kernels "$name: $release ready in $dir ($n boot modules)"
+}
+
+want=" $* "
+while read -r name suite pkg version sha; do
+  case $name in '' | '#'*) continue ;; esac
+  [ $# -eq 0 ] || [[ $want == *" $name "* ]] || continue
+  fetch_one "$name" "$suite" "$pkg" "$version" "$sha"
+done <"$HERE/versions"

@@ -1,0 +1,288 @@
+/**
+ * The kernel matrix's suite (issue 36): every Linux plugin on the kernel it runs on, with the counts
+ * checked exactly against the kernel's own counters, as the host suites do. `test/kernels/matrix.test.ts`
+ * runs it on this machine's kernel and inside each kernel of hack/kernels/versions under qemu (TCG), so it
+ * proves each plugin with one agent and a few bursts rather than every test file: TCG is slow.
+ *
+ * What it does, in order: loads every program of every object alone, at BPF_LOG_STATS, for the verifier
+ * budget table; starts one agent with the node plugins (packetforward, dropreason, dns, tcpretrans,
+ * linuxutil) on the kernel's own hook choices; packetforward against the interface's counters, dropreason
+ * against an nftables counter (with the reason the kernel gives or the fallback's), dns queries and answers
+ * (UDP and TCP, IPv4 and IPv6), tcpretrans against RetransSegs; packetparser (pod level) low aggregation
+ * exact per observation point, high aggregation with the conntrack sweep exact against the veths; SIGTERM
+ * leaves nothing. Not named *.test.ts: `make test` runs it through the matrix, once per kernel.
+ *
+ * With RETINA_KERNEL_REPORT set, writes there what it saw (JSON, `KernelReport`): the matrix turns the
+ * reports into docs/kernels.md's table and bench/kernels/verifier.json.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, stopAll, vethPair } from '../ebpf/netns.js';
+import { Harness, Topology, tearDown, total } from '../ebpf/packetparser-topology.js';
+import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
+import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
+
+const report: KernelReport = { release: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim(), plugins: {}, programs: [], counts: {} };
+const helpers: ChildProcess[] = [];
+let node: Netns | undefined;
+let peer: Netns | undefined;
+let agent: NsAgent | undefined;
+let topo: Topology | undefined;
+let pp: Harness | undefined;
+
+const NODE_IP = '10.246.1.1';
+const PEER_IP = '10.246.1.2';
+const NODE_IP6 = 'fd00:246:1::1';
+const PEER_IP6 = 'fd00:246:1::2';
+
+async function ready(c: ChildProcess): Promise<void> {
+  helpers.push(c);
+  await new Promise((r) => c.stdout?.once('data', r));
+}
+
+before(async () => {
+  requireKernel();
+  node = new Netns('k-node');
+  peer = new Netns('k-peer');
+  vethPair(node, 'rtbpf-kext', NODE_IP, peer, 'rtbpf-kgw', PEER_IP, [NODE_IP6, PEER_IP6]);
+  node.run('ip', ['route', 'add', 'default', 'via', PEER_IP]);
+  // The node drops UDP to 9999 (dropreason, with nftables' own counter); the peer loses 3 % of the TCP
+  // flow to 7100 (tcpretrans: numgen random, no netem here). The `ct state` rule loads the kernel's
+  // connection tracking, as kube-proxy does on every node: packetparser's Service translation (the *_ct
+  // programs, conntrack kfuncs in the nf_conntrack module's BTF) is then what a node gets.
+  node.run('nft', ['-f', '-'], 'table inet rtbpfk {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 counter drop\n  ct state invalid counter\n }\n}\n');
+  peer.run('nft', ['-f', '-'], 'table inet rtbpfk {\n chain input {\n  type filter hook input priority 0;\n  tcp dport 7100 numgen random mod 100 < 3 drop\n }\n}\n');
+  await ready(peer.spawnNode(UDP_SINK, [PEER_IP, '7000']));
+  await ready(node.spawnNode(UDP_SINK, [NODE_IP, '7000']));
+  await ready(peer.spawnNode(TCP_SINK, [PEER_IP, '7100']));
+  await ready(peer.spawnNode(DNS_SERVER, [PEER_IP, PEER_IP6]));
+});
+
+after(async () => {
+  try {
+    await stopAll(helpers);
+    await agent?.[Symbol.asyncDispose]();
+    await tearDown([], pp, topo);
+  } finally {
+    node?.destroy();
+    peer?.destroy();
+    if (process.env['RETINA_KERNEL_REPORT']) writeFileSync(process.env['RETINA_KERNEL_REPORT'], `${JSON.stringify(report, null, 1)}\n`);
+  }
+});
+
+test('verifier: every program of every object, loaded alone at BPF_LOG_STATS', () => {
+  for (const [object, programs] of Object.entries(OBJECTS)) {
+    for (const program of programs) {
+      const row: ProgramRow = { object, program, accepted: false };
+      const stats = new Map<string, string>();
+      const t0 = process.hrtime.bigint();
+      try {
+        openBpfObject(object, { programs: [program], verifierStats: stats })[Symbol.dispose]();
+        const s: VerifierStats | undefined = parseVerifierStats(stats.get(program) ?? '');
+        Object.assign(row, { accepted: true, loadMs: Number((process.hrtime.bigint() - t0) / 1000n) / 1000, ...s });
+      } catch (e) {
+        // A second load without the statistics log, which keeps the verifier's reason.
+        try {
+          openBpfObject(object, { programs: [program] })[Symbol.dispose]();
+          row.refused = `refused only with the statistics log: ${(e as Error).message}`;
+        } catch (e2) {
+          row.refused = (e2 as Error).message.slice(0, 300);
+        }
+      }
+      report.programs.push(row);
+    }
+  }
+  // A program near its kernel's limit (1 M instructions processed) is seen here before a user sees it.
+  for (const r of report.programs) assert.ok((r.insns ?? 0) < 500_000, `${r.object}/${r.program}: ${r.insns} instructions processed, half the verifier's limit`);
+});
+
+test('the agent starts every node plugin on the hooks this kernel offers', async () => {
+  agent = new NsAgent(node as Netns, 'enabledPlugin: [packetforward, dropreason, dns, tcpretrans, linuxutil]\nmetricsIntervalDuration: 200ms\n');
+  try {
+    await agent.started(['packetforward', 'dropreason', 'dns', 'tcpretrans', 'linuxutil']);
+  } finally {
+    for (const l of agent.proc.logLines()) {
+      const plugin = String(l['plugin'] ?? '');
+      if (!plugin) continue;
+      const row: PluginRow = (report.plugins[plugin] ??= { loaded: false });
+      if (l.msg === 'eBPF hook attached') Object.assign(row, pick(l, ['hook', 'program', 'reasons']));
+      if (l.msg === 'eBPF hooks attached') Object.assign(row, pick(l, ['mode']), { hook: hooksOf(l), program: programsOf(l) });
+      if (l.msg === 'plugin started') row.loaded = true;
+      if (l.msg === 'eBPF hook unavailable' || l.msg === 'plugin failed; not retrying') row.error = String(l['error'] ?? '');
+    }
+  }
+});
+
+/** 'tc/ingress tc/egress' from a plugin's hooks field. */
+const hooksOf = (l: Record<string, unknown>): string => (Array.isArray(l['hooks']) ? [...new Set(l['hooks'] as string[])].join(' ') : String(l['hook'] ?? '?'));
+/** packetforward and packetparser name no program in their log line: their programs are tc's ingress and egress of the plugin. */
+const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin'])}_{ingress,egress}`;
+
+const pick = (l: Record<string, unknown>, keys: readonly string[]): Record<string, string> =>
+  Object.fromEntries(keys.filter((k) => l[k] !== undefined).map((k) => [k, String(l[k])]));
+
+const m = (name: string, labels: Record<string, string> = {}): number => metric((agent as NsAgent).metrics(), name, labels);
+
+test('packetforward: forward_count deltas equal the interface counters', async () => {
+  const n = node as Netns;
+  const read = () => ({
+    ingress: m('networkobservability_forward_count', { direction: 'ingress' }),
+    egress: m('networkobservability_forward_count', { direction: 'egress' }),
+    rx: n.ifStat('rtbpf-kext', 'rx_packets'),
+    tx: n.ifStat('rtbpf-kext', 'tx_packets'),
+  });
+  const steady = async () => {
+    let last = read();
+    for (let i = 0; i < 60; i++) {
+      await sleep(700);
+      const now = read();
+      if (JSON.stringify(now) === JSON.stringify(last)) return now;
+      last = now;
+    }
+    throw new Error('the counters never settled');
+  };
+  const N = 100;
+  const t0 = await steady();
+  await n.node(UDP_SEND, [String(N), PEER_IP, '7000', '100']);
+  await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '7000', '100']);
+  const t1 = await steady();
+  const d = { ingress: t1.ingress - t0.ingress, egress: t1.egress - t0.egress, rx: t1.rx - t0.rx, tx: t1.tx - t0.tx };
+  report.counts['packetforward'] = `${d.ingress}/${d.rx} in, ${d.egress}/${d.tx} out`;
+  assert.equal(d.ingress, d.rx, `ingress ${d.ingress} vs rx_packets ${d.rx}`);
+  assert.equal(d.egress, d.tx, `egress ${d.egress} vs tx_packets ${d.tx}`);
+  assert.ok(d.ingress >= N && d.egress >= N, `at least N each way: ${JSON.stringify(d)}`);
+});
+
+test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s own counter; closed-port drops', async () => {
+  const N = 30;
+  const fallback = report.plugins['dropreason']?.reasons === 'fallback';
+  const drops = (reason: string) => m('networkobservability_drop_count', { reason, direction: 'ingress' });
+  const nftCounter = () => Number(/dport 9999 counter packets (\d+)/.exec((node as Netns).run('nft', ['list', 'table', 'inet', 'rtbpfk']))?.[1] ?? NaN);
+  const c0 = nftCounter();
+  const before = await settled(() => drops('NETFILTER_DROP'));
+  await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9999', '64']);
+  const now = await settled(() => drops('NETFILTER_DROP'));
+  const counted = nftCounter() - c0;
+  assert.equal(counted, N, 'the rule dropped each datagram');
+  assert.equal(now - before, counted, `drop_count{reason="NETFILTER_DROP"} rose by ${now - before}, the rule's counter by ${counted}`);
+  // A closed port: NO_SOCKET with the kernel's reasons, NOT_SPECIFIED with the fallback (which also holds
+  // every other drop of the kernel: at least N). Up to three bursts for the exact reason: the host's own
+  // loopback can add one now and then (test/ebpf/dropreason.test.ts).
+  const reason = fallback ? 'NOT_SPECIFIED' : 'NO_SOCKET';
+  const seen: number[] = [];
+  for (let i = 0; i < (fallback ? 1 : 3) && seen.at(-1) !== N; i++) {
+    const b = await settled(() => drops(reason));
+    await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9998', '16']);
+    seen.push((await settled(() => drops(reason))) - b);
+  }
+  report.counts['dropreason'] = `NETFILTER_DROP ${now - before}/${counted}, ${reason} ${seen.join(',')}/${N}`;
+  if (fallback) assert.ok((seen.at(-1) ?? 0) >= N, `${reason} deltas ${seen.join(', ')}`);
+  else assert.equal(seen.at(-1), N, `${reason} deltas per burst: ${seen.join(', ')}`);
+});
+
+test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', async () => {
+  const N = 10;
+  const read = () => m('networkobservability_dns_request_count') + m('networkobservability_dns_response_count');
+  const req0 = m('networkobservability_dns_request_count');
+  const resp0 = m('networkobservability_dns_response_count');
+  const out = JSON.parse(await (node as Netns).node(DNS_CLIENT, [String(N), PEER_IP, PEER_IP6], 180_000)) as Record<string, number>;
+  assert.deepEqual(out, { udp4: N, udp6: N, tcp: N });
+  await settled(read);
+  const req = m('networkobservability_dns_request_count') - req0;
+  const resp = m('networkobservability_dns_response_count') - resp0;
+  report.counts['dns'] = `${req}/${3 * N} queries, ${resp}/${3 * N} answers`;
+  assert.equal(req, 3 * N, 'dns_request_count');
+  assert.equal(resp, 3 * N, 'dns_response_count');
+});
+
+/** RetransSegs of one namespace (/proc/net/snmp). */
+function retransSegs(ns: Netns): number {
+  const [names, values] = ns.run('cat', ['/proc/net/snmp']).split('\n').filter((l) => l.startsWith('Tcp:')).map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf('RetransSegs') ?? -1;
+  if (i < 0 || !values) throw new Error('no RetransSegs in /proc/net/snmp');
+  return Number(values[i]);
+}
+
+test('tcpretrans: retransmissions of a lossy flow, against RetransSegs', async () => {
+  const ours = () => m('networkobservability_tcp_retransmission_count');
+  const before = await settled(ours);
+  const snmp0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
+  assert.match(await (node as Netns).node(TCP_SEND, [String(2 * 1024 * 1024), PEER_IP, '7100'], 300_000), /sent/);
+  const snmp = (await settled(() => retransSegs(node as Netns) + retransSegs(peer as Netns), 1500)) - snmp0;
+  const counted = (await settled(ours, 1500)) - before;
+  report.counts['tcpretrans'] = `${counted}/${snmp}`;
+  assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
+  // RetransSegs also counts the rare attempts that then fail to leave the host (we count those sent).
+  assert.ok(counted <= snmp + 2 && counted >= snmp * 0.95 - 2, `tcp_retransmission_count +${counted}, RetransSegs +${snmp}`);
+});
+
+test('the agent stops on SIGTERM and leaves no tc filter, program or link', async () => {
+  const ag = agent as NsAgent;
+  const { code, owned } = await ag.terminate();
+  assert.equal(code, 0, ag.proc.stderr.slice(-2000));
+  assert.deepEqual(await leftoversAfterStop(node, ['rtbpf-kext'], owned), []);
+});
+
+test('packetparser (pod level), low aggregation: one record per packet per observation point', async () => {
+  topo = new Topology(247, false);
+  const [a, b] = [topo.addPod('a', 1), topo.addPod('b', 2)];
+  await ready(b.ns.spawnNode(UDP_SINK, [b.ip, '7000']));
+  await ready(b.ns.spawnNode(TCP_SINK, [b.ip, '7001']));
+  pp = new Harness(topo.node);
+  const { status } = await pp.start({}, { dataAggregationLevel: 'low' }, [a.ip]);
+  const row: PluginRow = (report.plugins['packetparser'] ??= { loaded: false });
+  const logs = await pp.logs();
+  const hooks = logs.find((l) => l.msg === 'eBPF hooks attached')?.fields ?? {};
+  const endpoint = logs.find((l) => l.msg === 'endpoint attached')?.fields ?? {};
+  const ct = hooks['serviceTranslation'] === true ? '_ct' : '';
+  Object.assign(row, {
+    loaded: status.every((s) => s.startsWith('ok')), hook: hooksOf(hooks), mode: [...new Set(String(endpoint['mode'] ?? '?').split(','))].join(','),
+    program: `packetparser_endpoint_{ingress,egress}${ct}`, ...(status.some((s) => !s.startsWith('ok')) ? { error: status.join('; ') } : {}),
+  });
+  assert.deepEqual(status.filter((s) => !s.startsWith('ok')), []);
+  await pp.settle(300);
+  const N = 40;
+  await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '100']);
+  const flows = (await pp.settle()).filter((f) => f.src === a.ip && f.dst === b.ip && f.proto === 17);
+  const from = flows.filter((f) => f.obs === 'FROM_ENDPOINT').length;
+  const to = flows.filter((f) => f.obs === 'TO_ENDPOINT').length;
+  report.counts['packetparser low'] = `${from}/${N} from A, ${to}/${N} to B`;
+  assert.equal(from, N, 'A veth ingress');
+  assert.equal(to, N, 'B veth egress');
+  assert.ok(flows.every((f) => f.packets === 1 && f.bytes === 14 + 20 + 8 + 100));
+});
+
+/** High aggregation: a paced TCP transfer from A; the records' sums, the final sweep's included, equal A's veth counters. */
+async function highAggregation(keyedSweep: boolean | undefined): Promise<string> {
+  const h = pp as Harness;
+  const t = topo as Topology;
+  const [a, b] = [t.pod('a'), t.pod('b')];
+  const { status } = await h.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 1000 }, [a.ip], { gcIntervalMs: 300, ...(keyedSweep === undefined ? {} : { keyedSweep }) });
+  assert.deepEqual(status.filter((s) => !s.startsWith('ok')), []);
+  const sweep = String((await h.logs()).filter((l) => l.msg === 'eBPF hooks attached').at(-1)?.fields['sweep'] ?? '?');
+  await h.settle(300);
+  const stat = (s: string) => t.node.ifStat(a.veth, s);
+  const rx0 = [stat('rx_packets'), stat('rx_bytes')];
+  assert.match(await a.ns.node(TCP_PACED_SEND, ['64000', b.ip, '7001', '16000', '100'], 180_000), /sent 64000/);
+  // The final sweep at stop reports what the connection table still holds.
+  await h.call({ op: 'stop' });
+  const flows = (await h.call<{ src: string; obs: string; proto: number; packets: number; bytes: number }[]>({ op: 'flows' })).filter((f) => f.proto === 6);
+  const fromA = total(flows as never, (f) => f.obs === 'FROM_ENDPOINT' && f.src === a.ip);
+  const rx = [stat('rx_packets') - (rx0[0] as number), stat('rx_bytes') - (rx0[1] as number)];
+  report.counts[`packetparser high (${sweep})`] = `${fromA.packets}/${rx[0]} packets, ${fromA.bytes}/${rx[1]} bytes`;
+  assert.deepEqual([fromA.packets, fromA.bytes], rx, `from A = rx of its veth (${sweep})`);
+  assert.ok(fromA.records < fromA.packets, 'aggregated');
+  return sweep;
+}
+
+test('packetparser (pod level), high aggregation with the sweep this kernel takes: sums equal the veth counters', async () => {
+  const sweep = await highAggregation(undefined);
+  (report.plugins['packetparser'] as PluginRow).sweep = sweep;
+});
+
+test('packetparser (pod level), high aggregation with the keyed sweep (kernels before 5.13 take it): sums equal the veth counters', async () => {
+  assert.equal(await highAggregation(true), 'packetparser_sweep_keys');
+});
