@@ -18,8 +18,7 @@ tools_dirs kernels any
 KTOOLS="$TOOLS/kernels"
 mkdir -p "$KTOOLS"
 
-BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' || BUSYBOX=/bin/busybox
+BUSYBOX=/bin/busybox # Debian's busybox-static: the guest's init runs it before any library is there
 for t in depmod modprobe dpkg-deb apt-get sha256sum; do
   command -v "$t" >/dev/null || { echo "kernels: $t is missing (Debian: kmod, dpkg, apt)" >&2; exit 1; }
 done

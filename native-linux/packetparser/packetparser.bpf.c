@@ -828,31 +828,51 @@ int packetparser_sweep(struct __sk_buff *skb)
 
 /* The sweep for kernels without bpf_for_each_map_elem (5.13; 5.10 is Amazon Linux 2's): the agent lists the
  * table's keys and passes up to PP_SWEEP_KEYS of them in the input packet, after a 4-byte header (final,
- * count, 2 bytes of padding); each is swept as packetparser_sweep sweeps it (the same sweep_one, called
- * directly). The result is this run's; the agent sums the runs of one sweep. */
+ * count, 2 bytes of padding); each is swept as packetparser_sweep sweeps it (the same sweep_one). The result
+ * is this run's; the agent sums the runs of one sweep.
+ *
+ * Each key is swept by a global function, which the verifier checks once, on its own, rather than once per
+ * key and path: with sweep_one called in the loop directly, 5.10's verifier ran past its million
+ * instructions at high aggregation. A global function takes only the context and scalars there, so the
+ * sweep's context lives in a one-entry per-CPU map (a test run stays on one CPU). */
 #define PP_SWEEP_KEYS 32
 #define PP_SWEEP_HDR 4
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_sweep_ctx);
+} retina_packetparser_sweep_ctx SEC(".maps");
+
+__noinline int packetparser_sweep_key(struct __sk_buff *skb, __u32 off)
+{
+	__u32 zero = 0;
+	struct pp_sweep_ctx *c = bpf_map_lookup_elem(&retina_packetparser_sweep_ctx, &zero);
+	struct pp_ct_key key;
+	if (!c || bpf_skb_load_bytes(skb, off, &key, sizeof(key)))
+		return 0;
+	struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
+	if (v)
+		sweep_one((struct bpf_map *)&retina_packetparser_conntrack, &key, v, c);
+	return 0;
+}
 
 SEC("tc")
 int packetparser_sweep_keys(struct __sk_buff *skb)
 {
-	struct pp_sweep_ctx c = {};
-	__u8 hdr[PP_SWEEP_HDR];
-	if (bpf_skb_load_bytes(skb, 0, hdr, PP_SWEEP_HDR))
-		return 0;
-	c.final = hdr[0];
-	c.now = bpf_ktime_get_ns();
-	__u32 n = hdr[1];
-	for (__u32 i = 0; i < PP_SWEEP_KEYS && i < n; i++) {
-		struct pp_ct_key key;
-		if (bpf_skb_load_bytes(skb, PP_SWEEP_HDR + i * sizeof(key), &key, sizeof(key)))
-			break;
-		struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
-		if (v)
-			sweep_one((struct bpf_map *)&retina_packetparser_conntrack, &key, v, &c);
-	}
 	__u32 zero = 0;
-	bpf_map_update_elem(&retina_packetparser_sweep_result, &zero, &c.r, BPF_ANY);
+	struct pp_sweep_ctx *c = bpf_map_lookup_elem(&retina_packetparser_sweep_ctx, &zero);
+	__u8 hdr[PP_SWEEP_HDR];
+	if (!c || bpf_skb_load_bytes(skb, 0, hdr, PP_SWEEP_HDR))
+		return 0;
+	__builtin_memset(&c->r, 0, sizeof(c->r));
+	c->final = hdr[0];
+	c->now = bpf_ktime_get_ns();
+	__u32 n = hdr[1];
+	for (__u32 i = 0; i < PP_SWEEP_KEYS && i < n; i++)
+		packetparser_sweep_key(skb, PP_SWEEP_HDR + i * sizeof(struct pp_ct_key));
+	bpf_map_update_elem(&retina_packetparser_sweep_result, &zero, &c->r, BPF_ANY);
 	return 0;
 }
 
