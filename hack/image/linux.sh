@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Linux image, built offline with no daemon and no base image (make image):
-#   rootfs = Debian 12 .debs (apt-get download + dpkg-deb -x: glibc, libstdc++, libbpf and its
+#   rootfs = Debian 12 .debs (apt-get download with an apt configuration of its own + dpkg-deb -x: glibc, libstdc++, libbpf and its
 #            libraries, ca-certificates, tcpdump and libpcap for captures; no shell, no compiler)
 #          + the pinned Node 22 binary (.cache/node) + the Linux bundle (build/bundle/linux-<arch>)
 #   umoci  -> OCI layout build/image/oci-linux-<arch> (tag linux-<arch>), entrypoint = bin/retina-agent's node flags
@@ -31,14 +31,22 @@ PACKAGES=(libc6 libstdc++6 libgcc-s1 libbpf1 libelf1 zlib1g libzstd1 ca-certific
   libkrb5support0 libkeyutils1 libcom-err2 libxtables12 libip4tc2 libip6tc2 libnftnl11 libnftables1 libedit2 libjansson4 libgmp10 libtinfo6)
 
 mkdir -p "$debs"
-# apt-get download fetches the candidate versions; a .deb already in the cache is reused. A machine
-# whose package lists were never fetched cannot download: the lists are fetched once, then again.
+# The packages come from Debian 12 (bookworm and its security suite) through an apt configuration of the image's
+# own (hack/lib/apt.sh: its own sources, lists and an empty status file, in the tools cache outside the clone),
+# whatever the build machine's sources say. apt-get download fetches the candidate versions; a .deb already in
+# the cache is reused. When a download fails (lists older than the archive), the lists are fetched again once.
 missing=()
 for p in "${PACKAGES[@]}"; do
   compgen -G "$debs/${p}_*_@(${arch}|all).deb" >/dev/null || missing+=("$p")
 done
-download() { (cd "$debs" && apt-get download -qq -o APT::Sandbox::User=root "${missing[@]}"); }
-[ ${#missing[@]} -eq 0 ] || download || { apt-get update -qq && download; }
+if [ ${#missing[@]} -gt 0 ]; then
+  . hack/lib/apt.sh
+  debian_uris
+  apt_own "${RETINA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/retina-ts}/apt/image-bookworm-$arch" "$arch" \
+    "deb $DEBIAN_ARCHIVE bookworm main" "deb $DEBIAN_SECURITY bookworm-security main"
+  download() { (cd "$debs" && apt-get download -qq "${missing[@]}"); }
+  download || { apt_update && download; }
+fi
 
 rm -rf "$rootfs" && mkdir -p "$rootfs"
 for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$rootfs"; done

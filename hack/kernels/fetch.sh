@@ -19,42 +19,21 @@ KTOOLS="$TOOLS/kernels"
 mkdir -p "$KTOOLS"
 
 BUSYBOX=/bin/busybox # Debian's busybox-static: the guest's init runs it before any library is there
-for t in depmod modprobe dpkg-deb apt-get sha256sum; do
-  command -v "$t" >/dev/null || { echo "kernels: $t is missing (Debian: kmod, dpkg, apt)" >&2; exit 1; }
+for t in depmod modprobe dpkg-deb apt-get sha256sum xz; do
+  command -v "$t" >/dev/null || { echo "kernels: $t is missing (Debian: kmod, dpkg, apt, xz-utils)" >&2; exit 1; }
 done
 [ -x "$BUSYBOX" ] || { echo "kernels: a static busybox is needed (Debian: busybox-static)" >&2; exit 1; }
 
-# The apt configuration of our own: sources for the suites the pins name, under $KTOOLS/apt.
-APT="$KTOOLS/apt"
+# The apt configuration of our own (hack/lib/apt.sh): the suites the pins name, fetched once a fetch needs them.
+. "$HERE/../lib/apt.sh"
+APT_READY=
 apt_setup() {
-  [ -f "$APT/apt.conf" ] && return 0
-  mkdir -p "$APT/lists/partial" "$APT/cache/archives/partial" "$APT/etc/preferences.d"
-  : >"$APT/status"
-  cat >"$APT/etc/sources.list" <<'EOF'
-deb http://deb.debian.org/debian bullseye main
-deb http://deb.debian.org/debian-security bullseye-security main
-deb http://deb.debian.org/debian bookworm main
-deb http://deb.debian.org/debian-security bookworm-security main
-deb http://deb.debian.org/debian bookworm-backports main
-EOF
-  cat >"$APT/apt.conf.tmp" <<EOF
-Dir::Etc::sourcelist "$APT/etc/sources.list";
-Dir::Etc::sourceparts "/nonexistent";
-Dir::Etc::preferencesparts "$APT/etc/preferences.d";
-Dir::State::lists "$APT/lists";
-Dir::State::status "$APT/status";
-Dir::Cache "$APT/cache";
-APT::Architecture "amd64";
-Acquire::Languages "none";
-EOF
-  mv "$APT/apt.conf.tmp" "$APT/apt.conf"
-}
-APT_UPDATED=
-apt_update() {
-  [ -n "$APT_UPDATED" ] && return 0
-  tools_log kernels "apt-get update (the matrix's own sources: $APT/etc/sources.list)"
-  APT_CONFIG="$APT/apt.conf" apt-get update -qq -o APT::Sandbox::User=root
-  APT_UPDATED=1
+  [ -n "$APT_READY" ] && return 0
+  debian_uris
+  apt_own "$KTOOLS/apt" amd64 \
+    "deb $DEBIAN_ARCHIVE bullseye main" "deb $DEBIAN_SECURITY bullseye-security main" \
+    "deb $DEBIAN_ARCHIVE bookworm main" "deb $DEBIAN_SECURITY bookworm-security main" "deb $DEBIAN_ARCHIVE bookworm-backports main"
+  APT_READY=1
 }
 
 # Boot modules for init, in load order (modprobe --show-depends resolves each one's dependencies).
@@ -64,16 +43,16 @@ fetch_one() {
   local name=$1 suite=$2 pkg=$3 version=$4 sha=$5
   local dir="$KTOOLS/$name-$version"
   [ -f "$dir/.complete" ] && return 0
-  apt_setup
   local debs="$KTOOLS/debs" deb
   mkdir -p "$debs"
   deb="$debs/${pkg}_${version//:/%3a}_amd64.deb"
   if ! [ -f "$deb" ] || ! echo "$sha  $deb" | sha256sum -c --quiet - 2>/dev/null; then
-    apt_update
+    apt_setup
     tools_log kernels "downloading $pkg=$version ($suite)"
-    (cd "$debs" && APT_CONFIG="$APT/apt.conf" apt-get download -qq -o APT::Sandbox::User=root "$pkg=$version") || {
+    download() { (cd "$debs" && apt-get download -qq "$pkg=$version"); }
+    download || { apt_update && download; } || {
       echo "kernels: $pkg=$version is not served by $suite any more: update its line in hack/kernels/versions" \
-        "(APT_CONFIG=$APT/apt.conf apt-cache policy '$pkg' shows what is; the sha256 is apt-cache show's)" >&2
+        "(APT_CONFIG=$APT_CONFIG apt-cache policy '$pkg' shows what is; the sha256 is apt-cache show's)" >&2
       exit 1
     }
   fi

@@ -210,6 +210,21 @@ export async function settled(read: () => number, quietMs = 600, timeoutMs = 15_
   return last;
 }
 
+/**
+ * A reading taken when nothing in it moved for 700 ms (3+ metric refreshes at 200 ms): counters and
+ * metrics then agree. Throws after `tries` looks.
+ */
+export async function steady<T>(read: () => T, tries = 40): Promise<T> {
+  let last = read();
+  for (let i = 0; i < tries; i++) {
+    await sleep(700);
+    const now = read();
+    if (JSON.stringify(now) === JSON.stringify(last)) return now;
+    last = now;
+  }
+  throw new Error('the counters never settled');
+}
+
 /** The BPF programs and links process `pid` holds (from its fds' /proc fdinfo). */
 export interface BpfIds {
   readonly progs: readonly number[];

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, sleep, stopAll, vethPair } from './netns.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, steady, stopAll, vethPair } from './netns.js';
 import { UDP_SEND, UDP_SINK } from './traffic.js';
 
 const N = 200;
@@ -53,18 +53,6 @@ function reading(): { ingress: number; egress: number; rx: number; tx: number } 
   };
 }
 
-/** A reading taken when nothing moved for 700 ms (3+ metric refreshes): counters and metrics agree. */
-async function steady(): Promise<ReturnType<typeof reading>> {
-  let last = reading();
-  for (let i = 0; i < 40; i++) {
-    await sleep(700);
-    const now = reading();
-    if (JSON.stringify(now) === JSON.stringify(last)) return now;
-    last = now;
-  }
-  throw new Error('the counters never settled');
-}
-
 for (const mode of ['tcx', 'clsact'] as const) {
   test(`${mode}: the agent starts`, async () => {
     await agent?.[Symbol.asyncDispose]();
@@ -75,10 +63,10 @@ for (const mode of ['tcx', 'clsact'] as const) {
   });
 
   test(`${mode}: N datagrams each way: forward deltas equal the interface counters`, async () => {
-    const t0 = await steady();
+    const t0 = await steady(reading);
     await (node as Netns).node(UDP_SEND, [String(N), '10.232.1.2', '7000', '100']);
     await (peer as Netns).node(UDP_SEND, [String(N), '10.232.1.1', '7000', '100']);
-    const t1 = await steady();
+    const t1 = await steady(reading);
     const d = { ingress: t1.ingress - t0.ingress, egress: t1.egress - t0.egress, rx: t1.rx - t0.rx, tx: t1.tx - t0.tx };
     assert.equal(d.ingress, d.rx, `ingress ${d.ingress} vs rx_packets ${d.rx}`);
     assert.equal(d.egress, d.tx, `egress ${d.egress} vs tx_packets ${d.tx}`);
@@ -88,9 +76,9 @@ for (const mode of ['tcx', 'clsact'] as const) {
   });
 
   test(`${mode}: pod veth traffic is not counted`, async () => {
-    const t0 = await steady();
+    const t0 = await steady(reading);
     await (pod as Netns).node(UDP_SEND, [String(N), '10.232.2.1', '7000', '100']);
-    const t1 = await steady();
+    const t1 = await steady(reading);
     assert.equal(t1.ingress - t0.ingress, t1.rx - t0.rx);
     assert.equal(t1.egress - t0.egress, t1.tx - t0.tx);
     assert.ok(t1.ingress - t0.ingress < N, 'the pod traffic did not show up on the external interface');

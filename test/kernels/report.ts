@@ -99,11 +99,14 @@ function budget(r: ProgramRow | undefined): string {
   return r.insns === undefined ? 'accepted' : `${r.insns} insns, ${r.totalStates} states`;
 }
 
-/** The verifier's or libbpf's words, cut to what a table cell holds. */
+/** The verifier's or libbpf's words, cut to what a table cell holds, with what they mean where we know it. */
 export function shortReason(text: string): string {
-  const unknownFunc = /unknown func (\w+)/.exec(text) ?? /invalid func unknown#?(\w+)/.exec(text);
+  const words = text.replace(/^cannot load BPF object \w+: the verifier refused program \w+: /, '').replace(/\s+/g, ' ').replace(/\|/g, '/');
+  const arg = /func '(\w+)' doesn't have (\d+)-th argument/.exec(words);
+  if (arg) return `${arg[1]} has no ${arg[2]}-th argument on this kernel`;
+  if (/call bpf_unspec#0/.test(words)) return 'no conntrack kfuncs (a weak kfunc libbpf could not resolve)';
+  if (/number of funcs in func_info doesn't match number of subprogs/.test(words)) return 'no bpf_for_each_map_elem (its callback is a subprogram this kernel refuses)';
+  const unknownFunc = /unknown func (\w+)/.exec(words) ?? /invalid func unknown#?(\w+)/.exec(words);
   if (unknownFunc) return `helper ${unknownFunc[1]} unknown to this kernel`;
-  const kfunc = /kfunc '?(\w+)'?/.exec(text);
-  if (kfunc) return `no kfunc ${kfunc[1]}`;
-  return text.replace(/\s+/g, ' ').replace(/\|/g, '/').slice(0, 120);
+  return words.slice(0, 120);
 }

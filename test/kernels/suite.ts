@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, stopAll, vethPair } from '../ebpf/netns.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, steady, stopAll, vethPair } from '../ebpf/netns.js';
 import { Harness, Topology, tearDown, total } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
@@ -146,21 +146,11 @@ test('packetforward: forward_count deltas equal the interface counters', async (
     rx: n.ifStat('rtbpf-kext', 'rx_packets'),
     tx: n.ifStat('rtbpf-kext', 'tx_packets'),
   });
-  const steady = async () => {
-    let last = read();
-    for (let i = 0; i < 60; i++) {
-      await sleep(700);
-      const now = read();
-      if (JSON.stringify(now) === JSON.stringify(last)) return now;
-      last = now;
-    }
-    throw new Error('the counters never settled');
-  };
   const N = 100;
-  const t0 = await steady();
+  const t0 = await steady(read, 60);
   await n.node(UDP_SEND, [String(N), PEER_IP, '7000', '100']);
   await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '7000', '100']);
-  const t1 = await steady();
+  const t1 = await steady(read, 60);
   const d = { ingress: t1.ingress - t0.ingress, egress: t1.egress - t0.egress, rx: t1.rx - t0.rx, tx: t1.tx - t0.tx };
   report.counts['packetforward'] = `${d.ingress}/${d.rx} in, ${d.egress}/${d.tx} out`;
   assert.equal(d.ingress, d.rx, `ingress ${d.ingress} vs rx_packets ${d.rx}`);
@@ -190,7 +180,8 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
     await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9998', '16']);
     seen.push((await settled(() => drops(reason))) - b);
   }
-  report.counts['dropreason'] = `NETFILTER_DROP ${now - before}/${counted}, ${reason} ${seen.join(',')}/${N}`;
+  // With the fallback, NOT_SPECIFIED also holds every other drop of the kernel: at least N, not exactly.
+  report.counts['dropreason'] = `NETFILTER_DROP ${now - before}/${counted}, ${reason} ${seen.join(',')}/${fallback ? `>= ${N}` : N}`;
   if (fallback) assert.ok((seen.at(-1) ?? 0) >= N, `${reason} deltas ${seen.join(', ')}`);
   else assert.equal(seen.at(-1), N, `${reason} deltas per burst: ${seen.join(', ')}`);
 });
