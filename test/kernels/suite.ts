@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, steady, stopAll, vethPair } from '../ebpf/netns.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
 import { Harness, Topology, tearDown, total } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
@@ -133,6 +133,17 @@ const hooksOf = (l: Record<string, unknown>): string => (Array.isArray(l['hooks'
 /** packetforward and packetparser name no program in their log line: their programs are tc's ingress and egress of the plugin. */
 const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin'])}_{ingress,egress}`;
 
+/**
+ * The value of `read` once it has reached `target` (or after `timeoutMs`) and then stayed put for the quiet
+ * window: under TCG a metric can lag its traffic by more than a quiet window, so the wait is on the count
+ * the kernel's own counter says is due, and the quiet window after it still shows a count past it.
+ */
+async function reached(read: () => number, target: number, timeoutMs = 30_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (read() < target && Date.now() < deadline) await sleep(150);
+  return settled(read);
+}
+
 const pick = (l: Record<string, unknown>, keys: readonly string[]): Record<string, string> =>
   Object.fromEntries(keys.filter((k) => l[k] !== undefined).map((k) => [k, String(l[k])]));
 
@@ -150,6 +161,9 @@ test('packetforward: forward_count deltas equal the interface counters', async (
   const t0 = await steady(read, 60);
   await n.node(UDP_SEND, [String(N), PEER_IP, '7000', '100']);
   await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '7000', '100']);
+  // The interface counters are due at once, the metrics at their next refresh: wait for them, then steady.
+  const due = read();
+  await reached(() => Math.min(read().ingress - t0.ingress - (due.rx - t0.rx), read().egress - t0.egress - (due.tx - t0.tx)), 0);
   const t1 = await steady(read, 60);
   const d = { ingress: t1.ingress - t0.ingress, egress: t1.egress - t0.egress, rx: t1.rx - t0.rx, tx: t1.tx - t0.tx };
   report.counts['packetforward'] = `${d.ingress}/${d.rx} in, ${d.egress}/${d.tx} out`;
@@ -166,8 +180,8 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
   const c0 = nftCounter();
   const before = await settled(() => drops('NETFILTER_DROP'));
   await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9999', '64']);
-  const now = await settled(() => drops('NETFILTER_DROP'));
   const counted = nftCounter() - c0;
+  const now = await reached(() => drops('NETFILTER_DROP'), before + counted);
   assert.equal(counted, N, 'the rule dropped each datagram');
   assert.equal(now - before, counted, `drop_count{reason="NETFILTER_DROP"} rose by ${now - before}, the rule's counter by ${counted}`);
   // A closed port: NO_SOCKET with the kernel's reasons, NOT_SPECIFIED with the fallback (which also holds
@@ -178,7 +192,7 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
   for (let i = 0; i < (fallback ? 1 : 3) && seen.at(-1) !== N; i++) {
     const b = await settled(() => drops(reason));
     await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9998', '16']);
-    seen.push((await settled(() => drops(reason))) - b);
+    seen.push((await reached(() => drops(reason), b + N)) - b);
   }
   // With the fallback, NOT_SPECIFIED also holds every other drop of the kernel: at least N, not exactly.
   report.counts['dropreason'] = `NETFILTER_DROP ${now - before}/${counted}, ${reason} ${seen.join(',')}/${fallback ? `>= ${N}` : N}`;
@@ -193,7 +207,7 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
   const resp0 = m('networkobservability_dns_response_count');
   const out = JSON.parse(await (node as Netns).node(DNS_CLIENT, [String(N), PEER_IP, PEER_IP6], 180_000)) as Record<string, number>;
   assert.deepEqual(out, { udp4: N, udp6: N, tcp: N });
-  await settled(read);
+  await reached(read, req0 + resp0 + 6 * N);
   const req = m('networkobservability_dns_request_count') - req0;
   const resp = m('networkobservability_dns_response_count') - resp0;
   report.counts['dns'] = `${req}/${3 * N} queries, ${resp}/${3 * N} answers`;
@@ -215,7 +229,7 @@ test('tcpretrans: retransmissions of a lossy flow, against RetransSegs', async (
   const snmp0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
   assert.match(await (node as Netns).node(TCP_SEND, [String(2 * 1024 * 1024), PEER_IP, '7100'], 300_000), /sent/);
   const snmp = (await settled(() => retransSegs(node as Netns) + retransSegs(peer as Netns), 1500)) - snmp0;
-  const counted = (await settled(ours, 1500)) - before;
+  const counted = (await reached(ours, before + Math.ceil(snmp * 0.95 - 2))) - before;
   report.counts['tcpretrans'] = `${counted}/${snmp}`;
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
   // RetransSegs also counts the rare attempts that then fail to leave the host (we count those sent).
