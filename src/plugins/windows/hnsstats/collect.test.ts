@@ -46,3 +46,11 @@ it('vfpctrl failing as a whole keeps the HNS counters and names the failure', as
   assert.ok(r.endpoints.every((e) => e.vfp === undefined));
   assert.ok(r.failures.includes('vfpctrl: cmd.exe: not found'), r.failures.join('\n'));
 });
+
+it('an endpoint whose document is HNS v1-shaped (IPAddress, no IpConfigurations: real AKS Get-HnsEndpoint output) is read, not dropped', async () => {
+  const aks = JSON.stringify((JSON.parse(readFileSync(new URL('../../../../../test/fixtures/windows/real/hns-endpoint-v1-aks.json', import.meta.url), 'utf8')) as unknown[])[0]);
+  const src = sources(async (ports) => new Map(ports.map((p) => [p, vfpText])));
+  const r = await readHns({ ...src, hcn: { enumerateEndpoints: () => JSON.stringify([id(1)]), endpointProperties: () => aks } });
+  assert.deepEqual(r.endpoints.map((e) => [e.id, e.ip, e.stats.packetsReceived]), [[id(1), '10.240.0.11', 1n]]);
+  assert.deepEqual(r.failures, []);
+});
