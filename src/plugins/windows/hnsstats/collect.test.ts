@@ -54,3 +54,15 @@ it('an endpoint whose document is HNS v1-shaped (IPAddress, no IpConfigurations:
   assert.deepEqual(r.endpoints.map((e) => [e.id, e.ip, e.stats.packetsReceived]), [[id(1), '10.240.0.11', 1n]]);
   assert.deepEqual(r.failures, []);
 });
+
+it('an endpoint HCN says is gone with its own code (HCN_E_ENDPOINT_NOT_FOUND, 0x803B0002) counts as vanished, not as a failure', async () => {
+  const record = readFileSync(new URL('../../../../../test/fixtures/windows/hcn-error-record.json', import.meta.url), 'utf8');
+  const src = sources(async (ports) => new Map(ports.map((p) => [p, vfpText])));
+  const r = await readHns({ ...src, hcn: { ...src.hcn, endpointProperties: (ep, query) => {
+    if (ep === id(3)) throw new WindowsCallError('HcnQueryEndpointProperties', 0x803b0002 | 0, 'HRESULT', record);
+    return src.hcn.endpointProperties(ep, query);
+  } } });
+  assert.equal(r.vanished, 2, 'endpoint 2 (ERROR_NOT_FOUND) and endpoint 3 (HCN_E_ENDPOINT_NOT_FOUND)');
+  assert.deepEqual(r.failures, [], 'nothing to mark the plugin degraded');
+  assert.deepEqual(r.endpoints.map((e) => e.ip), ['10.0.0.1', '10.0.0.4']);
+});
