@@ -23,7 +23,7 @@
  * `bytes` is the chosen appearance's OriginalPayloadSize; `packets` 1.
  */
 import type { Flow } from '../../../flow/index.js';
-import { decodeFrameEvent, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
+import { decodeFrameEvent, dirTagDirection, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
 import { dropReasonName } from './drop-reasons.js';
 
 /** What the merger reads of one event (the ETW layer's record). */
@@ -46,8 +46,6 @@ export const RECENT_CAPACITY = 65_536;
  */
 export const LATE_TICKS = 100_000_000;
 
-/** DirTag values of a packet's first appearance that mean "sent by a local endpoint": 2 Out, 4 Tx, 5 Ingress (into the vSwitch from a port). */
-const SENT = new Set([2, 4, 5]);
 
 export interface MergeOptions {
   readonly settleTicks?: number;
@@ -161,7 +159,7 @@ export class PacketMerger {
           const oldest = this.#held.values().next().value;
           if (oldest) this.#close(oldest, out, 'evicted');
         }
-        p = { key, byGroup, sent: SENT.has(dirTag), chosen: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
+        p = { key, byGroup, sent: dirTagDirection(dirTag) === 'EGRESS', chosen: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
         this.#held.set(key, p);
       }
       p.lastTs = ts;
