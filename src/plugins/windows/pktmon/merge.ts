@@ -94,6 +94,8 @@ interface Placed {
 interface Held {
   readonly key: string;
   readonly byGroup: boolean;
+  /** Matched on its bytes: the places (component, edge, DirTag) it was logged at so far. */
+  readonly places: Set<number> | undefined;
   /**
    * The lowest place seen so far: the AppearanceCount where PktMon numbers appearances (1 is where
    * the packet entered, whatever order ETW delivers them in), else the order of arrival.
@@ -167,8 +169,17 @@ export class PacketMerger {
       }
       if (ts > this.#newest) this.#newest = ts;
       let p = this.#held.get(key);
-      if (p && !byGroup && ts - p.lastTs > settle) {
-        this.#close(p, out, p.dropped ? 'dropped' : 'settled'); // the same bytes again, later: another packet
+      // Where a forwarded appearance was logged: a packet crosses each edge of each component once a
+      // direction (so on the numbered captures). Drops are left out: on 26200 TCPIP logs two drops
+      // of the same bytes at one place 1.4 µs apart (INET then NL), whether of one packet or two is unknown.
+      const dropping = e.id === EVENT_FRAME_DROP || dropReason !== 0;
+      const place = dropping ? -1 : v.getUint16(16, true) * 0x1_0000_0000 + v.getUint16(18, true) * 0x1_0000 + dirTag;
+      if (p && !byGroup && (ts - p.lastTs > settle || p.places?.has(place))) {
+        // The same bytes again, later or at a place this packet was already logged: another packet (a
+        // repeated IPv6 multicast, which carries no ID, comes back within microseconds with every byte the same).
+        const again = ts - p.lastTs <= settle;
+        this.#close(p, out, p.dropped ? 'dropped' : 'settled');
+        if (again) this.#recent.delete(key);
         p = undefined;
       }
       if (!p) {
@@ -176,10 +187,11 @@ export class PacketMerger {
           const oldest = this.#held.values().next().value;
           if (oldest) this.#close(oldest, out, 'evicted');
         }
-        p = { key, byGroup, first: Infinity, sent: false, arrived: 0, low: undefined, high: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
+        p = { key, byGroup, places: byGroup ? undefined : new Set(), first: Infinity, sent: false, arrived: 0, low: undefined, high: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
         this.#held.set(key, p);
       }
       if (ts > p.lastTs) p.lastTs = ts;
+      if (!dropping) p.places?.add(place);
       p.touched = this.#drain;
       const n = byGroup ? appearance : ++p.arrived;
       if (n < p.first) {
@@ -193,7 +205,7 @@ export class PacketMerger {
         if (!p.low || n < p.low.n) p.low = { n, k: kept };
         if (!p.high || n >= p.high.n) p.high = { n, k: kept };
       }
-      if ((e.id === EVENT_FRAME_DROP || dropReason !== 0) && !p.dropped) {
+      if (dropping && !p.dropped) {
         p.dropped = true;
         p.dropReason = dropReason;
         if (ip) p.drop = kept;
