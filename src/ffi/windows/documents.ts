@@ -113,3 +113,13 @@ export function parsePortMap(text: string): Map<string, string> {
   }
   return map;
 }
+
+/** `GET /endpoints/` (v1): the IDs (upper case) of remote endpoints (`IsRemoteEndpoint: true`), which have no VFP port on this node. */
+export function parseRemoteEndpoints(text: string): Set<string> {
+  const out = hnsOutput(text, 'GET /endpoints/');
+  const set = new Set<string>();
+  if (out === null || out === undefined) return set;
+  if (!Array.isArray(out)) throw new Error('GET /endpoints/: Output is not an array');
+  for (const ep of out) if (isObject(ep) && typeof ep['ID'] === 'string' && ep['IsRemoteEndpoint'] === true) set.add(ep['ID'].toUpperCase());
+  return set;
+}
