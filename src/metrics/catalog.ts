@@ -117,6 +117,8 @@ export const hubbleFlowsSeen = def(`${SELF}hubble_flows_seen_total`, 'counter', 
 export const hubbleFlowsLost = def(`${SELF}hubble_flows_lost_total`, 'counter', 'Ours: flows a slow Hubble GetFlows follower lost (the ring overwrote them first; the client got a LostEvent)', []);
 export const pktmonPackets = def(`${SELF}pktmon_packets_total`, 'counter', 'Ours: Windows PktMon packets made into one flow each, by what closed them (settled, aged, evicted, dropped), and appearances of closed packets discarded (late)', ['outcome']);
 export const hubbleClients = def(`${SELF}hubble_clients`, 'gauge', 'Ours: open Hubble gRPC streams, by RPC (GetFlows, Notify, Watch)', ['rpc']);
+/** hnsstats (Windows): `kind` `endpoint_without_port` (an attached HNS endpoint whose VFP port the vSwitch does not list) or `port_without_endpoint` (a VFP port no HNS endpoint claims). */
+export const hnsVfpDisagreements = def(`${SELF}hns_vfp_disagreements`, 'gauge', 'Ours: HNS/VFP disagreements seen by hnsstats, by kind (endpoint_without_port, port_without_endpoint)', ['kind']);
 
 /**
  * Stored flow logs (src/export): every flow the export selects ends as exactly one of these per sink.
@@ -138,5 +140,5 @@ export const allMetrics: readonly MetricDef[] = [
   advDnsRequestCount, advDnsResponseCount, advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse,
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
-  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets, flowLogRecords, flowLogFlows,
+  hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets, flowLogRecords, flowLogFlows, hnsVfpDisagreements,
 ];

@@ -43,8 +43,11 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   const parentEnv = Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith('RETINA_')));
   // The conformance suites too: under Windows they run the Windows plugins' life cycle for real.
   const tests = [...files.map((f) => `dist/test/windows/suite/${f}`), 'dist/test/conformance/plugins.test.js', 'dist/test/conformance/docs.test.js',
-    // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures.
-    'dist/src/server/hubble/server.test.js', 'dist/src/plugins/windows/pktmon/merge.test.js', 'dist/test/windows/etl/pktmon-real.test.js'];
+    // The Hubble server's own tests (peers, GetFlows, follow, LostEvent) under Windows too; the pktmon merger and the ETL reader on the real captures;
+    // the tests on the other real Windows output (test/fixtures/windows/real: HNS v1 endpoint documents, HCN error records, PktMon's counter text).
+    'dist/src/server/hubble/server.test.js', 'dist/src/plugins/windows/pktmon/merge.test.js', 'dist/test/windows/etl/pktmon-real.test.js',
+    'dist/test/windows/etl/pktmon-bytematch.test.js', 'dist/src/plugins/windows/pktmon/decode.test.js', 'dist/src/ffi/windows/documents.test.js',
+    'dist/src/ffi/windows/errors.test.js', 'dist/src/plugins/windows/hnsstats/collect.test.js'];
   // The test control plane, for the flow-log suite's ContainerNetworkLogs (flowlogs.wintest.ts).
   await using cluster = await startCluster();
   // A real collector on loopback (a Linux process): the flow-log suite's OTLP sinks send to it from
@@ -66,6 +69,7 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
       RETINATS_DLL_ADVAPI32: win(`${CACHE}/fakes/fakeetw.dll`),
       FAKE_PKTMON_EVENTS: win(`${ROOT}test/fixtures/windows/pktmon-events.txt`),
       FAKE_VFP_COUNTERS: win(`${ROOT}test/fixtures/windows/vfp-port-counter.txt`),
+      FAKE_VFP_PORTS: win(`${ROOT}test/fixtures/windows/vfp-list-vmswitch-port.json`),
       RETINATS_WINE_FIGURES: win(`${CACHE}/figures.json`),
       RETINATS_WINE_KUBECONFIG: win(cluster.kubeconfig),
       RETINATS_WINE_OTLP: JSON.stringify({ grpc: otlp.grpc, http: otlp.http, out: win(collector.out) }),

@@ -4,6 +4,8 @@ import { describe, it } from 'node:test';
 import { parseEndpoint, parseEndpointIds, parseEndpointStats, parseJsonU64, parsePortMap } from './documents.js';
 
 const fixture = (name: string): string => readFileSync(new URL(`../../../../test/fixtures/windows/${name}`, import.meta.url), 'utf8');
+/** Real output, its source in test/fixtures/windows/real/SOURCES.md. */
+const real = (name: string): string => fixture(`real/${name}`);
 
 describe('HCN/HNS documents', () => {
   it('u64 counters above 2^53 keep every digit', () => {
@@ -35,5 +37,17 @@ describe('HCN/HNS documents', () => {
     const m = parsePortMap(fixture('hns-endpoints-v1.json'));
     assert.deepEqual([...m], [['8F1C2B3A-1D2E-4F50-91A2-B3C4D5E6F708', 'D3E4F5A6-1234-4567-89AB-CDEF01234567']]);
     assert.throws(() => parsePortMap('{"Success":false,"Error":"access denied"}'), /GET \/endpoints\/: hns failed with error: access denied/);
+  });
+
+  it('HNS v1-shaped endpoint documents (real Get-HnsEndpoint output of an AKS node and a Calico node) give their IPAddress', () => {
+    // Azure/AKS#1367: `Get-HnsEndpoint | ConvertTo-Json` on an AKS Windows node, a remote endpoint: IPAddress + PrefixLength, no IpConfigurations.
+    const aks = JSON.stringify((JSON.parse(real('hns-endpoint-v1-aks.json')) as unknown[])[0]);
+    assert.deepEqual(parseEndpoint(aks, 'x'), { id: '2462B2D1-C402-4024-9C86-5A6903AF7759', ip: '10.240.0.11', mac: '02-11-0a-f0-00-0b' });
+    // projectcalico/calico#4682: a local pod endpoint on a Calico Windows node.
+    assert.deepEqual(parseEndpoint(real('hns-endpoint-v1-calico.json'), 'x'), { id: '89958F54-AEE8-4050-B1E1-CB12A86CE8BC', ip: '10.1.18.67', mac: '0E-2A-0a-01-12-43' });
+    // IpConfigurations wins when both are there (the v2 shape); a bad IPAddress is an error naming the field.
+    assert.equal(parseEndpoint('{"IPAddress":"10.0.0.9","IpConfigurations":[{"IpAddress":"10.0.0.8"}]}', 'x').ip, '10.0.0.8');
+    assert.throws(() => parseEndpoint('{"IPAddress":7}', 'ep9'), /endpoint ep9: IPAddress is not a string/);
+    assert.equal(parseEndpoint('{"IPAddress":""}', 'x').ip, undefined, 'an empty IPAddress is no IP');
   });
 });

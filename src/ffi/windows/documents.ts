@@ -28,12 +28,16 @@ export function parseEndpointIds(text: string): string[] {
 
 export interface HcnEndpoint {
   readonly id: string;
-  /** IpConfigurations[0].IpAddress (as Retina), undefined when the endpoint has none. */
+  /**
+   * IpConfigurations[0].IpAddress (as Retina) or, in an HNS v1-shaped document (endpoints created
+   * through the v1 API: `IPAddress` and `PrefixLength`, no IpConfigurations), IPAddress; undefined
+   * when the endpoint has none.
+   */
   readonly ip: string | undefined;
   readonly mac: string;
 }
 
-/** A HostComputeEndpoint document (HcnQueryEndpointProperties). */
+/** A HostComputeEndpoint document (HcnQueryEndpointProperties), v2-shaped or HNS v1-shaped. */
 export function parseEndpoint(text: string, id: string): HcnEndpoint {
   const doc = parseJsonU64(text, `endpoint ${id}`);
   if (!isObject(doc)) throw new Error(`endpoint ${id}: expected a JSON object`);
@@ -46,6 +50,11 @@ export function parseEndpoint(text: string, id: string): HcnEndpoint {
       if (!isObject(first) || typeof first['IpAddress'] !== 'string') throw new Error(`endpoint ${id}: IpConfigurations[0].IpAddress is not a string`);
       ip = first['IpAddress'];
     }
+  }
+  const v1 = doc['IPAddress'];
+  if (ip === undefined && v1 !== undefined && v1 !== null) {
+    if (typeof v1 !== 'string') throw new Error(`endpoint ${id}: IPAddress is not a string (${show(v1)})`);
+    if (v1 !== '') ip = v1;
   }
   const mac = doc['MacAddress'];
   return { id: typeof doc['ID'] === 'string' ? doc['ID'] : id, ip, mac: typeof mac === 'string' ? mac : '' };
@@ -103,4 +112,14 @@ export function parsePortMap(text: string): Map<string, string> {
     if (port) map.set(ep['ID'].toUpperCase(), port['EndpointPortGuid'] as string);
   }
   return map;
+}
+
+/** `GET /endpoints/` (v1): the IDs (upper case) of remote endpoints (`IsRemoteEndpoint: true`), which have no VFP port on this node. */
+export function parseRemoteEndpoints(text: string): Set<string> {
+  const out = hnsOutput(text, 'GET /endpoints/');
+  const set = new Set<string>();
+  if (out === null || out === undefined) return set;
+  if (!Array.isArray(out)) throw new Error('GET /endpoints/: Output is not an array');
+  for (const ep of out) if (isObject(ep) && typeof ep['ID'] === 'string' && ep['IsRemoteEndpoint'] === true) set.add(ep['ID'].toUpperCase());
+  return set;
 }

@@ -6,6 +6,13 @@
 /** Win32 errors the callers branch on. */
 export const win32 = Object.freeze({ ERROR_NOT_FOUND: 1168, ERROR_INSUFFICIENT_BUFFER: 122, ERROR_FILE_NOT_FOUND: 2, ERROR_NOT_SUPPORTED: 50 });
 
+/**
+ * HCN's own HRESULTs the callers branch on (Microsoft's HCN error table, computenetwork.h). Its
+ * other "not found" codes (network 0x803B0001, subnet 0x803B0005, switch-port 0x803B0007, …) name
+ * something other than the endpoint the call opened, so they stay failures.
+ */
+export const hcn = Object.freeze({ HCN_E_ENDPOINT_NOT_FOUND: 0x803b0002 });
+
 export function hresultHex(hr: number): string {
   return `0x${(hr >>> 0).toString(16).toUpperCase().padStart(8, '0')}`;
 }
@@ -36,8 +43,12 @@ export class WindowsCallError extends Error {
     return this.kind === 'Win32' ? this.code : win32OfHresult(this.code);
   }
 
-  /** The object the call named does not exist (any more): HRESULT_FROM_WIN32(ERROR_NOT_FOUND) or file not found. */
+  /**
+   * The object the call named does not exist (any more): HRESULT_FROM_WIN32(ERROR_NOT_FOUND) or file
+   * not found, or HCN's own HCN_E_ENDPOINT_NOT_FOUND (0x803B0002: an endpoint deleted during pod churn).
+   */
   get notFound(): boolean {
+    if (this.kind === 'HRESULT' && this.code >>> 0 === hcn.HCN_E_ENDPOINT_NOT_FOUND) return true;
     return this.win32 === win32.ERROR_NOT_FOUND || this.win32 === win32.ERROR_FILE_NOT_FOUND;
   }
 }

@@ -50,3 +50,55 @@ export function parseVfpCounters(text: string): VfpCounters {
   }
   return { ...result, issues };
 }
+
+/** One port of `vfpctrl /list-vmswitch-port /format 1`'s `Ports`. */
+export interface VfpSwitchPort {
+  /** The port's GUID (`Name`): what an HNS endpoint's "Endpoint Port" allocator names. */
+  readonly name: string;
+  /** Its friendly name (`Id`): an endpoint's GUID, `ExternalPort`, `Container NIC <8 hex>`, ... */
+  readonly id: string | undefined;
+  readonly vmsPortId: number | undefined;
+  readonly mac: string | undefined;
+}
+
+export interface VfpSwitchPorts {
+  readonly ports: readonly VfpSwitchPort[];
+  /** Ports that could not be read, with the field and why; the other ports are kept. */
+  readonly issues: readonly string[];
+}
+
+/**
+ * `vfpctrl /list-vmswitch-port /format 1`: a JSON object whose `Ports` array lists the vSwitch's VFP
+ * ports (`Name`, `Id`, `VmsPortId`, `MacAddress`; other fields ignored). Throws when the text is not
+ * such an object; a port without a string `Name` is an issue naming its index, the rest are kept.
+ */
+export function parseVfpSwitchPorts(text: string): VfpSwitchPorts {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch (e) {
+    throw new Error(`vfpctrl /list-vmswitch-port: not JSON (${(e as Error).message}): ${JSON.stringify(text.trim().slice(0, 120))}`, { cause: e });
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error('vfpctrl /list-vmswitch-port: expected a JSON object');
+  const list = (doc as Record<string, unknown>)['Ports'];
+  if (list === undefined || list === null) return { ports: [], issues: [] };
+  if (!Array.isArray(list)) throw new Error('vfpctrl /list-vmswitch-port: Ports is not an array');
+  const ports: VfpSwitchPort[] = [];
+  const issues: string[] = [];
+  list.forEach((p: unknown, i) => {
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) {
+      issues.push(`Ports[${i}]: not an object`);
+      return;
+    }
+    const r = p as Record<string, unknown>;
+    if (typeof r['Name'] !== 'string' || r['Name'] === '') {
+      issues.push(`Ports[${i}]: Name is not a port GUID (${JSON.stringify(r['Name']) ?? 'missing'})`);
+      return;
+    }
+    ports.push({
+      name: r['Name'], id: typeof r['Id'] === 'string' ? r['Id'] : undefined,
+      vmsPortId: typeof r['VmsPortId'] === 'number' ? r['VmsPortId'] : undefined, mac: typeof r['MacAddress'] === 'string' ? r['MacAddress'] : undefined,
+    });
+  });
+  return { ports, issues };
+}

@@ -44,3 +44,13 @@ export async function runVfpctrl(ports: readonly string[], timeoutMs = 60_000): 
   }
   return out;
 }
+
+/** The text of `vfpctrl /list-vmswitch-port /format 1` (every VFP port of the vSwitch, as JSON); throws when cmd.exe cannot run. */
+export function runVfpctrlList(timeoutMs = 60_000): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    execFile('cmd.exe', ['/d', '/s', '/c', '"call vfpctrl /list-vmswitch-port /format 1"'], { timeout: timeoutMs, windowsHide: true, windowsVerbatimArguments: true, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+      if (err && !stdout) reject(new Error(`vfpctrl /list-vmswitch-port (cmd.exe) failed: ${err.message}${stderr ? `: ${stderr.trim().slice(0, 200)}` : ''}`));
+      else resolve(stdout);
+    });
+  });
+}

@@ -3,8 +3,8 @@ import { it } from 'node:test';
 import { detectWindows } from './detect.js';
 import { osSections, summarisePolicies } from './diagnose.js';
 
-it('the Windows sections are hns, vfp, interfaces and etw; building them opens no DLL', () => {
-  assert.deepEqual(osSections(detectWindows()).map((s) => s.name), ['hns', 'vfp', 'interfaces', 'etw']);
+it('the Windows sections are hns, vfp, hns-vfp, interfaces and etw; building them opens no DLL', () => {
+  assert.deepEqual(osSections(detectWindows()).map((s) => s.name), ['hns', 'vfp', 'hns-vfp', 'interfaces', 'etw']);
 });
 
 it('policies are summarised by type, in first-seen order, with counts', () => {

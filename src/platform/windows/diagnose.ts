@@ -1,13 +1,14 @@
 /**
  * What only Windows can say in `retina-agent diagnose`: the HNS networks and every endpoint (not only
  * the attached ones hnsstats reads), each endpoint's VFP port and counters, the interface table, and
- * what is known of ETW. Read only: HCN enumerate/open/query/close, HNSCall GET, GetIfTable2 and
- * `vfpctrl /get-port-counter`; nothing is created, attached or changed. One endpoint or port that
+ * what is known of ETW, and where HNS and VFP disagree. Read only: HCN enumerate/open/query/close, HNSCall
+ * GET, GetIfTable2, `vfpctrl /get-port-counter` and `vfpctrl /list-vmswitch-port`; nothing is created, attached or changed. One endpoint or port that
  * fails carries its error in its row and the rest is still listed.
  */
 import {
-  ALL_ENDPOINTS_QUERY, PKTMON_SESSION_NAME, WindowsCallError, hnsOutput, openHcn, openHns, openIphlpapi, parseEndpointIds, parseJsonU64, parsePortMap,
-  parseVfpCounters, queryEtwSession, runVfpctrl, type VfpDirection,
+  ALL_ENDPOINTS_QUERY, ATTACHED_SHARING_QUERY, PKTMON_SESSION_NAME, WindowsCallError, compareHnsVfp, hnsOutput, openHcn, openHns, openIphlpapi,
+  parseEndpointIds, parseJsonU64, parsePortMap, parseRemoteEndpoints, parseVfpCounters, parseVfpSwitchPorts, queryEtwSession, runVfpctrl, runVfpctrlList,
+  type VfpDirection,
 } from '../../ffi/windows/index.js';
 import { errMessage } from '../../plugin/index.js';
 import type { PlatformInfo } from '../capabilities.js';
@@ -104,6 +105,35 @@ export async function vfpPorts(): Promise<unknown> {
   return { portCount: portOf.size, portsTruncated: portOf.size > MAX_VFP_PORTS, vfpctrlError, ports };
 }
 
+/**
+ * The `hns-vfp` section: what microsoft/SDN's networkhealth.ps1 lets one check by hand. Each attached
+ * HCN endpoint (not remote) against the vSwitch's VFP ports (`vfpctrl /list-vmswitch-port /format 1`):
+ * endpoints whose HNS "Endpoint Port" VFP does not list (or that have none), and VFP ports no endpoint
+ * claims (the switch's ExternalPort and Container NIC ports left out). `disagreements` says `none`, how
+ * many, or why it could not tell.
+ */
+export async function hnsVfp(): Promise<unknown> {
+  let list: ReturnType<typeof parseVfpSwitchPorts>;
+  let input: { endpoints: string[]; portOf: Map<string, string>; remote: Set<string> };
+  try {
+    const ids = parseEndpointIds(openHcn().enumerateEndpoints(ATTACHED_SHARING_QUERY));
+    const text = openHns().call('GET', '/endpoints/');
+    input = { endpoints: ids, portOf: parsePortMap(text), remote: parseRemoteEndpoints(text) };
+    list = parseVfpSwitchPorts(await runVfpctrlList(VFPCTRL_TIMEOUT_MS));
+  } catch (e) {
+    return { disagreements: `could not tell: ${errMessage(e)}` };
+  }
+  const d = compareHnsVfp({ ...input, vfp: list.ports });
+  const a = d.endpointsWithoutPort.length;
+  const b = d.portsWithoutEndpoint.length;
+  return {
+    disagreements: a + b === 0 ? 'none' : `${a} endpoint${a === 1 ? '' : 's'} without a VFP port, ${b} VFP port${b === 1 ? '' : 's'} without an endpoint`,
+    endpointsChecked: d.endpointsChecked, portsChecked: d.portsChecked,
+    endpointsWithoutPort: d.endpointsWithoutPort, portsWithoutEndpoint: d.portsWithoutEndpoint,
+    issues: list.issues.length ? list.issues : undefined,
+  };
+}
+
 const IF_TYPES: Readonly<Record<number, string>> = { 6: 'ethernet', 24: 'loopback', 53: 'propVirtual', 71: 'wifi', 131: 'tunnel', 144: 'ieee1394' };
 const OPER_STATUS = ['', 'up', 'down', 'testing', 'unknown', 'dormant', 'notPresent', 'lowerLayerDown'];
 
@@ -129,6 +159,7 @@ export function osSections(_info: PlatformInfo): readonly DiagnoseSection[] {
   return [
     { name: 'hns', collect: hnsState },
     { name: 'vfp', collect: vfpPorts },
+    { name: 'hns-vfp', collect: hnsVfp },
     { name: 'interfaces', collect: interfaces },
     { name: 'etw', collect: etwState },
   ];

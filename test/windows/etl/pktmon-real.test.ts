@@ -110,6 +110,39 @@ it('19042: every flow is read at the endpoint\'s own stack, TCPIP (components 79
   assert.ok(read.some((f) => f.direction === 'EGRESS') && read.some((f) => f.direction === 'INGRESS'));
 });
 
+/**
+ * The capture's events as ETW may deliver them: each CPU's buffers on their own, so a packet's later
+ * appearances can come before its first. Here every drain of `drain` events comes newest first.
+ */
+function newestFirst(events: readonly EtlEvent[], drain = 500): EtlEvent[] {
+  const out: EtlEvent[] = [];
+  for (let i = 0; i < events.length; i += drain) out.push(...events.slice(i, i + drain).reverse());
+  return out;
+}
+
+describe('numbered appearances: appearance 1 says where the packet entered, whatever order ETW delivers them in', () => {
+  const flowsOf = (fl: Flow[]): string[] => fl.map((f) => `${f.timeMs} ${sig(f)} ${f.direction} ${f.observationPoint}`).sort();
+  for (const file of ['pktmon-19042-wifi.etl', 'pktmon-19042-wifi-2.etl', 'pktmon-20348-server2022.etl']) {
+    it(`${file}: the same flows (appearance read, direction) delivered newest first as in order`, () => {
+      const events = packetEvents(file);
+      assert.deepEqual(flowsOf(merge(newestFirst(events)).flows), flowsOf(merge(events).flows));
+    });
+  }
+
+  it('19042 delivered newest first: every flow is still read at TCPIP, Tx EGRESS and Rx INGRESS', () => {
+    const events = packetEvents('pktmon-19042-wifi.etl');
+    const atTcpip = new Map<number, string>();
+    for (const e of events) {
+      const d = Buffer.from(e.data);
+      if (d.readUInt16LE(16) !== 79 && d.readUInt16LE(16) !== 78) continue;
+      const f = decodeFrameEvent(e.id, e.timestamp, e.data);
+      if (f) atTcpip.set(f.timeMs, d.readUInt16LE(12) === 4 ? 'EGRESS' : 'INGRESS');
+    }
+    const { flows } = merge(newestFirst(events));
+    assert.equal(flows.filter((f) => atTcpip.get(f.timeMs) === f.direction).length, flows.length);
+  });
+});
+
 it('the two 19042 captures issue 25 counted: 4 757 events of 426 IP packets gave 2 001 flows one per appearance, and give 426 now', () => {
   const events = [...packetEvents('pktmon-19042-wifi.etl'), ...packetEvents('pktmon-19042-wifi-2.etl')];
   assert.equal(events.length, 4757);

@@ -3,7 +3,9 @@
  * `retina-agent diagnose` runs it) against the fake computenetwork.dll/vmcompute.dll and the vfpctrl
  * `.cmd` stub, and Wine's real iphlpapi. The report is valid JSON with the Windows sections: every
  * endpoint of the fakes (the detached one too), the failing and the vanished endpoint's errors in
- * their rows, each port's VFP counters, the interface table and the ETW state; then as text.
+ * their rows, each port's VFP counters, the HNS/VFP disagreements (the stub's port list, our own JSON and
+ * no real sample, lacks endpoint 3's port and has one no endpoint claims), the interface table and the
+ * ETW state; then as text.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -34,7 +36,7 @@ describe('retina-agent diagnose on Windows (fake HCN/HNS, vfpctrl stub, Wine iph
   it('writes valid JSON with the hns, vfp, interfaces and etw sections', { timeout: 300_000 }, () => {
     report = JSON.parse(diagnose('json')) as typeof report;
     assert.equal(report.os, 'windows');
-    for (const name of ['hns', 'vfp', 'interfaces', 'etw']) assert.equal(report.sections[name]?.ok, true, `${name}: ${JSON.stringify(report.sections[name])}`);
+    for (const name of ['hns', 'vfp', 'hns-vfp', 'interfaces', 'etw']) assert.equal(report.sections[name]?.ok, true, `${name}: ${JSON.stringify(report.sections[name])}`);
     assert.equal(report.sections['windows'], undefined, 'the "windows part is missing" section is still there');
   });
 
@@ -60,6 +62,14 @@ describe('retina-agent diagnose on Windows (fake HCN/HNS, vfpctrl stub, Wine iph
     assert.deepEqual([p0[0]?.['syn'], p0[0]?.['aclDrops'], p0[1]?.['syn'], p0[1]?.['aclDrops']], [111, 122, 11, 22]);
   });
 
+  it('hns-vfp: endpoint 3\'s port is not a VFP port, and one VFP port has no endpoint (fake list: no real sample)', () => {
+    const d = report.sections['hns-vfp']?.data as { disagreements: string; endpointsChecked: number; portsChecked: number; endpointsWithoutPort: Row[]; portsWithoutEndpoint: Row[] };
+    assert.equal(d.disagreements, '1 endpoint without a VFP port, 1 VFP port without an endpoint');
+    assert.deepEqual(d.endpointsWithoutPort, [{ endpoint: id(3), port: '00002003-0000-4000-8000-000000000003', reason: 'its HNS port is not a VFP port' }]);
+    assert.deepEqual(d.portsWithoutEndpoint, [{ port: '00002FFF-0000-4000-8000-000000000FFF', id: '0000DEAD-0000-4000-8000-000000000FFF', mac: '00155D000FFF' }]);
+    assert.deepEqual([d.endpointsChecked, d.portsChecked], [4, 4], 'the attached endpoints 0..3; ExternalPort and the Container NIC left out');
+  });
+
   it('interfaces: Wine\'s GetIfTable2 rows with name, alias, type, MAC, MTU and state', () => {
     const rows = report.sections['interfaces']?.data as unknown as Row[];
     const lo = rows.find((r) => r['type'] === 'loopback');
@@ -79,6 +89,7 @@ describe('retina-agent diagnose on Windows (fake HCN/HNS, vfpctrl stub, Wine iph
     assert.match(text, /^ +ID +NAME +NETWORK +STATE +IPS +MAC/m);
     assert.match(text, /^ +ENDPOINT +PORT +DIRECTION +SYN +SYNACK/m);
     assert.match(text, /^ +00001001-0000-4000-8000-000000000001 .*HcnQueryEndpointProperties/im, 'the failing endpoint\'s row with its error');
+    assert.match(text, /^== hns-vfp \(ok, \d+ ms\) ==\n  disagreements: 1 endpoint without a VFP port, 1 VFP port without an endpoint$/m);
     assert.match(text, /^== etw \(ok, \d+ ms\) ==\n  session: retina-ts-pktmon$/m);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * hnsstats end to end under Wine, against the fake computenetwork.dll and vmcompute.dll (RETINATS_DLL_*)
- * and vfpctrl as a .cmd stub on WINEPATH printing test/fixtures/windows/vfp-port-counter.txt: one
+ * and vfpctrl as a .cmd stub on WINEPATH printing test/fixtures/windows/vfp-port-counter.txt (and, for
+ * /list-vmswitch-port, vfp-list-vmswitch-port.json: endpoint 3's port missing, one port no endpoint claims): one
  * reading in process (the failing and the vanished endpoint), then the real agent started with
  * node.exe and its /metrics scraped with http.get (fetch does not work under Wine 8). With 200 fake
  * endpoints, the scrape time is measured and written to RETINATS_WINE_FIGURES.
@@ -15,7 +16,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { openHcn, openHns } from '../../../src/ffi/windows/index.js';
 import { readHns } from '../../../src/plugins/windows/hnsstats/collect.js';
-import { runVfpctrl } from '../../../src/ffi/windows/index.js';
+import { runVfpctrl, runVfpctrlList } from '../../../src/ffi/windows/index.js';
 import { seriesValue, until } from './context.js';
 import { env } from './wine.js';
 
@@ -79,13 +80,16 @@ async function fullReading(port: number, n: number, log: () => string, timeoutMs
 
 describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub (our own HCN/HNS/vfpctrl fixtures: no real sample yet)', () => {
   it('one reading: the failing endpoint is named, the vanished one skipped, the rest counted with VFP counters', async () => {
-    const r = await readHns({ hcn: openHcn(), hns: openHns(), vfpctrl: (p) => runVfpctrl(p) });
+    const r = await readHns({ hcn: openHcn(), hns: openHns(), vfpctrl: (p) => runVfpctrl(p), vfpList: () => runVfpctrlList() });
     assert.deepEqual(r.endpoints.map((e) => e.ip), ['10.240.0.1', '10.240.0.4']);
     assert.equal(r.vanished, 1);
     assert.equal(r.failures.length, 1, r.failures.join('\n'));
     assert.match(r.failures[0] as string, /endpoint 00001001-.*HcnQueryEndpointProperties.*0x803B0001.*compartment is gone/i);
     assert.equal(r.endpoints[1]?.vfp?.in.syn, 111n);
     assert.equal(r.endpoints[1]?.vfp?.out.aclDrops, 22n);
+    // HNS/VFP: endpoint 3's port (00002003-…) is not in the switch's list; 00002FFF-… is claimed by no endpoint (no real sample).
+    assert.deepEqual(r.disagreements?.endpointsWithoutPort.map((e) => [e.endpoint, e.port]), [['00001003-0000-4000-8000-000000000003', '00002003-0000-4000-8000-000000000003']]);
+    assert.deepEqual(r.disagreements?.portsWithoutEndpoint.map((p) => p.port), ['00002FFF-0000-4000-8000-000000000FFF']);
   });
 
   it('the agent started with node.exe serves the node sums over the endpoints on /metrics', async () => {
@@ -105,6 +109,8 @@ describe('hnsstats against the fake HCN/HNS DLLs and the vfpctrl stub (our own H
       // winutil's tcp_connection_stats series live beside hnsstats' in the same family
       assert.notEqual(v('tcp_connection_stats', { statistic_name: 'InSegs' }), undefined, 'winutil series missing (overwritten by hnsstats?)');
       assert.match(t, /networkobservability_interface_stats\{/);
+      assert.match(t, /^controlplane_networkobservability_hns_vfp_disagreements\{kind="endpoint_without_port"\} 1$/m, 'endpoint 3 has no VFP port (fake list, no real sample)');
+      assert.match(t, /^controlplane_networkobservability_hns_vfp_disagreements\{kind="port_without_endpoint"\} 1$/m, 'port 00002FFF-… has no endpoint');
       assert.doesNotMatch(log(), /not used by this agent/, 'the test seam (RETINATS_DLL_*) or a key was taken for configuration');
     });
   });

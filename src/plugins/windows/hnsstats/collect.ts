@@ -1,12 +1,13 @@
 /**
  * One hnsstats reading: the attached endpoints (HCN), their counters (HNS v1), their VFP ports'
- * counters (vfpctrl, a few at a time). Never throws for one endpoint: an endpoint that vanished
+ * counters (vfpctrl, a few at a time), and where HNS and the vSwitch's VFP port list disagree
+ * (compareHnsVfp: an attached endpoint whose port VFP does not list, a VFP port no endpoint claims). Never throws for one endpoint: an endpoint that vanished
  * between enumerate and open is skipped, any other failure is named in `failures` and the rest is
  * still reported.
  */
 import {
-  ATTACHED_SHARING_QUERY, WindowsCallError, parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap, parseVfpCounters,
-  type HcnClient, type HnsClient, type VfpCounters,
+  ATTACHED_SHARING_QUERY, WindowsCallError, compareHnsVfp, parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap, parseRemoteEndpoints,
+  parseVfpCounters, parseVfpSwitchPorts, type HcnClient, type HnsClient, type HnsVfpDisagreements, type VfpCounters, type VfpSwitchPort,
 } from '../../../ffi/windows/index.js';
 import { errMessage } from '../../../plugin/index.js';
 import type { EndpointReading } from './node-sums.js';
@@ -16,6 +17,8 @@ export interface HnsSources {
   readonly hns: HnsClient;
   /** The text of `vfpctrl /port <port> /get-port-counter` for each port (runVfpctrl). */
   readonly vfpctrl: (ports: readonly string[]) => Promise<ReadonlyMap<string, string>>;
+  /** The text of `vfpctrl /list-vmswitch-port /format 1` (runVfpctrlList). */
+  readonly vfpList: () => Promise<string>;
 }
 
 export interface HnsReading {
@@ -24,17 +27,23 @@ export interface HnsReading {
   readonly vanished: number;
   /** What failed, one entry per source (stable text: no counters). */
   readonly failures: readonly string[];
+  /** HNS/VFP disagreements over the attached endpoints not vanished; undefined when either list could not be read (named in failures). */
+  readonly disagreements: HnsVfpDisagreements | undefined;
 }
 
 export async function readHns(src: HnsSources): Promise<HnsReading> {
   const failures: string[] = [];
   const ids = parseEndpointIds(src.hcn.enumerateEndpoints(ATTACHED_SHARING_QUERY));
   let ports = new Map<string, string>();
+  let remote: Set<string> | undefined;
   try {
-    ports = parsePortMap(src.hns.call('GET', '/endpoints/'));
+    const text = src.hns.call('GET', '/endpoints/');
+    ports = parsePortMap(text);
+    remote = parseRemoteEndpoints(text);
   } catch (e) {
     failures.push(`VFP ports (GET /endpoints/): ${errMessage(e)}`);
   }
+  const gone = new Set<string>();
   const endpoints: { r: Omit<EndpointReading, 'vfp'>; port: string | undefined }[] = [];
   let vanished = 0;
   for (const id of ids) {
@@ -44,12 +53,28 @@ export async function readHns(src: HnsSources): Promise<HnsReading> {
       const stats = parseEndpointStats(src.hns.call('GET', `/endpointstats/${id}`), id);
       endpoints.push({ r: { id, ip: ep.ip, stats }, port: ports.get(id.toUpperCase()) });
     } catch (e) {
-      if (e instanceof WindowsCallError && e.notFound) vanished++;
-      else failures.push(`endpoint ${id}: ${errMessage(e)}`);
+      if (e instanceof WindowsCallError && e.notFound) {
+        vanished++;
+        gone.add(id);
+      } else failures.push(`endpoint ${id}: ${errMessage(e)}`);
     }
   }
   const vfp = await vfpCounters(src, endpoints, failures);
-  return { endpoints: endpoints.map(({ r, port }) => ({ ...r, vfp: port ? vfp.get(port) : undefined })), vanished, failures: failures.sort() };
+  const switchPorts = await vfpSwitchPorts(src, failures);
+  const disagreements = remote && switchPorts ? compareHnsVfp({ endpoints: ids.filter((id) => !gone.has(id)), portOf: ports, remote, vfp: switchPorts }) : undefined;
+  return { endpoints: endpoints.map(({ r, port }) => ({ ...r, vfp: port ? vfp.get(port) : undefined })), vanished, failures: failures.sort(), disagreements };
+}
+
+/** The vSwitch's VFP ports; a list that cannot be run or read is named in `failures` (a port that cannot be read too, and the rest is kept). */
+async function vfpSwitchPorts(src: HnsSources, failures: string[]): Promise<readonly VfpSwitchPort[] | undefined> {
+  try {
+    const list = parseVfpSwitchPorts(await src.vfpList());
+    if (list.issues.length) failures.push(`vfpctrl /list-vmswitch-port: ${list.issues.join('; ')}`);
+    return list.ports;
+  } catch (e) {
+    failures.push(`VFP port list: ${errMessage(e)}`);
+    return undefined;
+  }
 }
 
 /** Each port's parsed counters; a port vfpctrl printed nothing usable for is named in `failures`. */

@@ -3,7 +3,7 @@
  * vfpctrl, published as node series summed over every attached endpoint, every
  * metricsIntervalDuration, and per-endpoint flows for the pod level. See README.md.
  */
-import { openHcn, openHns, runVfpctrl } from '../../../ffi/windows/index.js';
+import { openHcn, openHns, runVfpctrl, runVfpctrlList } from '../../../ffi/windows/index.js';
 import { catalog, replaceSeries } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, poll, type PluginDefinition } from '../../../plugin/index.js';
 import { OwnedSeries } from '../owned-series.js';
@@ -11,7 +11,7 @@ import { readHns, type HnsSources } from './collect.js';
 import { EndpointFlows } from './endpoint-flows.js';
 import { nodeRows } from './node-sums.js';
 
-export const EMITS = [catalog.forwardCount, catalog.forwardBytes, catalog.dropCount, catalog.windowsHnsStats, catalog.tcpConnectionStats, catalog.tcpFlagGauges] as const;
+export const EMITS = [catalog.forwardCount, catalog.forwardBytes, catalog.dropCount, catalog.windowsHnsStats, catalog.tcpConnectionStats, catalog.tcpFlagGauges, catalog.hnsVfpDisagreements] as const;
 
 /** `sources` replaces the real HCN/HNS/vfpctrl (tests); the agent runs `hnsstats`. */
 export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefinition<object> {
@@ -25,7 +25,7 @@ export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefiniti
     emits: EMITS,
     start: (ctx) =>
       ResourceStack.build(async (s) => {
-        const src = sources ? sources() : { hcn: openHcn(), hns: openHns(), vfpctrl: (ports: readonly string[]) => runVfpctrl(ports) };
+        const src = sources ? sources() : { hcn: openHcn(), hns: openHns(), vfpctrl: (ports: readonly string[]) => runVfpctrl(ports), vfpList: () => runVfpctrlList() };
         const tcpStats = new OwnedSeries(ctx.metrics.gauge(catalog.tcpConnectionStats));
         const endpointFlows = new EndpointFlows();
         let lastReason: string | undefined;
@@ -39,6 +39,9 @@ export function createHnsstatsPlugin(sources?: () => HnsSources): PluginDefiniti
           replaceSeries(ctx.metrics.gauge(catalog.windowsHnsStats), rows.windowsHnsStats);
           replaceSeries(ctx.metrics.gauge(catalog.tcpFlagGauges), rows.tcpFlagGauges);
           tcpStats.replace(rows.tcpConnectionStats);
+          // No series while either list cannot be read (the failure is in the status), rather than a 0 that says "they agree".
+          const d = reading.disagreements;
+          replaceSeries(ctx.metrics.gauge(catalog.hnsVfpDisagreements), d ? [[{ kind: 'endpoint_without_port' }, d.endpointsWithoutPort.length], [{ kind: 'port_without_endpoint' }, d.portsWithoutEndpoint.length]] : []);
           // Per-endpoint deltas as flows, when flows are wanted (pod level or Hubble: ctx.flows).
           if (ctx.flows) {
             const flows = endpointFlows.next(reading.endpoints, Date.now());

@@ -21,8 +21,20 @@ export const PACKET_IP = 3;
 /** FILETIME of the Unix epoch (100 ns ticks since 1601). */
 const FILETIME_UNIX = 116_444_736_000_000_000n;
 
-/** DirTag: 1 In, 2 Out, 3 Rx, 4 Tx, 5 Ingress, 6 Egress. */
-const DIRECTIONS: readonly TrafficDirection[] = ['UNKNOWN', 'INGRESS', 'EGRESS', 'INGRESS', 'EGRESS', 'INGRESS', 'EGRESS'];
+/**
+ * DirTag (1 In, 2 Out, 3 Rx, 4 Tx, 5 Ingress, 6 Egress) as a direction from the endpoint's side: the
+ * one table decode and merge read. PktMon's own counters pair them per component: "In = Rx, Out =
+ * Tx" on a NIC or filter, "In = Egress, Out = Ingress" on a vSwitch component (real text from a
+ * Server 2022 container host: test/fixtures/windows/real/pktmon-20348-l2bridge-counters.txt). In,
+ * Rx and a vSwitch's Egress (out of the switch into a port: the port's pod receives it) are
+ * INGRESS; Out, Tx and a vSwitch's Ingress (into the switch from a port: its pod sent it) EGRESS.
+ */
+const DIRECTIONS: readonly TrafficDirection[] = ['UNKNOWN', 'INGRESS', 'EGRESS', 'INGRESS', 'EGRESS', 'EGRESS', 'INGRESS'];
+
+/** The direction an appearance's DirTag says, from the endpoint's side (UNKNOWN for a tag PktMon has not been seen to log). */
+export function dirTagDirection(dirTag: number): TrafficDirection {
+  return DIRECTIONS[dirTag] ?? 'UNKNOWN';
+}
 
 export interface PktmonHeader {
   readonly dirTag: number;
@@ -112,7 +124,7 @@ export function decodeFrameEvent(id: number, timestamp: bigint, data: Uint8Array
     if (f.proto === 6 && l4 + 14 <= end) f.tcpFlags = v.getUint8(l4 + 13) | ((v.getUint8(l4 + 12) & 1) << 8);
   }
   f.timeMs = filetimeToMs(timestamp);
-  f.direction = DIRECTIONS[h.dirTag] ?? 'UNKNOWN';
+  f.direction = dirTagDirection(h.dirTag);
   if (dropped) f.dropReason = dropReasonName(h.dropReason);
   f.bytes = h.originalSize;
   return f;

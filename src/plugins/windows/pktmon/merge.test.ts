@@ -52,6 +52,16 @@ describe('pktmon merger (synthetic appearances: no real sample of these cases)',
     assert.deepEqual(out.map((f) => [f.direction, f.observationPoint, f.bytes]), [['EGRESS', 'FROM_ENDPOINT', 100], ['INGRESS', 'TO_ENDPOINT', 180]]);
   });
 
+  it('numbered appearances: appearance 1 decides, in whatever order they arrive (synthetic: no real capture delivers them out of order)', () => {
+    const m = new PacketMerger();
+    const out: Flow[] = [];
+    // Packet 1 sent by a pod (1: its port's Ingress into the vSwitch, 2: the vSwitch's Egress towards the NIC), appearance 2 delivered first.
+    // Packet 2 received (1 and 2 Rx), its appearance 2 delivered first: read at its last appearance, 2.
+    m.push([appearance(1, 2, { dir: 6, size: 150 }), appearance(2, 2, { dir: 3, size: 180 }), appearance(1, 1, { dir: 5, size: 100 }), appearance(2, 1, { dir: 3, size: 200 })], out);
+    m.flush(out);
+    assert.deepEqual(out.map((f) => [f.direction, f.observationPoint, f.bytes]), [['EGRESS', 'FROM_ENDPOINT', 100], ['INGRESS', 'TO_ENDPOINT', 180]]);
+  });
+
   it('held packets are bounded: past the capacity the oldest closes early and is counted', () => {
     const m = new PacketMerger({ capacity: 2 });
     const out: Flow[] = [];

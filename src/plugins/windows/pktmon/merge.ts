@@ -12,7 +12,9 @@
  * newer events at all). Held packets are bounded (capacity): past it the oldest is closed early.
  * An appearance of a packet already closed (`late`) is discarded and counted, so no packet gives two flows.
  *
- * The packet's flow (docs/windows-pktmon.md, "One flow per packet"):
+ * The packet's flow (docs/windows-pktmon.md, "One flow per packet"). "First" and "last" are places
+ * in the packet's path: its AppearanceCount where PktMon numbers appearances (ETW may deliver a
+ * packet's appearance 3 before its appearance 1), else the order of arrival:
  * - sent by a local endpoint (its first appearance is Out, Tx, or a vSwitch port's Ingress: the
  *   packet entered the switch from a pod's port): the first appearance that shows its IP header,
  *   i.e. the sender's own port/stack, direction EGRESS, observation point FROM_ENDPOINT;
@@ -23,7 +25,7 @@
  * `bytes` is the chosen appearance's OriginalPayloadSize; `packets` 1.
  */
 import type { Flow } from '../../../flow/index.js';
-import { decodeFrameEvent, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
+import { decodeFrameEvent, dirTagDirection, EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, ipStart } from './decode.js';
 import { dropReasonName } from './drop-reasons.js';
 
 /** What the merger reads of one event (the ETW layer's record). */
@@ -46,8 +48,6 @@ export const RECENT_CAPACITY = 65_536;
  */
 export const LATE_TICKS = 100_000_000;
 
-/** DirTag values of a packet's first appearance that mean "sent by a local endpoint": 2 Out, 4 Tx, 5 Ingress (into the vSwitch from a port). */
-const SENT = new Set([2, 4, 5]);
 
 export interface MergeOptions {
   readonly settleTicks?: number;
@@ -85,12 +85,28 @@ interface Kept {
   readonly owned: boolean;
 }
 
+/** An appearance that showed the IP header, with its place in the packet's path. */
+interface Placed {
+  readonly n: number;
+  readonly k: Kept;
+}
+
 interface Held {
   readonly key: string;
   readonly byGroup: boolean;
-  /** Sent by a local endpoint (its first appearance's DirTag): the flow reads its first IP appearance, else its last. */
-  readonly sent: boolean;
-  chosen: Kept | undefined;
+  /** Matched on its bytes: the places (component, edge, DirTag) it was logged at so far. */
+  readonly places: Set<number> | undefined;
+  /**
+   * The lowest place seen so far: the AppearanceCount where PktMon numbers appearances (1 is where
+   * the packet entered, whatever order ETW delivers them in), else the order of arrival.
+   */
+  first: number;
+  /** Sent by a local endpoint (the DirTag of its first place): the flow reads its first IP appearance, else its last. */
+  sent: boolean;
+  /** Appearances that arrived (the place of the next one when PktMon does not number them). */
+  arrived: number;
+  low: Placed | undefined;
+  high: Placed | undefined;
   drop: Kept | undefined;
   dropReason: number;
   dropped: boolean;
@@ -104,6 +120,7 @@ const KEEP_BYTES = HEADER_SIZE + 18 + 60 + 14;
 
 const keep = (e: PktmonRecord): Kept => ({ id: e.id, ts: e.timestamp, data: e.data, owned: false });
 const own = (k: Kept | undefined): Kept | undefined => (k && !k.owned ? { id: k.id, ts: k.ts, data: k.data.slice(0, KEEP_BYTES), owned: true } : k);
+const ownPlaced = (p: Placed | undefined): Placed | undefined => (p && !p.k.owned ? { n: p.n, k: own(p.k)! } : p);
 
 export class PacketMerger {
   readonly stats: MergeStats = { appearances: 0, settled: 0, aged: 0, evicted: 0, dropped: 0, late: 0, nonIp: 0, bad: 0 };
@@ -152,8 +169,17 @@ export class PacketMerger {
       }
       if (ts > this.#newest) this.#newest = ts;
       let p = this.#held.get(key);
-      if (p && !byGroup && ts - p.lastTs > settle) {
-        this.#close(p, out, p.dropped ? 'dropped' : 'settled'); // the same bytes again, later: another packet
+      // Where a forwarded appearance was logged: a packet crosses each edge of each component once a
+      // direction (so on the numbered captures). Drops are left out: on 26200 TCPIP logs two drops
+      // of the same bytes at one place 1.4 µs apart (INET then NL), whether of one packet or two is unknown.
+      const dropping = e.id === EVENT_FRAME_DROP || dropReason !== 0;
+      const place = dropping ? -1 : v.getUint16(16, true) * 0x1_0000_0000 + v.getUint16(18, true) * 0x1_0000 + dirTag;
+      if (p && !byGroup && (ts - p.lastTs > settle || p.places?.has(place))) {
+        // The same bytes again, later or at a place this packet was already logged: another packet (a
+        // repeated IPv6 multicast, which carries no ID, comes back within microseconds with every byte the same).
+        const again = ts - p.lastTs <= settle;
+        this.#close(p, out, p.dropped ? 'dropped' : 'settled');
+        if (again) this.#recent.delete(key);
         p = undefined;
       }
       if (!p) {
@@ -161,25 +187,38 @@ export class PacketMerger {
           const oldest = this.#held.values().next().value;
           if (oldest) this.#close(oldest, out, 'evicted');
         }
-        p = { key, byGroup, sent: SENT.has(dirTag), chosen: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
+        p = { key, byGroup, places: byGroup ? undefined : new Set(), first: Infinity, sent: false, arrived: 0, low: undefined, high: undefined, drop: undefined, dropReason: 0, dropped: false, lastTs: ts, touched: this.#drain };
         this.#held.set(key, p);
       }
-      p.lastTs = ts;
+      if (ts > p.lastTs) p.lastTs = ts;
+      if (!dropping) p.places?.add(place);
       p.touched = this.#drain;
+      const n = byGroup ? appearance : ++p.arrived;
+      if (n < p.first) {
+        p.first = n;
+        p.sent = dirTagDirection(dirTag) === 'EGRESS';
+      }
       const ip = showsIp(v, packetType, end);
       let kept: Kept | undefined;
-      if (ip && (!p.sent || !p.chosen)) p.chosen = kept = keep(e);
-      if ((e.id === EVENT_FRAME_DROP || dropReason !== 0) && !p.dropped) {
+      if (ip) {
+        kept = keep(e);
+        if (!p.low || n < p.low.n) p.low = { n, k: kept };
+        if (!p.high || n >= p.high.n) p.high = { n, k: kept };
+      }
+      if (dropping && !p.dropped) {
         p.dropped = true;
         p.dropReason = dropReason;
-        if (ip) p.drop = kept ?? keep(e);
+        if (ip) p.drop = kept;
       }
     }
     // Close what is done: dropped packets, and those with no appearance for `settle` of event time.
     for (const p of this.#held.values()) {
       if (p.dropped) this.#close(p, out, 'dropped');
       else if (this.#newest - p.lastTs > settle) this.#close(p, out, 'settled');
-      else p.chosen = own(p.chosen);
+      else {
+        p.low = ownPlaced(p.low);
+        p.high = ownPlaced(p.high);
+      }
     }
   }
 
@@ -206,7 +245,7 @@ export class PacketMerger {
       if (oldest !== undefined) this.#recent.delete(oldest);
     }
     const sent = p.sent;
-    const k = (p.dropped ? p.drop : undefined) ?? p.chosen;
+    const k = (p.dropped ? p.drop : undefined) ?? (sent ? p.low : p.high)?.k;
     const f = k && decodeFrameEvent(k.id, k.ts, k.data);
     if (!f) {
       this.stats.nonIp++;
