@@ -263,13 +263,18 @@ describe('chaos: the control plane and the operator killed during churn', { time
     const bursts = (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-')).length;
     assert.ok(bursts > 0, 'burst pods were kept (every third)');
     await eventually('the burst pods running', 60_000, async () => (await listAll<PodWire>(client, resources.pods, ns)).filter((p) => p.metadata.name.startsWith('burst-') && eligible(p)).length === bursts, 500);
-    // The Deployment's 12 and the bare pods that stayed: every one has its endpoint, no other is left.
+    // The Deployment's pods and the bare pods that stayed: every one has its endpoint, no other is left, and the
+    // set holds still between two looks (mismatch). The Deployment is not required to have reached its 12: a
+    // full make test here once ended with RetinaEndpoints exactly the 251 pods while its status read 14 replicas
+    // for 12 for the whole 120 s. kube-controller-manager's ReplicaSet controller waits on its expectations (5
+    // minutes) for deletions it issued while the API server was killed in the test before; that is its state,
+    // not the operator's, and the pods it keeps are pods like any other here.
     await scale(client, ns, 'churn', 12);
     let why = '';
     await explained(eventually('RetinaEndpoints exactly the pods after the operator restart', 120_000, async () => {
       const diff = await endpointDiff(client, ns);
-      why = notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), 12)
-        || (diff.pods < bursts ? `${diff.pods} eligible pods, fewer than the ${bursts} burst pods kept` : await mismatch(diff));
+      why = diff.pods < bursts ? `${diff.pods} eligible pods, fewer than the ${bursts} burst pods kept` : await mismatch(diff);
+      if (why) why += `; ${notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), 12) || 'the Deployment rolled out its 12'}`;
       return !why;
     }, 1000), () => why);
     const diff = await endpointDiff(client, ns);
