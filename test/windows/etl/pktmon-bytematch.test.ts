@@ -7,26 +7,13 @@
  * them on the packet's bytes). docs/windows-pktmon.md keeps the figures.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { Flow } from '../../../src/flow/index.js';
 import { decodeFrameEvent } from '../../../src/plugins/windows/pktmon/decode.js';
-import { PacketMerger } from '../../../src/plugins/windows/pktmon/merge.js';
-import { readEtl, type EtlEvent } from './etl.js';
+import type { EtlEvent } from './etl.js';
+import { mergeEvents, packetEvents } from './real-captures.js';
 
-const REAL = new URL('../../../../test/fixtures/windows/real/', import.meta.url);
-const PKTMON = '4d4f80d9-c8bd-4d73-bb5b-19c90402c5ac';
-
-function merge(events: readonly EtlEvent[], drain = 500): Flow[] {
-  const merger = new PacketMerger();
-  const flows: Flow[] = [];
-  for (let i = 0; i < events.length; i += drain) {
-    merger.push(events.slice(i, i + drain), flows);
-    merger.tick(flows);
-  }
-  merger.flush(flows);
-  return flows;
-}
+const merge = (events: readonly EtlEvent[]): Flow[] => mergeEvents(events).flows;
 
 /** The events as a build that does not number appearances logs them: AppearanceCount 0, a PktGroupId per appearance. */
 function unnumbered(events: readonly EtlEvent[]): EtlEvent[] {
@@ -85,7 +72,7 @@ export function agreement(events: readonly EtlEvent[]): Agreement {
 describe('byte matching against number matching, on every real capture from a build that numbers appearances', () => {
   for (const [file, packets] of [['pktmon-19042-wifi.etl', 337], ['pktmon-19042-wifi-2.etl', 89], ['pktmon-20348-server2022.etl', 38]] as const) {
     it(`${file}: byte matching gives every one of its ${packets} IP packets the flow number matching gives it`, () => {
-      const events = readEtl(readFileSync(new URL(file, REAL))).events.filter((e) => e.provider === PKTMON && (e.id === 160 || e.id === 170));
+      const events = packetEvents(file);
       const a = agreement(events);
       console.log(JSON.stringify({ capture: file, ...a }));
       assert.deepEqual(a, { packets, agree: packets, split: 0, joined: 0, other: 0 });

@@ -4,30 +4,13 @@
  * independent count of the packets (their (PktGroupId, PktNumber) where the build numbers appearances).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { Flow } from '../../../src/flow/index.js';
 import { decodeFrameEvent } from '../../../src/plugins/windows/pktmon/decode.js';
-import { PacketMerger } from '../../../src/plugins/windows/pktmon/merge.js';
-import { readEtl, type EtlEvent } from './etl.js';
+import type { EtlEvent } from './etl.js';
+import { mergeEvents, packetEvents, tcpipDirections } from './real-captures.js';
 
-const REAL = new URL('../../../../test/fixtures/windows/real/', import.meta.url);
-const PKTMON = '4d4f80d9-c8bd-4d73-bb5b-19c90402c5ac';
-
-function packetEvents(file: string): EtlEvent[] {
-  return readEtl(readFileSync(new URL(file, REAL))).events.filter((e) => e.provider === PKTMON && (e.id === 160 || e.id === 170));
-}
-
-function merge(events: readonly EtlEvent[], drain = 500): { flows: Flow[]; merger: PacketMerger } {
-  const merger = new PacketMerger();
-  const flows: Flow[] = [];
-  for (let i = 0; i < events.length; i += drain) {
-    merger.push(events.slice(i, i + drain), flows);
-    merger.tick(flows);
-  }
-  merger.flush(flows);
-  return { flows, merger };
-}
+const merge = mergeEvents;
 
 /** The packets of a capture whose build numbers appearances, each with the flows its appearances decode to (one per appearance that shows an IP header). */
 function packetsByGroup(events: readonly EtlEvent[]): Map<string, Flow[]> {
@@ -96,13 +79,7 @@ it('19042: every flow is read at the endpoint\'s own stack, TCPIP (components 79
   // "Component 78, Type Protocol , Name tcpip.sys, TCPIP6"; 11 the WiFi miniport, 31-34 NDIS filters, 72/75/77 other
   // protocols (ndisuio, lltdio, vmnetbridge), which multicast packets also reach.
   const events = packetEvents('pktmon-19042-wifi.etl');
-  const atTcpip = new Map<number, string>();
-  for (const e of events) {
-    const d = Buffer.from(e.data);
-    if (d.readUInt16LE(16) !== 79 && d.readUInt16LE(16) !== 78) continue;
-    const f = decodeFrameEvent(e.id, e.timestamp, e.data);
-    if (f) atTcpip.set(f.timeMs, d.readUInt16LE(12) === 4 ? 'EGRESS' : 'INGRESS');
-  }
+  const atTcpip = tcpipDirections(events);
   const { flows } = merge(events);
   const read = flows.filter((f) => atTcpip.has(f.timeMs));
   assert.equal(read.length, flows.length, `${read.length} of ${flows.length} flows read at TCPIP`);
@@ -131,13 +108,7 @@ describe('numbered appearances: appearance 1 says where the packet entered, what
 
   it('19042 delivered newest first: every flow is still read at TCPIP, Tx EGRESS and Rx INGRESS', () => {
     const events = packetEvents('pktmon-19042-wifi.etl');
-    const atTcpip = new Map<number, string>();
-    for (const e of events) {
-      const d = Buffer.from(e.data);
-      if (d.readUInt16LE(16) !== 79 && d.readUInt16LE(16) !== 78) continue;
-      const f = decodeFrameEvent(e.id, e.timestamp, e.data);
-      if (f) atTcpip.set(f.timeMs, d.readUInt16LE(12) === 4 ? 'EGRESS' : 'INGRESS');
-    }
+    const atTcpip = tcpipDirections(events);
     const { flows } = merge(newestFirst(events));
     assert.equal(flows.filter((f) => atTcpip.get(f.timeMs) === f.direction).length, flows.length);
   });
