@@ -87,10 +87,12 @@ lint: setup
 # in their module downloads and single-threaded links, which the next build fills; TEST_PREP_JOBS=1 makes them
 # one after another). Each target's output is printed in one piece when it ends (--output-sync), a tool
 # step's ending with its times or FAILED (hack/lib/step.sh); when the set-up fails, its last line names the
-# failed steps. Then the suites, one test file at a time. The quick stamps that many targets wait on are made
-# first, before the parallel make: a parallel make that meets a target whose prerequisite is still being made
-# skips it until it has walked every other target (each of which waits for a free job), so the control plane's
-# build, the longest, would start last.
+# failed steps. The quick stamps that many targets wait on are made first, before the parallel make: a
+# parallel make that meets a target whose prerequisite is still being made skips it until it has walked every
+# other target (each of which waits for a free job), so the control plane's build, the longest, would start
+# last. Then the suites (hack/test/lanes.mjs): three lanes side by side (the kernel matrix's qemu guests, the
+# real node, and the rest sharing one test control plane), each running its files one at a time; TEST_FILES
+# narrows them, RETINA_TEST_LANES=serial runs them all in one lane.
 TEST_PREP_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
 TEST_PREP_FAILED := $(CACHE)/test-prep.failed
 test-prep: build lint tools
@@ -99,9 +101,7 @@ test: system-deps $(NODE_STAMP) $(K8S_TOOLS_STAMP)
 	  $(MAKE) --no-print-directory -j$(TEST_PREP_JOBS) --output-sync=target test-prep || { \
 	  echo "make test: the set-up failed$$(test -s $(TEST_PREP_FAILED) && echo " in:" $$(cat $(TEST_PREP_FAILED)))" \
 	    "(each step's log is above; make's '***' lines name every failed target)" >&2; exit 1; }
-	node --test --test-concurrency=1 --test-reporter=spec --test-timeout=600000 $(TEST_GLOBS)
-
-TEST_GLOBS ?= 'dist/src/**/*.test.js' 'dist/test/**/*.test.js'
+	node hack/test/lanes.mjs
 
 run: build
 	./bin/retina-agent $(if $(CONFIG),--config $(CONFIG))

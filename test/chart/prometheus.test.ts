@@ -18,6 +18,10 @@ import { Netns, NsAgent, requireKernel, sleep, stopAll, vethPair } from '../ebpf
 import { DNS_SERVER } from '../ebpf/traffic.js';
 import { fillVariables, loadDashboards } from './dashboards.js';
 import { TRAFFIC_LOOP } from './traffic-loop.js';
+import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 const PROM = '127.0.0.1:19090';
 const NODE_NAME = 'rt-node-a';

@@ -11,6 +11,10 @@ import { dropreason } from '../../src/plugins/linux/dropreason/index.js';
 import { fakeContext } from './fake-context.js';
 import { Netns, NsAgent, droppingPair, leftoversAfterStop, metric, requireKernel, settled, sleep } from './netns.js';
 import { UDP_SEND } from './traffic.js';
+import { holdDropsForThisFile } from './drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 const N = 40;
 let a: Netns | undefined;

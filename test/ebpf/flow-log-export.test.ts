@@ -16,6 +16,10 @@ import { gunzipSync } from 'node:zlib';
 import { ROOT } from '../e2e/agent-process.js';
 import { Netns, NsAgent, droppingPair, metric, requireKernel } from './netns.js';
 import { UDP_SEND } from './traffic.js';
+import { holdDropsForThisFile } from './drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 const BURSTS = 3;
 const PER_BURST = 1200;

@@ -12,6 +12,10 @@ import { runTcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
 import { fakeContext } from './fake-context.js';
 import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sh, sleep, stopAll, vethPair } from './netns.js';
 import { TCP_SEND, TCP_SINK } from './traffic.js';
+import { holdDropsForThisFile } from './drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 let client: Netns | undefined;
 let server: Netns | undefined;

@@ -38,6 +38,10 @@ import { deleteNamespace, eventually, listAll, startCluster, type Cluster } from
 import { startOperator, uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, waitForEndpoints, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
+import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 const CNL = resources.containerNetworkLogs;
 const SELF = 'controlplane_networkobservability_';

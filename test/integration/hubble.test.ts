@@ -26,6 +26,10 @@ import { deleteNamespace, eventually, startCluster, type Cluster } from './harne
 import { uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
+import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const protos = loadHubbleProtos(join(ROOT, 'proto', 'hubble'));

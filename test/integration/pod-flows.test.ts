@@ -22,6 +22,10 @@ import { deleteNamespace, eventually, listAll, startCluster, untilStable, type C
 import { startOperator, uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, waitForEndpoints, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
+import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
+
+// Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
+holdDropsForThisFile();
 
 const N = 30;
 const CTX = ['namespace', 'podname', 'workload'];

@@ -2,7 +2,7 @@
  * bench/kernels/matrix.json (what the kernel matrix last saw, per kernel) and the part of docs/kernels.md
  * generated from it, between the markers below.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../e2e/agent-process.js';
 import { pluginTable, verifierTable, type Column, type KernelReport } from './report.js';
@@ -14,6 +14,20 @@ const END = '<!-- end of the kernel matrix -->';
 
 export function readMatrix(): Column[] {
   return existsSync(MATRIX_FILE) ? (JSON.parse(readFileSync(MATRIX_FILE, 'utf8')) as Column[]) : [];
+}
+
+/**
+ * Writes `columns` into bench/kernels/matrix.json, each replacing the file's column of its name (the
+ * host's column and the guests' are run by two files, test/kernels/host.test.ts and matrix.test.ts),
+ * in the order host, then the pinned kernels as `order` lists them; then docs/kernels.md's part from it.
+ */
+export function writeColumns(columns: readonly Column[], order: readonly string[]): void {
+  const byName = new Map(readMatrix().map((c) => [c.name, c]));
+  for (const c of columns) byName.set(c.name, c);
+  const rank = (n: string): number => (n === 'host' ? -1 : order.indexOf(n) < 0 ? order.length : order.indexOf(n));
+  const all = [...byName.values()].sort((a, b) => rank(a.name) - rank(b.name));
+  writeFileSync(MATRIX_FILE, `${JSON.stringify(all, null, 1)}\n`);
+  writeFileSync(DOCS_FILE, renderDocs(readFileSync(DOCS_FILE, 'utf8'), all));
 }
 
 /** What must not change between two runs on one kernel: the hooks, programs and modes, each program's verdict and verifier figures. */

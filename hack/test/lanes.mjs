@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// `make test`'s suites, in lanes that run side by side: every compiled test file of dist/ falls into the
+// first lane whose prefix matches it, each lane is one `node --test` process running its files one at a
+// time, and the lanes start together. The lanes are cut along what the files share on the machine:
+//   kernels  the kernel matrix's qemu guests (isolated VMs: about one core, nothing of the host's)
+//   node     the real kubelet node (test/node: the machine's one containerd, kubelet and bridge)
+//   main     everything else, in order, sharing ONE test control plane that this runner starts first
+//            (hack/k8s/harness.sh up; test/integration/harness.ts reuses a running one and leaves it up)
+// What lanes still share is arbitrated where it is used: the machine's netfilter drops and TCP losses,
+// which the node-level drop and retransmission counts see from every namespace, behind one lock
+// (test/ebpf/machine-lock.ts). The main lane's output is streamed; each other lane's is printed in one
+// piece when it ends. The last lines say each lane's time and counts; the status is 1 if any lane failed.
+// RETINA_TEST_LANES=serial runs every file in one lane (the old way); TEST_FILES (space-separated)
+// narrows the files.
+import { spawn, execFileSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const LOGS = join(ROOT, '.cache/test-lanes');
+const LANES = [
+  // Its file boots three guests one after another: about 6 minutes alone, twice that beside the others.
+  { name: 'kernels', prefixes: ['dist/test/kernels/matrix.test.js'], timeoutMs: 45 * 60_000 },
+  { name: 'node', prefixes: ['dist/test/node/'] },
+  { name: 'main', prefixes: [''] },
+];
+const NODE_TEST = ['--test', '--test-concurrency=1', '--test-reporter=spec'];
+/** node --test's --test-timeout, which also bounds each file's run as a whole. */
+const TIMEOUT_MS = 600_000;
+
+function testFiles() {
+  if (process.env.TEST_FILES) return process.env.TEST_FILES.split(/\s+/).filter(Boolean);
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.test.js')) out.push(relative(ROOT, p));
+    }
+  };
+  for (const d of ['dist/src', 'dist/test']) if (existsSync(join(ROOT, d))) walk(join(ROOT, d));
+  return out.sort();
+}
+
+function assign(files) {
+  const serial = process.env.RETINA_TEST_LANES === 'serial';
+  const lanes = (serial ? [{ name: 'main', prefixes: [''] }] : LANES).map((l) => ({ ...l, files: [] }));
+  for (const f of files) lanes.find((l) => l.prefixes.some((p) => f.startsWith(p))).files.push(f);
+  return lanes.filter((l) => l.files.length);
+}
+
+/** The spec reporter's closing counts (ℹ tests N, ℹ pass N, ...) and every failed test's line. */
+function summary(log) {
+  const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)$`, 'm').exec(log)?.[1] ?? NaN);
+  const failed = [...new Set(log.split('\n').filter((l) => /^\s*✖ /.test(l) && !/failing tests/.test(l)).map((l) => l.trim()))];
+  return { tests: n('tests'), pass: n('pass'), fail: n('fail'), cancelled: n('cancelled'), skipped: n('skipped'), todo: n('todo'), failed };
+}
+
+function runLane(lane, stream) {
+  mkdirSync(LOGS, { recursive: true });
+  const logFile = join(LOGS, `${lane.name}.log`);
+  const log = createWriteStream(logFile);
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [...NODE_TEST, `--test-timeout=${lane.timeoutMs ?? TIMEOUT_MS}`, ...lane.files], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const s of [c.stdout, c.stderr]) {
+      s.on('data', (d) => {
+        log.write(d);
+        if (stream) process.stdout.write(d);
+      });
+    }
+    c.on('close', (code, signal) => {
+      log.end(() => {
+        const text = readFileSync(logFile, 'utf8');
+        if (!stream) process.stdout.write(`\n──── lane ${lane.name} (${lane.files.length} files), its output ────\n${text}`);
+        resolve({ lane, code: code ?? (signal ? 128 : 1), seconds: Math.round((Date.now() - t0) / 1000), ...summary(text) });
+      });
+    });
+  });
+}
+
+function harness(cmd) {
+  execFileSync(join(ROOT, 'hack/k8s/harness.sh'), [cmd], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+const lanes = assign(testFiles());
+const t0 = Date.now();
+const main = lanes.find((l) => l.name === 'main');
+// One control plane for every file of the main lane (stopped at the end, whatever happened).
+const shareControlPlane = process.env.RETINA_TEST_SHARED_CONTROL_PLANE !== '0' && main && main.files.length > 1;
+if (shareControlPlane) harness('up');
+let results;
+try {
+  process.stdout.write(`test lanes: ${lanes.map((l) => `${l.name} ${l.files.length} files`).join(', ')}${shareControlPlane ? '; one test control plane for the main lane' : ''}\n`);
+  results = await Promise.all(lanes.map((l) => runLane(l, l === main || lanes.length === 1)));
+} finally {
+  if (shareControlPlane) {
+    try {
+      harness('down');
+    } catch (e) {
+      process.stderr.write(`hack/k8s/harness.sh down failed: ${e.message}\n`);
+    }
+  }
+}
+process.stdout.write('\n──── lanes ────\n');
+for (const r of results) {
+  const ok = r.code === 0;
+  process.stdout.write(`${ok ? '✔' : '✖'} lane ${r.lane.name}: ${r.seconds} s, ${r.lane.files.length} files, tests ${r.tests} pass ${r.pass} fail ${r.fail} cancelled ${r.cancelled} skipped ${r.skipped} todo ${r.todo} (exit ${r.code}; log .cache/test-lanes/${r.lane.name}.log)\n`);
+  for (const f of r.failed) process.stdout.write(`    ${f}\n`);
+}
+const total = results.reduce((a, r) => ({ tests: a.tests + (r.tests || 0), fail: a.fail + (r.fail || 0) }), { tests: 0, fail: 0 });
+process.stdout.write(`all lanes: ${Math.round((Date.now() - t0) / 1000)} s, ${total.tests} tests, ${total.fail} failed\n`);
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);

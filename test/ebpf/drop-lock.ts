@@ -1,0 +1,28 @@
+/**
+ * The machine's netfilter drops and TCP losses, one test file at a time. The node-level counts the tests
+ * check exactly (drop_count by reason, tcp_retransmission_count) see every network namespace of the
+ * machine, and `make test` runs its lanes side by side (hack/test/lanes.mjs): a file of one lane that sends
+ * datagrams into an nftables DROP rule, or loses TCP segments on purpose, would show in the counts another
+ * lane is checking. So every file that makes such drops or counts them holds this lock while it does: a
+ * lock directory under /run naming the holder's pid (test/integration/dir-lock.ts), shared by every
+ * checkout of the machine. A file holds it for its whole run (`holdDropsForThisFile`); the real-node suite,
+ * whose other cases make no drops, holds it around the cases that do (`holdDrops`).
+ */
+import { after, before } from 'node:test';
+import { dirLock } from '../integration/dir-lock.js';
+
+export const DROP_LOCK = '/run/retina-ts-drops.lock';
+
+/** Takes the lock (waiting up to 30 minutes for another holder); the function returned releases it. */
+export function holdDrops(): Promise<() => void> {
+  return dirLock(DROP_LOCK, { waitMs: 30 * 60_000, pollMs: 250, busy: (owner) => `the machine's drop lock is held by pid ${owner} (${DROP_LOCK})` });
+}
+
+/** Holds the lock from before this file's first test to after its last (module-level hooks). */
+export function holdDropsForThisFile(): void {
+  let release: (() => void) | undefined;
+  before(async () => {
+    release = await holdDrops();
+  });
+  after(() => release?.());
+}
