@@ -177,11 +177,19 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   };
   const drain = (): number => consume(Infinity);
   // Wake on data only: each epoll wake-up drains, then arms one follow-up drain; a follow-up that
-  // found records arms the next. No fixed-rate timer, so an idle ring costs no wake-ups.
+  // found records arms the next. No fixed-rate timer, so an idle ring costs no wake-ups. A wake-up
+  // moves a pending follow-up to followUpMs after itself: the kernel holds off its wake-ups for the
+  // hold-off after the LAST one it gave, so a record it held back after a second wake-up would
+  // otherwise outlive a follow-up armed by the first, and wait for the next record to wake us (seen
+  // under TCG: the last DNS query and its answer of a test, never delivered).
   const followUpMs = opts.poll === false ? undefined : opts.followUpMs;
   let followUp: NodeJS.Timeout | undefined;
-  const arm = (): void => {
-    if (followUpMs === undefined || followUp || closed) return;
+  const arm = (afterWake: boolean): void => {
+    if (followUpMs === undefined || closed) return;
+    if (followUp) {
+      if (!afterWake) return;
+      clearTimeout(followUp);
+    }
     followUp = setTimeout(() => {
       followUp = undefined;
       run(false);
@@ -201,7 +209,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       more = setImmediate(step);
       return;
     }
-    if (woken || found > 0) arm();
+    if (woken || found > 0) arm(woken);
   };
   const run = (wake: boolean): void => {
     if (more) return; // a chain is under way: it drains to the end
