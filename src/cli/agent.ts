@@ -214,7 +214,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     } catch (e) {
       log.error('cannot start the Hubble server', { error: errorFields(e as Error), listenAddress: `${agent.hubble.listen.host}:${agent.hubble.listen.port}`, socketPath: agent.hubble.socketPath });
       await Promise.resolve(hubble[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
-      await flowLogs?.close().catch(() => undefined);
+      await Promise.resolve(flowLogs?.[Symbol.asyncDispose]()).catch(() => undefined);
       await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch(() => undefined);
       k8s?.[Symbol.dispose]();
       await server[Symbol.asyncDispose]();
@@ -239,7 +239,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
     await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
     // After the plugins: no flow arrives any more; what is queued is written out.
-    await flowLogs?.close().catch((e: unknown) => log.error('the flow-log export stopped with errors', { error: errorFields(e as Error) }));
+    await Promise.resolve(flowLogs?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the flow-log export stopped with errors', { error: errorFields(e as Error) }));
     await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the flow pipeline and its Kubernetes watches stopped with errors', { error: errorFields(e as Error) }));
     k8s?.[Symbol.dispose]();
     await server[Symbol.asyncDispose]();
@@ -280,9 +280,9 @@ async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s:
   return {
     cnl,
     consumers: started.consumers,
-    async close() {
+    async [Symbol.asyncDispose]() {
       cnl?.[Symbol.dispose]();
-      await started.close();
+      await started[Symbol.asyncDispose]();
     },
   };
 }

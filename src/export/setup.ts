@@ -31,10 +31,10 @@ export interface FlowLogsOptions {
   readonly extraSinks?: readonly FlowLogSink[];
 }
 
-export interface FlowLogs {
+/** Disposing it writes out what the exporters hold and releases their files, sockets and timers. */
+export interface FlowLogs extends AsyncDisposable {
   /** Consumers for startNodePipeline, one per exporter that runs. */
   readonly consumers: readonly { readonly name: string; readonly consumer: FlowConsumer }[];
-  close(): Promise<void>;
 }
 
 function staticExporter(s: StaticExportConfig, o: FlowLogsOptions, log: Logger): FlowExporter | undefined {
@@ -57,19 +57,19 @@ function staticExporter(s: StaticExportConfig, o: FlowLogsOptions, log: Logger):
 export function startFlowLogs(o: FlowLogsOptions): FlowLogs {
   const log = o.log.child({ component: 'flow-log' });
   const consumers: { name: string; consumer: FlowConsumer }[] = [];
-  const closers: (() => Promise<void>)[] = [];
+  const closers: (() => PromiseLike<void>)[] = [];
   try {
     if (o.config.static) {
       const exp = staticExporter(o.config.static, o, log);
       if (exp) {
         consumers.push({ name: 'flow_log_static', consumer: exp });
-        closers.push(() => exp.close());
+        closers.push(() => exp[Symbol.asyncDispose]());
       }
     }
     if (o.config.dynamic) {
       const dyn = startDynamicExporters({ path: o.config.dynamic.configFilePath, defaults: o.config.dynamic.defaults, aggregationMaxKeys: o.config.aggregationMaxKeys, nodeName: o.nodeName, protos: o.protos, metrics: o.metrics, log: o.log });
       consumers.push({ name: 'flow_log_dynamic', consumer: dyn });
-      closers.push(() => dyn.close());
+      closers.push(() => dyn[Symbol.asyncDispose]());
     }
     const cnl = o.config.cnl;
     if (cnl && o.containerNetworkLogs) {
@@ -79,7 +79,7 @@ export function startFlowLogs(o: FlowLogsOptions): FlowLogs {
         sinks: [fileSinkFor(cnl.file, o.metrics, o.log), ...(o.extraSinks ?? [])], nodeName: o.nodeName, protos: o.protos, metrics: o.metrics, log: o.log,
       });
       consumers.push({ name: 'flow_log_containernetworklog', consumer: exp });
-      closers.push(() => exp.close());
+      closers.push(() => exp[Symbol.asyncDispose]());
     } else if (cnl) {
       log.error('flowLogs.enabled is true but there is no ContainerNetworkLog selection (no Kubernetes API): the container network logs exporter is not started');
     }
@@ -88,7 +88,7 @@ export function startFlowLogs(o: FlowLogsOptions): FlowLogs {
   }
   return {
     consumers,
-    async close() {
+    async [Symbol.asyncDispose]() {
       await Promise.allSettled(closers.map((c) => c()));
     },
   };

@@ -26,7 +26,7 @@ export interface OtlpFlowSinkOptions {
   readonly protoDir: string;
   readonly metrics: MetricsRegistry;
   readonly log: Logger;
-  /** Passed to the sink (tests): the retry backoff, the give-up time, close's time. */
+  /** Passed to the sink (tests): the retry backoff, the give-up time, disposal's time. */
   readonly tuning?: Pick<Parameters<typeof createOtlpSink>[0], 'backoff' | 'maxElapsedMs' | 'closeTimeoutMs' | 'maxRetryAfterMs'>;
 }
 
