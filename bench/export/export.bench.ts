@@ -46,7 +46,7 @@ const log = createLogger({ level: 'error', stream: new PassThrough() });
 
 const nullSink = (metrics: ReturnType<typeof createMetricsRegistry>): FlowLogSink => {
   const c = sinkCounts(metrics, 'null');
-  return { name: 'null', write: (r: readonly FlowLogRecord[]) => c.written(r.length), close: async () => undefined };
+  return { name: 'null', write: (r: readonly FlowLogRecord[]) => c.written(r.length), [Symbol.asyncDispose]: async () => undefined };
 };
 
 
@@ -100,7 +100,7 @@ async function exportCost(): Promise<void> {
     }
   }
   for (const [name, xs] of Object.entries(runs)) results[name] = Math.round(Math.min(...xs));
-  for (const e of [refuseAll, record, file, agg]) await e.close();
+  for (const e of [refuseAll, record, file, agg]) await e[Symbol.asyncDispose]();
   rmSync(dir, { recursive: true, force: true });
   const per = (k: string): number => (results[k] as number) - (results['baseline'] as number);
   console.log(JSON.stringify({
@@ -118,7 +118,7 @@ async function exportCpu(): Promise<void> {
   const gen = await paced(RATE, CPU_S, () => undefined);
   globalThis.gc?.();
   const run = await paced(RATE, CPU_S, (flows) => exp.consume({ source: 'b', flows }));
-  await exp.close();
+  await exp[Symbol.asyncDispose]();
   const values = (await metrics.registry.getSingleMetric(catalog.flowLogRecords.name)?.get())?.values ?? [];
   const written = values.filter((v) => v.labels['result'] === 'written').reduce((s, v) => s + v.value, 0);
   const dropped = values.filter((v) => v.labels['result'] === 'dropped').reduce((s, v) => s + v.value, 0);
@@ -159,7 +159,7 @@ function aggregationRatio(): void {
     now += stepMs;
     if ((s + 1) % (intervalMs / stepMs) === 0) agg.flush();
   }
-  agg.close();
+  agg[Symbol.dispose]();
   console.log(JSON.stringify({
     bench: 'export-aggregation', traffic: 'bench/soak: 100 pods, 50000 UDP packets/s to one service port', simulatedSeconds: AGG_S, intervalS: intervalMs / 1000,
     flowsIn, recordsOut: records, ratio: +(records / flowsIn).toExponential(3), cut: `${Math.round(flowsIn / records)}:1`,

@@ -93,7 +93,7 @@ function localTransport(encode: 'none' | 'protobuf' | 'protobufjs' | 'json'): Tr
       else if (encode === 'json') toJsonRequest(records, resource);
       return { kind: 'ok', rejected: 0 };
     },
-    close: () => undefined,
+    [Symbol.dispose]: () => undefined,
   };
 }
 
@@ -126,8 +126,8 @@ async function otlpCost(): Promise<void> {
   const results: Record<string, number> = {};
   for (const [name, xs] of Object.entries(runs)) results[name] = Math.round(Math.min(...xs));
   const lost = await dropped(metrics);
-  await file.close();
-  for (const s of Object.values(sinks)) await s.close();
+  await file[Symbol.asyncDispose]();
+  for (const s of Object.values(sinks)) await s[Symbol.asyncDispose]();
   rmSync(dir, { recursive: true, force: true });
   const per = (k: string): number => (results[k] as number) - (results['baseline'] as number);
   console.log(JSON.stringify({
@@ -175,7 +175,7 @@ async function otlpCpu(): Promise<void> {
         exportCpuUsPerFlow: +usPerFlow.toFixed(2), exportCpuPctAtRate: +((usPerFlow / 1e6) * RATE * 100).toFixed(1),
       };
     } finally {
-      await exp.close();
+      await exp[Symbol.asyncDispose]();
       await col.stop();
     }
   }
@@ -208,7 +208,7 @@ async function otlpBaseline(baselineDir: string): Promise<void> {
     const file = (tag: string): ReturnType<typeof fileSinkOf> =>
       fileSinkOf({ path: join(dir, `${impl.name}-${tag}.log`), maxSizeBytes: 10 << 20, maxBackups: 1, compress: false, counts: countsOf(metrics, 'file'), log, maxBufferedBytes: 1 << 30 });
     const otlp = (): OtlpSink => impl.otlpMod.createOtlpSink({
-      transport: { send: async (records) => (impl.otlpMod.encodeLogsRequest(records, resource, SCOPE_NAME), { kind: 'ok', rejected: 0 }), close: () => undefined },
+      transport: { send: async (records) => (impl.otlpMod.encodeLogsRequest(records, resource, SCOPE_NAME), { kind: 'ok', rejected: 0 }), [Symbol.dispose]: () => undefined },
       counts: impl.otlpMod.otlpCounts(metrics), log, queueSize: 1 << 20, batchSize: 512, flushIntervalMs: 1000,
     });
     const exporter = (sinks: FlowLogSink[]): ReturnType<typeof exporterOf> =>
@@ -248,7 +248,7 @@ async function otlpBaseline(baselineDir: string): Promise<void> {
   // The encoder alone, over the same OTLP log records (made once, by this tree).
   const recs = await (async () => {
     const out: Parameters<typeof encodeLogsRequest>[0][number][] = [];
-    const collect: FlowLogSink = { name: 'collect', write: (r) => out.push(...r.map((x) => impls[1]!.otlpMod.toLogRecord(x, '1764151201999999999'))), close: async () => undefined };
+    const collect: FlowLogSink = { name: 'collect', write: (r) => out.push(...r.map((x) => impls[1]!.otlpMod.toLogRecord(x, '1764151201999999999'))), [Symbol.asyncDispose]: async () => undefined };
     const e = createFlowExporter({ name: 'b', selection: staticSelection([], DENY), sinks: [collect], nodeName: 'node-0', protos, metrics, log });
     for (let i = 0; i < 8; i++) e.consume({ source: 'b', flows: batch(BATCH, i * BATCH) });
     return out;

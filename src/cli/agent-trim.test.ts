@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
 import { captureLog } from '../../test/fakes/log.js';
 import { createMetricsRegistry, defineMetric } from '../metrics/index.js';
-import { COLD_PAGES_EVERY_MS, COLD_PAGES_FIRST_MS, HEAP_TRIM_EVERY_MS, exposeAndTrim, releaseColdPagesLater } from './agent.js';
+import { COLD_PAGES_EVERY_MS, COLD_PAGES_FIRST_MS, HEAP_TRIM_EVERY_MS, exposeAndTrim, releaseColdPagesLater } from './agent-trim.js';
 
 describe('exposeAndTrim', () => {
   it('trims once the response is written, at most once per HEAP_TRIM_EVERY_MS, and passes the body through', async () => {

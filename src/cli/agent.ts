@@ -1,86 +1,29 @@
 /**
  * Composition root of `retina-agent`: reads flags and config, picks the platform's plugins, and wires
- * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph.
+ * metrics, the plugin manager and the HTTP server together. Nothing else builds the graph. Each part
+ * is built once, from the parts started before it (the watches, then the flow consumers, then the
+ * pipeline, then the plugins), and goes on one ResourceStack, released once in reverse.
  */
 import { hostname } from 'node:os';
-import { configWarnings, flowLogsWanted, type AgentConfig } from '../config/index.js';
-import type { ContainerNetworkLogSelection, FlowLogs } from '../export/index.js';
-import type { HubbleProtoFiles } from '../flow/hubble/index.js';
+import { configWarnings, flowLogsWanted } from '../config/index.js';
 // The line logger, not winston's (../log/index.js, loaded once the HTTP server listens): see main().
-import { createLineLogger, errorFields, type Logger } from '../log/line/index.js';
+import { createLineLogger, errorFields } from '../log/line/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createPluginManager, currentOs, loadPlugins, selectPlatform, type Platform, type PluginStatus } from '../platform/index.js';
+import { createPluginManager, currentOs, loadPlugins, selectPlatform, type Platform, type PluginManager, type PluginStatus } from '../platform/index.js';
+import { ResourceStack } from '../plugin/index.js';
 import { loadKubeAuthorizer, startHttpServer, type HttpServer, type ReadinessSource, type RequestAuthorizer } from '../server/index.js';
 import { loadAgentConfig } from './agent-config.js';
+import { exposeAndTrim, releaseColdPagesLater } from './agent-trim.js';
 import { catchSignals, configErrorExit, exitOnFatal, packageFile, readCommandLine, version, within } from './command.js';
 import { compactHeapWhenGrown } from './heap-compaction.js';
-
-/** At most one C-heap trim per this many ms, done after a scrape's response is written. */
-export const HEAP_TRIM_EVERY_MS = 10_000;
-
-/**
- * The /metrics body, and once its response is written (and HEAP_TRIM_EVERY_MS passed since the last
- * time) the C heap trimmed: a scraped agent's freed native buffers otherwise stayed resident (about
- * 3 MB of anonymous RSS, bench/agent/README.md). After a scrape, so an idle agent wakes for nothing more.
- */
-export function exposeAndTrim(metrics: MetricsRegistry, release: (() => void) | undefined): () => ReturnType<MetricsRegistry['exposeBody']> {
-  if (!release) return () => metrics.exposeBody();
-  let last = -Infinity;
-  return async () => {
-    const b = await metrics.exposeBody();
-    return {
-      contentType: b.contentType, body: b.body,
-      release() {
-        b.release();
-        const now = performance.now();
-        if (now - last < HEAP_TRIM_EVERY_MS) return;
-        last = now;
-        release();
-      },
-    };
-  };
-}
-
-/** Read-only file pages (binary, libraries) dropped this long after the plugins started, then every COLD_PAGES_EVERY_MS. */
-export const COLD_PAGES_FIRST_MS = 20_000;
-export const COLD_PAGES_EVERY_MS = 30 * 60_000;
-
-/**
- * Drops the resident pages of read-only file mappings once start-up is over, and again now and then
- * (platform.releaseColdPages: Linux's madvise, src/ffi/linux/memory.ts). Start-up reads much of the
- * node binary once (its snapshot, builtin sources, symbol tables for each dlopen); those pages stayed
- * in the RSS for the agent's life. Pages in use come back at their next touch, from the page cache.
- * The timer is unref'd: it never keeps the process up, and an idle agent wakes for it twice an hour.
- */
-export function releaseColdPagesLater(release: Platform['releaseColdPages'], log: Logger,
-  firstMs = COLD_PAGES_FIRST_MS, everyMs = COLD_PAGES_EVERY_MS): Disposable {
-  if (!release) return { [Symbol.dispose]: () => undefined };
-  let first = true;
-  let timer: NodeJS.Timeout;
-  const run = (): void => {
-    try {
-      const r = release();
-      const fields = { mappings: r.mappings, releasedMB: Number((r.bytes / 2 ** 20).toFixed(1)), ...(r.refused ? { refused: r.refused } : {}) };
-      if (first) log.info('read-only file pages released (they come back on use)', fields);
-      else log.debug('read-only file pages released (they come back on use)', fields);
-    } catch (e) {
-      log.warn('cannot release read-only file pages; not tried again', { error: errorFields(e as Error) });
-      return;
-    }
-    first = false;
-    timer = setTimeout(run, everyMs);
-    timer.unref();
-  };
-  timer = setTimeout(run, firstMs);
-  timer.unref();
-  return { [Symbol.dispose]: () => clearTimeout(timer) };
-}
 
 const USAGE = `usage: retina-agent [--config FILE] [--kubeconfig FILE]
        retina-agent diagnose --help
 
 Runs the retina-ts node agent: node network metrics on http://<apiServer.host>:<apiServer.port>/metrics.
 Without --config the defaults apply; every key can be overridden with RETINA_<KEY> (see README).`;
+
+const PIPELINE_STOPPED = 'the flow pipeline and its Kubernetes watches stopped with errors';
 
 /**
  * Serve early, load late. What the HTTP server needs comes first: the flags, the config (validated in
@@ -122,167 +65,149 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   let expose = (): ReturnType<MetricsRegistry['exposeBody']> => metrics.exposeBody();
   // Liveness: the process answers, and is not on its way out (see README, /healthz).
   const health = (): string | undefined => (fatal.error !== undefined ? `exiting after ${fatal.error}` : shutdown.signal !== undefined ? `shutting down (${shutdown.signal})` : undefined);
+
+  // Everything started from here on goes on one stack, in start order, and is released once, in
+  // reverse (timers, plugins, pipeline, flow consumers, watches, API client, HTTP server): on a
+  // signal, a fatal error, or a start-up that fails. Only the plugins' stop sets the exit status.
+  const stack = new ResourceStack();
+  let code = 0;
+  const stop = async (): Promise<number> => {
+    await stack[Symbol.asyncDispose]();
+    return code;
+  };
+  fatal.onExit(stop);
+  /** Releases `r` with the stack; a failure to release is logged as `problem`, and the rest goes on. */
+  const own = <T extends AsyncDisposable | Disposable>(r: T, problem: string): T => {
+    stack.defer(async () => {
+      try {
+        await (Symbol.asyncDispose in r ? (r as AsyncDisposable)[Symbol.asyncDispose]() : (r as Disposable)[Symbol.dispose]());
+      } catch (e) {
+        log.error(problem, { error: errorFields(e as Error) });
+      }
+    });
+    return r;
+  };
   const serve = async (auth: RequestAuthorizer | undefined): Promise<HttpServer | undefined> => {
     try {
-      return await startHttpServer({
+      return stack.use(await startHttpServer({
         host: agent.apiServerHost, port: agent.apiServerPort, log: log.child({ component: 'http' }), expose: () => expose(), health,
         readiness: { ready: () => readiness.ready(), status: () => readiness.status() },
         ...(agent.metricsSecurity.tls ? { tls: agent.metricsSecurity.tls } : {}), ...(auth ? { auth } : {}),
-      });
+      }));
     } catch (e) {
       log.error('cannot start the HTTP server', { error: errorFields(e as Error), host: agent.apiServerHost, port: agent.apiServerPort });
       return undefined;
     }
   };
-  // metricsAuth fails closed: without an API server to review tokens, /metrics is not served at all.
-  let http: HttpServer | undefined;
-  if (!agent.metricsSecurity.auth.enabled) {
-    http = await serve(undefined);
-    if (!http) return 1;
-  }
-  /**
-   * Between two pieces of start-up work that hold the event loop: a turn of it (connections that came
-   * are accepted, their requests read) and, when a request waits for its answer, that answer.
-   */
-  const breathe = async (): Promise<void> => {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    await http?.quiet(1000);
-  };
-  await breathe();
 
-  const [{ createLogger }, platform] = await Promise.all([import('../log/index.js'), selectPlatform(os)]);
-  log.handOff(createLogger({ level: agent.logLevel, component: 'agent', stream: log.stream }));
-  expose = exposeAndTrim(metrics, platform.releaseFreeMemory);
-  log.info('starting retina-agent', {
-    version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
-    btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
-    capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
-  });
-  for (const u of values.unknownKeys) {
-    log.warn('configuration key not used by this agent', { key: u.key, source: u.source, ...(u.didYouMean === undefined ? {} : { didYouMean: u.didYouMean }) });
-  }
-  const podLevelOnlyPlugins = platform.plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
-  for (const w of configWarnings({ agent, keys, values, podLevelOnlyPlugins })) log.warn('contradictory configuration', { keys: w.keys, problem: w.problem });
-  await breathe();
-  // The API server's client (agent-k8s.ts), loaded only when there is an API to talk to.
-  const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
-  const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']
-    ? await (await import('./agent-k8s.js')).connectKubernetes({ kubeconfig, env, agent, log })
-    : undefined;
-  if (!k8s) log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
-  let server: HttpServer;
-  if (http) server = http;
-  else {
-    if (!k8s) {
-      log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
-      return 1;
-    }
-    const authorized = await serve(await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth }));
-    if (!authorized) {
-      k8s[Symbol.dispose]();
-      return 1;
-    }
-    server = http = authorized;
-  }
-  // Hubble's .proto files, parsed once (on first use) for both the Hubble server and the flow-log export.
-  const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs)
-    ? await import('../flow/hubble/index.js').then((m) => m.hubbleProtoFiles(packageFile('proto/hubble'), agent.hubble.enabled ? m.HUBBLE_PROTO_FILES : m.FLOW_PROTO_FILES))
-    : undefined;
-  // The flow pipeline (src/pipeline): plugins -> enricher -> Metrics Module (enablePodLevel) and the
-  // Hubble ring (hubble.enabled), with the node's one informer factory.
-  const hubble = agent.hubble.enabled && hubbleProtos
-    ? (await import('../server/hubble/index.js')).createHubbleService({ config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, version: version(), protoFiles: hubbleProtos })
-    : undefined;
-  // Stored flow logs (src/export): hubble.export static/dynamic and flowLogs, loaded only when configured.
-  const flowLogs = hubbleProtos ? await startFlowLogExport(agent, k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), k8s !== undefined, hubbleProtos, metrics, log) : undefined;
-  await breathe();
-  const { startNodePipeline } = await import('../pipeline/index.js');
-  const pipeline = await startNodePipeline({
-    agent, metrics, log, k8s, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
-  });
-  // ContainerNetworkLogs are read through the node's one informer factory (one more watch, counted).
-  if (flowLogs?.cnl && pipeline.informers) flowLogs.cnl.watch(pipeline.informers);
+  /** Starts everything but the plugins (their manager is built); an exit status when the agent cannot start. */
+  const start = async (): Promise<{ server: HttpServer; plugins: PluginManager; platform: Platform } | number> => {
+    // metricsAuth fails closed: without an API server to review tokens, /metrics is not served at all.
+    let server = agent.metricsSecurity.auth.enabled ? undefined : await serve(undefined);
+    if (!server && !agent.metricsSecurity.auth.enabled) return 1;
+    /**
+     * Between two pieces of start-up work that hold the event loop: a turn of it (connections that came
+     * are accepted, their requests read) and, when a request waits for its answer, that answer.
+     */
+    const breathe = async (): Promise<void> => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await server?.quiet(1000);
+    };
+    await breathe();
 
-  const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
-  const manager = createPluginManager({
-    plugins: enabled, values, agent, info: platform.info, log, metrics, flows: pipeline.flows, interest: pipeline.interest,
-  });
-  readiness = manager;
-  if (hubble) {
+    const [{ createLogger }, platform] = await Promise.all([import('../log/index.js'), selectPlatform(os)]);
+    log.handOff(createLogger({ level: agent.logLevel, component: 'agent', stream: log.stream }));
+    expose = exposeAndTrim(metrics, platform.releaseFreeMemory);
+    log.info('starting retina-agent', {
+      version: version(), node: process.version, os: platform.info.os, kernel: platform.info.kernelRelease,
+      btf: platform.info.btf, tc: platform.info.tc, tcx: platform.info.tcx, ringBuffer: platform.info.ringBuffer,
+      capabilities: platform.info.capabilities, config: configPath ?? '(defaults)', enabledPlugin: agent.enabledPlugin,
+    });
+    for (const u of values.unknownKeys) {
+      log.warn('configuration key not used by this agent', { key: u.key, source: u.source, ...(u.didYouMean === undefined ? {} : { didYouMean: u.didYouMean }) });
+    }
+    const podLevelOnlyPlugins = platform.plugins.filter((p) => p.podLevelOnly).map((p) => p.name);
+    for (const w of configWarnings({ agent, keys, values, podLevelOnlyPlugins })) log.warn('contradictory configuration', { keys: w.keys, problem: w.problem });
+    await breathe();
+    // The API server's client (agent-k8s.ts), loaded only when there is an API to talk to.
+    const kubeconfig = (flags.values['kubeconfig'] as string | undefined) || env['KUBECONFIG'] || undefined;
+    const k8s = kubeconfig || env['KUBERNETES_SERVICE_HOST']
+      ? await (await import('./agent-k8s.js')).connectKubernetes({ kubeconfig, env, agent, log })
+      : undefined;
+    if (k8s) stack.use(k8s);
+    else log.info('no Kubernetes API configured (--kubeconfig, KUBECONFIG or in-cluster); running standalone');
+    if (!server && !k8s) log.error('metricsAuth.enabled is true but there is no usable Kubernetes API to review tokens with (--kubeconfig, KUBECONFIG or in-cluster); refusing to start');
+    else if (!server && k8s) server = await serve(await loadKubeAuthorizer({ client: k8s.client, log: log.child({ component: 'metrics-auth' }), ...agent.metricsSecurity.auth }));
+    if (!server) return 1;
+
+    // The node's watches first (src/pipeline: one informer factory, one watch per kind), so that the
+    // enricher's IP cache, Hubble's peers and the ContainerNetworkLog selection are built with them.
+    const { startNodeWatches, startNodePipeline } = await import('../pipeline/index.js');
+    const watches = k8s ? own(await startNodeWatches({ client: k8s.client, nodeName: k8s.nodeName, agent, metrics, log }), PIPELINE_STOPPED) : undefined;
+    // Then the consumers of enriched flows; Hubble's .proto files are parsed once (on first use) for both.
+    const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs)
+      ? await import('../flow/hubble/index.js').then((m) => m.hubbleProtoFiles(packageFile('proto/hubble'), agent.hubble.enabled ? m.HUBBLE_PROTO_FILES : m.FLOW_PROTO_FILES))
+      : undefined;
+    const hubble = agent.hubble.enabled && hubbleProtos
+      ? own((await import('../server/hubble/index.js')).createHubbleService({
+        config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, nodes: watches?.nodes(), version: version(), protoFiles: hubbleProtos,
+      }), 'the Hubble server stopped with errors')
+      : undefined;
+    // Stored flow logs (src/export: hubble.export static/dynamic and flowLogs), loaded only when configured.
+    const flowLogs = hubbleProtos && flowLogsWanted(agent.flowLogs)
+      ? own(await (await import('../export/index.js')).startFlowLogs({
+        config: agent.flowLogs, otlp: agent.flowLogsOtlp, nodeName: k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), version: version(),
+        protoFiles: hubbleProtos, protoDir: packageFile('proto'), informers: watches?.factory, metrics, log,
+      }), 'the flow-log export stopped with errors')
+      : undefined;
+    await breathe();
+    // The flow pipeline: plugins -> enricher -> Metrics Module (enablePodLevel), the Hubble ring, the flow logs.
+    const pipeline = own(await startNodePipeline({
+      agent, metrics, log, watches, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
+    }), PIPELINE_STOPPED);
     try {
-      await hubble.listen(pipeline.nodes());
+      await hubble?.listen();
     } catch (e) {
       log.error('cannot start the Hubble server', { error: errorFields(e as Error), listenAddress: `${agent.hubble.listen.host}:${agent.hubble.listen.port}`, socketPath: agent.hubble.socketPath });
-      await Promise.resolve(hubble[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
-      await flowLogs?.close().catch(() => undefined);
-      await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch(() => undefined);
-      k8s?.[Symbol.dispose]();
-      await server[Symbol.asyncDispose]();
       return 1;
     }
-  }
 
-  let coldPages: Disposable | undefined;
-  let heap: Disposable | undefined;
-  const stop = async (): Promise<number> => {
-    coldPages?.[Symbol.dispose]();
-    heap?.[Symbol.dispose]();
-    let code = 0;
-    try {
-      if ((await within(manager[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
-        log.error('plugins did not stop in time', { timeoutMs: agent.shutdownTimeoutMs });
+    const enabled = platform.plugins.filter((p) => agent.enabledPlugin.includes(p.name));
+    const plugins = createPluginManager({ plugins: enabled, values, agent, info: platform.info, log, metrics, flows: pipeline.flows, interest: pipeline.interest });
+    stack.defer(async () => {
+      try {
+        if ((await within(plugins[Symbol.asyncDispose](), agent.shutdownTimeoutMs)) === 'timeout') {
+          log.error('plugins did not stop in time', { timeoutMs: agent.shutdownTimeoutMs });
+          code = 1;
+        }
+      } catch (e) {
+        log.error('plugins stopped with errors', { error: errorFields(e as Error) });
         code = 1;
       }
-    } catch (e) {
-      log.error('plugins stopped with errors', { error: errorFields(e as Error) });
-      code = 1;
-    }
-    await Promise.resolve(hubble?.[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the Hubble server stopped with errors', { error: errorFields(e as Error) }));
-    // After the plugins: no flow arrives any more; what is queued is written out.
-    await flowLogs?.close().catch((e: unknown) => log.error('the flow-log export stopped with errors', { error: errorFields(e as Error) }));
-    await Promise.resolve(pipeline[Symbol.asyncDispose]()).catch((e: unknown) => log.error('the flow pipeline and its Kubernetes watches stopped with errors', { error: errorFields(e as Error) }));
-    k8s?.[Symbol.dispose]();
-    await server[Symbol.asyncDispose]();
-    return code;
+    });
+    readiness = plugins;
+    return { server, plugins, platform };
   };
-  fatal.onExit(stop);
-  const done = shutdown.run(stop);
 
+  const started = await start().catch(async (e: unknown) => {
+    await stop();
+    throw e;
+  });
+  if (typeof started === 'number') {
+    await stop();
+    return started;
+  }
+  const { server, plugins, platform } = started;
+  const done = shutdown.run(stop);
   // Stopped during start-up: nothing is attached yet, and nothing will be.
   if (shutdown.signal === undefined) {
     // A scrape or probe that comes while the plugins attach is answered between two plugins' starts
     // (at most 1 s later): /metrics answers from the first moment, its series filling in as plugins start.
-    await manager.start(() => server.quiet(1000));
-    const st = manager.status();
+    await plugins.start(() => server.quiet(1000));
+    const st = plugins.status();
     log.info('plugins started', { running: st.filter((s) => s.state === 'running' || s.state === 'degraded').map((s) => s.name), failed: st.filter((s) => s.state === 'failed').map((s) => s.name) });
-    coldPages = releaseColdPagesLater(platform.releaseColdPages, log);
-    heap = compactHeapWhenGrown(log);
+    stack.use(releaseColdPagesLater(platform.releaseColdPages, log));
+    stack.use(compactHeapWhenGrown(log));
   }
   return done;
-}
-
-/**
- * The flow-log exporters the config asks for (none: undefined, and src/export is not loaded). With
- * `flowLogs.enabled` and an API server, the ContainerNetworkLog selection (src/export/cnl.ts) is
- * built here and starts watching once the pipeline's informer factory exists (`watch` below).
- */
-async function startFlowLogExport(agent: AgentConfig, nodeName: string, withK8s: boolean, hubbleProtos: HubbleProtoFiles, metrics: MetricsRegistry, log: Logger): Promise<(FlowLogs & { readonly cnl: ContainerNetworkLogSelection | undefined }) | undefined> {
-  if (!flowLogsWanted(agent.flowLogs)) return undefined;
-  const [{ startFlowLogs, createContainerNetworkLogSelection }, { loadFlowProtos }] = await Promise.all([import('../export/index.js'), import('../flow/hubble/index.js')]);
-  const protos = loadFlowProtos(hubbleProtos);
-  const cnl = agent.flowLogs.cnl && withK8s ? createContainerNetworkLogSelection({ log, enums: protos.enums }) : undefined;
-  // flowLogs.otlp.endpoint: the ContainerNetworkLog exporter's records also go to an OTLP collector
-  // (src/export/otlp, loaded only then), beside its file.
-  const otlp = cnl && agent.flowLogsOtlp.endpoint !== ''
-    ? [(await import('../export/otlp/index.js')).createOtlpFlowSink({ config: agent.flowLogsOtlp, nodeName, version: version(), protoDir: packageFile('proto'), metrics, log })]
-    : [];
-  const started = startFlowLogs({ config: agent.flowLogs, nodeName, protos, metrics, log, containerNetworkLogs: cnl, extraSinks: otlp });
-  return {
-    cnl,
-    consumers: started.consumers,
-    async close() {
-      cnl?.[Symbol.dispose]();
-      await started.close();
-    },
-  };
 }

@@ -25,7 +25,7 @@ test('one record per key per interval, with sums; a reply folds under the server
   for (const f of flows) agg.add(f, toHubbleFlow(f, 'node-a'));
   now += 60_000;
   agg.flush();
-  agg.close();
+  agg[Symbol.dispose]();
   assert.equal(out.length, 1);
   const recs = out[0]!;
   assert.equal(recs.length, 3);
@@ -48,7 +48,7 @@ test('past maxKeys, flows fold into one overflow record per interval', () => {
     const f = tcp('10.0.0.1', `10.0.1.${i}`, 40000, 80);
     agg.add(f, toHubbleFlow(f, 'n'));
   }
-  agg.close();
+  agg[Symbol.dispose]();
   assert.equal(out.length, 3);
   const over = out[2] as { flow: Record<string, unknown> };
   assert.deepEqual(over.flow['aggregate'], { ingress_flow_count: 0, egress_flow_count: 3, unknown_direction_flow_count: 0, packets: 6, bytes: 300, overflow: true });
@@ -61,6 +61,6 @@ test('an empty interval emits nothing', () => {
   const out: FlowLogRecord[][] = [];
   const agg = createAggregator({ intervalMs: 60_000, maxKeys: 2 }, { deliver: (r) => out.push(r) });
   agg.flush();
-  agg.close();
+  agg[Symbol.dispose]();
   assert.equal(out.length, 0);
 });

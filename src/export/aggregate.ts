@@ -16,7 +16,8 @@
  *   cap is folded into one overflow record for the interval (`aggregate.overflow: true`, without
  *   addresses), so no flow goes uncounted; `overflowFlows` counts them.
  *
- * The timer emits every interval (unref'd: it keeps no process alive); close() emits what is open.
+ * The timer emits every interval (unref'd: it keeps no process alive); disposing the aggregator
+ * stops it and emits what is open.
  */
 import type { Flow } from '../flow/index.js';
 import { rfc3339, timestamp } from '../flow/hubble/index.js';
@@ -35,14 +36,13 @@ export interface AggregatorContext {
   readonly now?: () => number;
 }
 
-export interface Aggregator {
+export interface Aggregator extends Disposable {
   /** Folds one selected flow; `hubble` is its Hubble flow (toHubbleFlow). */
   add(flow: Readonly<Flow>, hubble: Readonly<Record<string, unknown>>): void;
   /** Emits the open interval now (the timer calls it). */
   flush(): void;
   /** Flows folded into overflow records since the start. */
   readonly overflowFlows: number;
-  close(): void;
 }
 
 interface Counts {
@@ -149,7 +149,7 @@ export function createAggregator(o: AggregationOptions, ctx: AggregatorContext):
     get overflowFlows() {
       return overflowFlows;
     },
-    close() {
+    [Symbol.dispose]() {
       clearInterval(timer);
       flush();
     },

@@ -1,8 +1,8 @@
 /**
  * The ContainerNetworkLog selection: which flows the agent writes as flow logs, from the
  * ContainerNetworkLog resources (acn.azure.com/v1alpha1, ACNS's schema; src/k8s/crd) it reads
- * through the node's one informer factory (src/pipeline/watches.ts). Built by src/cli when
- * flowLogs.enabled; nothing watches ContainerNetworkLogs otherwise.
+ * through the node's one informer factory (src/pipeline/watches.ts). Built and watched by setup.ts
+ * when flowLogs.enabled; nothing watches ContainerNetworkLogs otherwise.
  *
  * As ACNS documents: several resources and their include filters combine as a union (a flow is
  * written when it matches ANY filter of ANY valid resource), and while no valid resource with

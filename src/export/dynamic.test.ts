@@ -118,7 +118,7 @@ test('followed while running: added, changed, removed entries; bad content keeps
   write(`flowLogs:\n- {name: a, filePath: ${a}, end: "2020-01-01T00:00:00Z"}\n`);
   await until('b removed', () => dyn.names().length === 1);
   dyn.consume({ source: 't', flows: flows() });
-  await dyn.close();
+  await dyn[Symbol.asyncDispose]();
   assert.equal(lines(a).length, 2);
   assert.equal(lines(b).length, 2);
 });

@@ -133,12 +133,12 @@ export function parseDynamicConfig(text: string, defaults: Omit<ExportFileConfig
   });
 }
 
-export interface DynamicExporters extends FlowConsumer {
+/** Disposing it stops following the file and disposes every exporter in force. */
+export interface DynamicExporters extends FlowConsumer, AsyncDisposable {
   /** The entries in force (for tests and diagnostics). */
   names(): string[];
   /** Re-reads the file now. */
   reload(): Promise<void>;
-  close(): Promise<void>;
 }
 
 interface Running {
@@ -181,7 +181,7 @@ export function startDynamicExporters(o: DynamicExportersOptions): DynamicExport
 
   const apply = async (entries: DynamicEntry[]): Promise<void> => {
     const next = new Map<string, Running>();
-    const closing: Promise<void>[] = [];
+    const closing: PromiseLike<void>[] = [];
     for (const e of entries) {
       const key = JSON.stringify(e);
       const had = running.get(e.name);
@@ -189,10 +189,10 @@ export function startDynamicExporters(o: DynamicExportersOptions): DynamicExport
         next.set(e.name, had);
         continue;
       }
-      if (had) closing.push(had.exporter.close());
+      if (had) closing.push(had.exporter[Symbol.asyncDispose]());
       next.set(e.name, start(e));
     }
-    for (const [name, r] of running) if (!next.has(name)) closing.push(r.exporter.close());
+    for (const [name, r] of running) if (!next.has(name)) closing.push(r.exporter[Symbol.asyncDispose]());
     const before = [...running.keys()];
     running = next;
     list = [...next.values()].map((r) => r.exporter);
@@ -257,12 +257,12 @@ export function startDynamicExporters(o: DynamicExportersOptions): DynamicExport
     },
     names: () => [...running.keys()],
     reload,
-    async close() {
+    async [Symbol.asyncDispose]() {
       closed = true;
       clearInterval(poll);
       watcher?.close();
       await reading;
-      await Promise.allSettled([...running.values()].map((r) => r.exporter.close()));
+      await Promise.allSettled([...running.values()].map((r) => r.exporter[Symbol.asyncDispose]()));
       running = new Map();
       list = [];
     },

@@ -29,7 +29,7 @@ function memorySink(metrics: MetricsRegistry, name = 'memory', room = Infinity):
       counts.written(fit);
       counts.dropped('queue_full', records.length - fit);
     },
-    async close() {
+    async [Symbol.asyncDispose]() {
       s.closed = true;
     },
   };
@@ -76,10 +76,10 @@ test('records in the `hubble observe -o json` shape; allow/deny selection; every
   exp.consume({ source: 'test', flows: flows() });
   // Records: a took both; b had room for one and dropped the other.
   assert.deepEqual(await values(metrics, RECORDS_TOTAL), { 'sink=a,result=written': 2, 'sink=b,result=written': 1, 'sink=b,result=dropped,reason=queue_full': 1 });
-  await exp.close();
+  await exp[Symbol.asyncDispose]();
   assert.ok(a.closed && b.closed);
   exp.consume({ source: 'test', flows: flows() });
-  assert.equal(a.records.length, 2, 'nothing after close');
+  assert.equal(a.records.length, 2, 'nothing after disposal');
 });
 
 test('the node name of the flow wins over the exporter\'s; a field mask applies to the flow, not the envelope', async () => {
@@ -94,7 +94,7 @@ test('the node name of the flow wins over the exporter\'s; a field mask applies 
   ]);
   assert.deepEqual(a.records.map((r) => r['node_name']), ['node-a', 'node-a', 'other']);
   assert.equal(a.records[2]?.['time'], '2023-11-14T22:13:21Z');
-  await exp.close();
+  await exp[Symbol.asyncDispose]();
 });
 
 test('an inactive selection exports nothing; a change applies at once; a bad change keeps the last good filters', async () => {
@@ -111,16 +111,16 @@ test('an inactive selection exports nothing; a change applies at once; a bad cha
   exp.consume({ source: 'test', flows: flows() });
   assert.equal(a.records.length, 2, 'the port-53 filter is still in force');
   assert.deepEqual(await values(metrics, FLOWS_TOTAL), { 'selected=false': 7, 'selected=true': 2 });
-  await exp.close();
+  await exp[Symbol.asyncDispose]();
 });
 
 test('a sink that throws has its batch counted dropped (sink_error) and the other sinks still get it', async () => {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const a = memorySink(metrics, 'a');
-  const bad: FlowLogSink = { name: 'bad', write: () => { throw new Error('boom'); }, close: async () => { throw new Error('close boom'); } };
+  const bad: FlowLogSink = { name: 'bad', write: () => { throw new Error('boom'); }, [Symbol.asyncDispose]: async () => { throw new Error('close boom'); } };
   const exp = createFlowExporter({ name: 'static', selection: staticSelection([], []), sinks: [bad, a], nodeName: 'n', protos, metrics, log });
   exp.consume({ source: 'test', flows: flows() });
   assert.equal(a.records.length, 3);
   assert.deepEqual(await values(metrics, RECORDS_TOTAL), { 'sink=bad,result=dropped,reason=sink_error': 3, 'sink=a,result=written': 3 });
-  await exp.close();
+  await exp[Symbol.asyncDispose]();
 });

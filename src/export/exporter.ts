@@ -1,5 +1,6 @@
 /**
- * The flow-log exporter: a FlowConsumer after the enricher (src/cli hands it to the node pipeline).
+ * The flow-log exporter: a FlowConsumer after the enricher (setup.ts builds it; src/cli hands it to
+ * the node pipeline).
  * Per batch, on the drain, synchronously and without waiting on anything:
  *
  *   flow ─▶ Hubble flow.Flow (toHubbleFlow) ─▶ selection (allow/deny FlowFilters, compiled by the
@@ -46,10 +47,8 @@ export interface FlowExporterOptions {
   readonly log: Logger;
 }
 
-export interface FlowExporter extends FlowConsumer {
-  /** Stops following the selection, flushes the aggregation and closes the sinks. */
-  close(): Promise<void>;
-}
+/** Disposing it stops following the selection, flushes the aggregation and disposes the sinks. */
+export interface FlowExporter extends FlowConsumer, AsyncDisposable {}
 
 /** The JSON line record of one flow, as `hubble observe -o json` prints it. */
 export function flowRecord(hubble: Readonly<Record<string, unknown>>, json: FlowJson, mask: FieldMask | undefined): FlowLogRecord {
@@ -127,12 +126,12 @@ export function createFlowExporter(o: FlowExporterOptions): FlowExporter {
       if (list.length > selected) flows.inc({ selected: 'false' }, list.length - selected);
       deliver(records);
     },
-    async close() {
+    async [Symbol.asyncDispose]() {
       if (closed) return;
       closed = true;
       unsubscribe();
-      aggregator?.close();
-      const results = await Promise.allSettled(o.sinks.map((s) => s.close()));
+      aggregator?.[Symbol.dispose]();
+      const results = await Promise.allSettled(o.sinks.map((s) => s[Symbol.asyncDispose]()));
       for (const [i, r] of results.entries()) {
         if (r.status === 'rejected') log.error('a flow-log sink did not close cleanly', { sink: o.sinks[i]?.name, error: errorFields(r.reason as Error) });
       }

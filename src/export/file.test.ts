@@ -52,7 +52,7 @@ test('JSON lines, rotated by size, the newest backups kept, every record counted
     sink.write(Array.from({ length: 10 }, (_, i) => rec(b * 10 + i)));
     await sink.flushed();
   }
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   const files = readdirSync(d).sort();
   assert.equal(files.length, 4, `3 backups and the live file: ${files.join(' ')}`);
   assert.ok(files.includes('events.log'));
@@ -75,7 +75,7 @@ test('rotated files are gzipped (.log.gz) and the live file stays plain', async 
     sink.write(Array.from({ length: 10 }, (_, i) => rec(b * 10 + i)));
     await sink.flushed();
   }
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   const files = readdirSync(d).sort();
   assert.ok(files.filter((f) => f.endsWith('.log.gz')).length >= 5, files.join(' '));
   assert.deepEqual(files.filter((f) => f !== 'events.log' && !f.endsWith('.gz')), [], 'no uncompressed backup left');
@@ -91,7 +91,7 @@ test('a full queue drops the lines that do not fit, counted queue_full; the rest
   const sink = createFileSink({ path: join(d, 'events.log'), maxSizeBytes: 1 << 20, maxBackups: 1, compress: false, maxBufferedBytes: line * 5, counts, log });
   sink.write(Array.from({ length: 12 }, (_, i) => rec(i)));
   await sink.flushed();
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   assert.equal(counts.written_, 5);
   assert.deepEqual(counts.dropped_, { queue_full: 7 });
   assert.equal(allLines(d, 'events').length, 5);
@@ -103,7 +103,7 @@ test('a full device (/dev/full: ENOSPC) drops and counts disk_full; write() neve
   sink.write([rec(1), rec(2)]);
   sink.write([rec(3)]);
   await sink.flushed();
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   assert.equal(counts.written_, 0);
   assert.deepEqual(counts.dropped_, { disk_full: 3 });
 });
@@ -120,7 +120,7 @@ test('an unwritable path drops and counts unwritable, and writing resumes once t
   rmSync(join(d, 'sub'));
   sink.write([rec(3)]);
   await sink.flushed();
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   assert.equal(counts.written_, 1);
   assert.ok(existsSync(join(d, 'sub', 'events.log')), 'the directory was made');
   assert.deepEqual(allLines(join(d, 'sub'), 'events').map((l) => l['i']), [3]);
@@ -135,7 +135,7 @@ test('records that cannot be encoded count as encode drops', async () => {
   const cyclic: Record<string, unknown> = {};
   cyclic['self'] = cyclic;
   sink.write([rec(1), cyclic, { n: 1n }]);
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   assert.equal(counts.written_, 1);
   assert.deepEqual(counts.dropped_, { encode: 2 });
 });

@@ -245,7 +245,7 @@ export function createFileSink(o: FileSinkOptions): FileSink {
     async flushed() {
       while (running) await running;
     },
-    async close() {
+    async [Symbol.asyncDispose]() {
       if (closed) return;
       closed = true;
       const deadline = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 5000).unref());

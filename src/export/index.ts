@@ -1,6 +1,8 @@
 /**
  * Stored flow logs (issue 28; STYLE.md section 13): ContainerNetworkLog selection, JSON-lines files
- * with rotation, aggregation, OTLP. The contract is in types.ts.
+ * with rotation, aggregation, OTLP. The contract is in types.ts; setup.ts wires every exporter the
+ * config asks for (startFlowLogs). What holds something is released by disposing it
+ * (`[Symbol.asyncDispose]`, or `[Symbol.dispose]` when that is synchronous), never by a `close()`.
  */
 export type { FlowFilterObject, FlowLogRecord, FlowLogSink, FlowSelection, RecordsJson, SelectionFilters } from './types.js';
 export { recordsJson } from './records-json.js';

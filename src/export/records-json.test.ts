@@ -71,7 +71,7 @@ test('recordsJson stringifies a record only when asked, and once', () => {
 test('the exporter hands every sink the same RecordsJson', () => {
   const metrics = createMetricsRegistry({ processMetrics: false });
   const seen: Array<RecordsJson | undefined> = [];
-  const sink = (name: string): FlowLogSink => ({ name, write: (_r, json) => void seen.push(json), close: async () => undefined });
+  const sink = (name: string): FlowLogSink => ({ name, write: (_r, json) => void seen.push(json), [Symbol.asyncDispose]: async () => undefined });
   const protos = loadFlowProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url)));
   const e = createFlowExporter({ name: 't', selection: staticSelection([], []), sinks: [sink('a'), sink('b')], nodeName: 'n', protos, metrics, log });
   e.consume({ source: 't', flows: [createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'FORWARDED' })] });
@@ -87,7 +87,7 @@ test('file and OTLP sinks share each record\'s JSON: the line is the body, made 
     const file = createFileSink({ path: join(dir, 'events.log'), maxSizeBytes: 1 << 20, maxBackups: 1, compress: false, counts: fileCounts.counts, log });
     const sent: OtlpLogRecord[] = [];
     const otlp = createOtlpSink({
-      transport: { send: async (r) => (sent.push(...r), { kind: 'ok', rejected: 0 }), close: () => undefined },
+      transport: { send: async (r) => (sent.push(...r), { kind: 'ok', rejected: 0 }), [Symbol.dispose]: () => undefined },
       counts: otlpCounts.counts, log, queueSize: 100, batchSize: 10, flushIntervalMs: 10,
     });
     const { recs, made } = records(5);
@@ -116,8 +116,8 @@ test('file and OTLP sinks share each record\'s JSON: the line is the body, made 
     await otlp.idle();
     assert.deepEqual(alone.made, [2]);
     assert.equal(sent.at(-1)?.body, readFileSync(join(dir, 'events.log'), 'utf8').split('\n').filter(Boolean).at(-1));
-    await file.close();
-    await otlp.close();
+    await file[Symbol.asyncDispose]();
+    await otlp[Symbol.asyncDispose]();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,6 +1,6 @@
 /**
  * The contract of stored flow logs (issue 28): a FlowConsumer after the enricher (built by
- * src/cli, handed to the node pipeline as one of its `consumers`) that keeps the flows a
+ * setup.ts, handed by src/cli to the node pipeline as one of its `consumers`) that keeps the flows a
  * FlowSelection selects, makes each a FlowLogRecord and hands the records, in batches, to its
  * FlowLogSinks (a rotated JSON-lines file, an OTLP collector).
  *
@@ -27,14 +27,15 @@ export interface RecordsJson {
   at(i: number): string | undefined;
 }
 
-/** Where records go. `write` never blocks and never throws: what it cannot write, it counts dropped. */
-export interface FlowLogSink {
+/**
+ * Where records go. `write` never blocks and never throws: what it cannot write, it counts dropped.
+ * Disposing it flushes what it can within a bounded time and releases its files, sockets and timers.
+ */
+export interface FlowLogSink extends AsyncDisposable {
   /** `file`, `otlp`: the `sink` label of flow_log_records_total. */
   readonly name: string;
   /** `json`: the records' JSON, shared with the batch's other sinks (made here when not given). */
   write(records: readonly FlowLogRecord[], json?: RecordsJson): void;
-  /** Flushes what it can within a bounded time and releases its files, sockets and timers. */
-  close(): Promise<void>;
 }
 
 /** A Hubble FlowFilter as a plain object (snake_case keys, as flow.proto and the Observer take it). */

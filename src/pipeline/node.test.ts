@@ -16,10 +16,9 @@ const hubbleOn = { hubble: { ...testAgentConfig().hubble, enabled: true } };
 
 describe('the node flow pipeline, standalone', () => {
   it('gives plugins no flow sink when neither pod level nor Hubble wants flows', async () => {
-    await using p = await startNodePipeline({ agent: testAgentConfig({ enablePodLevel: false }), metrics: createMetricsRegistry({ processMetrics: false }), log: silentLogger, k8s: undefined, consumers: [] });
+    await using p = await startNodePipeline({ agent: testAgentConfig({ enablePodLevel: false }), metrics: createMetricsRegistry({ processMetrics: false }), log: silentLogger, watches: undefined, consumers: [] });
     assert.equal(p.flows, undefined);
     assert.equal(p.module, undefined);
-    assert.equal(p.nodes(), undefined);
     assert.equal(p.interest.bypass, true);
   });
 
@@ -28,7 +27,7 @@ describe('the node flow pipeline, standalone', () => {
     const got: FlowBatch[] = [];
     const throwing = { consume: (): void => { throw new Error('boom'); } };
     await using p = await startNodePipeline({
-      agent: testAgentConfig({ enablePodLevel: false, ...hubbleOn }), metrics, log: silentLogger, k8s: undefined,
+      agent: testAgentConfig({ enablePodLevel: false, ...hubbleOn }), metrics, log: silentLogger, watches: undefined,
       consumers: [{ name: 'broken', consumer: throwing }, { name: 'hubble', consumer: { consume: (b) => void got.push(b) } }],
     });
     assert.ok(p.flows);
@@ -42,7 +41,7 @@ describe('the node flow pipeline, standalone', () => {
   it('with pod level: a Metrics Module beside the handed-in consumers, each fed', async () => {
     const seen: string[] = [];
     await using p = await startNodePipeline({
-      agent: testAgentConfig({ enablePodLevel: true, ...hubbleOn }), metrics: createMetricsRegistry({ processMetrics: false }), log: silentLogger, k8s: undefined,
+      agent: testAgentConfig({ enablePodLevel: true, ...hubbleOn }), metrics: createMetricsRegistry({ processMetrics: false }), log: silentLogger, watches: undefined,
       consumers: [{ name: 'hubble', consumer: { consume: () => void seen.push('hubble') } }],
     });
     assert.ok(p.module);

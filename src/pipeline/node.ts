@@ -1,9 +1,10 @@
 /**
- * The node's flow pipeline, built once from the config:
+ * The node's flow pipeline, built once from the config, over the node's watches and the consumers
+ * src/cli started before it (each stage is built around the next, so nothing is handed back later):
  *
  *   plugins (sources) ─ctx.flows─▶ enricher ─▶ fanOut ─┬─▶ Metrics Module (enablePodLevel; adv_*)
  *                                     ▲                 ├─▶ Hubble ring (hubble.enabled; handed in)
- *                          IP cache (watches.ts)        └─▶ the next consumer (a flow-log exporter): hand it in `consumers`
+ *                          IP cache (watches.ts)        └─▶ flow-log exporters (src/export; handed in)
  *
  * Whether plugins produce flows is decided here, once (`flowsWanted` of the config): `flows` is the
  * sink plugins get in their context (PluginContext.flows), undefined when nothing consumes flows,
@@ -18,16 +19,16 @@
  * pods' series, the API server's addresses), so building it in src/cli would split one wiring in two.
  */
 import { flowsWanted, type AgentConfig } from '../config/index.js';
-import type { IpCache, NodeEndpoint } from '../cache/index.js';
 import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
 import { fanOut, type FlowConsumer } from '../flow/index.js';
-import type { Informer, InformerFactory, RestClient } from '../k8s/index.js';
+import type { RestClient } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { MetricsModule } from '../metrics/module/index.js';
 import { everyIp, type IpInterest } from '../plugin/index.js';
 import type { SpecController } from './pod-level-spec.js';
 import { guarded } from './stages.js';
+import type { NodeWatches } from './watches.js';
 
 /** A consumer of enriched flows; `name` is its stage in lost_events_counter when it throws. */
 export interface NamedConsumer {
@@ -39,12 +40,12 @@ export interface NodePipelineOptions {
   readonly agent: AgentConfig;
   readonly metrics: MetricsRegistry;
   readonly log: Logger;
-  /** The API server (src/cli/agent-k8s.ts), or undefined for a standalone agent. */
-  readonly k8s: { readonly client: RestClient; readonly nodeName: string | undefined } | undefined;
+  /** The node's watches (startNodeWatches), or undefined for a standalone agent; their owner disposes them. */
+  readonly watches: NodeWatches | undefined;
   /**
-   * Consumers of enriched flows beside the Metrics Module, in order: the Hubble ring when
-   * hubble.enabled. The extension point for the next one (a flow-log exporter): add it here and
-   * to `flowsWanted` (src/config/agent.ts), so plugins produce flows for it.
+   * Consumers of enriched flows beside the Metrics Module, in order: the Hubble ring (hubble.enabled),
+   * then the flow-log exporters (src/export). A new kind of consumer is added here and to
+   * `flowsWanted` (src/config/agent.ts), so plugins produce flows for it.
    */
   readonly consumers: readonly NamedConsumer[];
 }
@@ -58,29 +59,25 @@ export interface NodePipeline extends AsyncDisposable {
   readonly module: MetricsModule | undefined;
   /** The pod-level spec in force (enablePodLevel with Kubernetes). */
   readonly spec: SpecController | undefined;
-  /** The IP cache the enricher reads (with Kubernetes). */
-  readonly cache: IpCache | undefined;
-  /** The cluster's Nodes from the one Nodes watch (Hubble's peers); undefined without Kubernetes. */
-  nodes(): Informer<NodeEndpoint> | undefined;
-  /** The node's one informer factory (every other watch: ContainerNetworkLogs with flow logs); undefined without Kubernetes. */
-  readonly informers: InformerFactory | undefined;
 }
 
 const noLookup: EndpointLookup = { byIp: () => undefined };
 
+/**
+ * The node's watches (watches.ts, loaded only now): the one informer factory and the IP cache, started
+ * first, so that every part reading them (the pipeline, Hubble's peers, the ContainerNetworkLog
+ * selection) is built with them. The caller disposes them, after everything that reads them.
+ */
+export async function startNodeWatches(o: { client: RestClient; nodeName: string | undefined; agent: AgentConfig; metrics: MetricsRegistry; log: Logger }): Promise<NodeWatches> {
+  const { startWatches } = await import('./watches.js');
+  return startWatches({ client: o.client, nodeName: o.nodeName, remoteContext: o.agent.remoteContext, log: o.log.child({ component: 'k8s' }), metrics: o.metrics });
+}
+
 export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePipeline> {
   const log = o.log.child({ component: 'pipeline' });
   const wanted = flowsWanted(o.agent);
-  const watches = o.k8s
-    ? (await import('./watches.js')).startNodeWatches({ client: o.k8s.client, nodeName: o.k8s.nodeName, remoteContext: o.agent.remoteContext, log: o.log.child({ component: 'k8s' }), metrics: o.metrics })
-    : undefined;
-  let podLevel;
-  try {
-    podLevel = o.agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent: o.agent, metrics: o.metrics, log: o.log, k8s: watches }) : undefined;
-  } catch (e) {
-    await watches?.[Symbol.asyncDispose]();
-    throw e;
-  }
+  const { watches } = o;
+  const podLevel = o.agent.enablePodLevel ? await (await import('./pod-level.js')).startPodLevel({ agent: o.agent, metrics: o.metrics, log: o.log, k8s: watches }) : undefined;
   const consumers = [...(podLevel ? [{ name: 'metrics_module', consumer: podLevel.module }] : []), ...o.consumers];
   const stages = consumers.map((c) => guarded(c.consumer, 'pipeline', c.name, o.metrics, log));
   const lookup = watches ? cacheLookup(watches.cache) : noLookup;
@@ -91,20 +88,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
     interest: podLevel?.interest ?? everyIp,
     module: podLevel?.module,
     spec: podLevel?.spec,
-    cache: watches?.cache,
-    nodes: () => watches?.nodes(),
-    informers: watches?.factory,
-    async [Symbol.asyncDispose]() {
-      // The pod-level side first (its subscriptions), then the watches it read.
-      const errors: unknown[] = [];
-      for (const part of [podLevel, watches]) {
-        try {
-          await part?.[Symbol.asyncDispose]();
-        } catch (e) {
-          errors.push(e);
-        }
-      }
-      if (errors.length) throw new AggregateError(errors, 'the flow pipeline stopped with errors');
-    },
+    // The pod-level side (its subscriptions); the watches it read are their owner's.
+    [Symbol.asyncDispose]: async () => podLevel?.[Symbol.asyncDispose](),
   };
 }

@@ -6,9 +6,10 @@
  * - the IP cache (k8s/agent-watch.ts): RetinaEndpoints, Services and Nodes (remote context) or this
  *   node's Pods (local context);
  * - the pod-level spec (pod-level.ts): MetricsConfigurations, or annotated Namespaces;
- * - Hubble's peers (`nodes()`): the same Nodes informer as the cache's in remote context.
+ * - Hubble's peers (`nodes()`): the same Nodes informer as the cache's in remote context;
+ * - the ContainerNetworkLog selection (src/export/cnl.ts, with flowLogs.enabled): `factory`.
  *
- * Loaded only with a Kubernetes API (node.ts imports it dynamically).
+ * Loaded only with a Kubernetes API (node.ts's startNodeWatches imports it dynamically).
  */
 import { IpCache, type NodeEndpoint } from '../cache/index.js';
 import { createInformerFactory, nodeTransform, resources, startAgentWatch, type AgentWatch, type Informer, type InformerFactory, type RestClient } from '../k8s/index.js';
@@ -25,7 +26,7 @@ export interface NodeWatches extends AsyncDisposable {
   nodes(): Informer<NodeEndpoint>;
 }
 
-export function startNodeWatches(o: { client: RestClient; nodeName: string | undefined; remoteContext: boolean; log: Logger; metrics: MetricWriters }): NodeWatches {
+export function startWatches(o: { client: RestClient; nodeName: string | undefined; remoteContext: boolean; log: Logger; metrics: MetricWriters }): NodeWatches {
   const events = o.metrics.counter(catalog.k8sWatchEvents);
   const rejected = o.metrics.counter(catalog.k8sObjectsRejected);
   const factory = createInformerFactory({

@@ -67,7 +67,7 @@ test('a full disk: exact written + disk_full counts, no half line, writing resum
   await sink.flushed();
   assert.equal(counts.written, before + 2);
   assert.match(logText, /flow-log file writable again/);
-  await sink.close();
+  await sink[Symbol.asyncDispose]();
   const after = readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
   assert.equal(after.length, counts.written);
   assert.deepEqual(after.slice(-2).map((l) => (JSON.parse(l) as { i: number }).i), [sent - 2, sent - 1]);

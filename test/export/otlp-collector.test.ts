@@ -4,7 +4,7 @@
  * their body, attributes, time and resource, over gRPC, HTTP/protobuf and HTTP/JSON; with TLS
  * (a CA made here, mutual TLS) and a bearer token the collector requires; a wrong token is
  * refused and counted; the collector down then up delivers what the bounded queue held and
- * counts exactly what did not fit; close() with the collector down (refusing, or accepting and
+ * counts exactly what did not fit; disposal with the collector down (refusing, or accepting and
  * silent) ends in bounded time with every record held counted dropped{closed}, exactly.
  */
 import assert from 'node:assert/strict';
@@ -115,7 +115,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assertExact(await waitArrived(col.out, sent.length), sent);
         assert.deepEqual(await counts(metrics), { written: 1000 });
       } finally {
-        await s.close();
+        await s[Symbol.asyncDispose]();
         await col.stop();
       }
     });
@@ -137,7 +137,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
       assertExact(await waitArrived(col.out, 300), sent);
       assert.deepEqual(await counts(metrics), { written: 300 });
     } finally {
-      await Promise.all([a.close(), b.close()]);
+      await Promise.all([a[Symbol.asyncDispose](), b[Symbol.asyncDispose]()]);
       await col.stop();
     }
   });
@@ -173,7 +173,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assertExact(await waitArrived(col.out, 400), sent);
         assert.deepEqual(await counts(metrics), { written: 400 });
       } finally {
-        await Promise.all([a.close(), b.close()]);
+        await Promise.all([a[Symbol.asyncDispose](), b[Symbol.asyncDispose]()]);
       }
     });
 
@@ -191,7 +191,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assert.equal(arrived(col.out).length, before);
         assert.deepEqual(await counts(metrics), { 'dropped/rejected': 50 });
       } finally {
-        await Promise.all([a.close(), b.close()]);
+        await Promise.all([a[Symbol.asyncDispose](), b[Symbol.asyncDispose]()]);
       }
     });
 
@@ -207,7 +207,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assert.equal(arrived(col.out).length, before);
         assert.deepEqual(await counts(metrics), { 'dropped/retries_exhausted': 10 });
       } finally {
-        await s.close();
+        await s[Symbol.asyncDispose]();
       }
     });
   });
@@ -232,13 +232,13 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assertExact(await waitArrived(col.out, 500), sent.slice(0, 500));
         assert.deepEqual(await counts(metrics), { written: 500, 'dropped/queue_full': 200 });
       } finally {
-        await s.close();
+        await s[Symbol.asyncDispose]();
         await col?.stop();
       }
     });
   }
 
-  describe('close() while the collector is down: bounded time, every record held counted dropped{closed} exactly', () => {
+  describe('disposal while the collector is down: bounded time, every record held counted dropped{closed} exactly', () => {
     /** A port that accepts connections and never answers (a hung collector). */
     const silent = async (): Promise<{ port: number; stop(): Promise<void> }> => {
       const sockets: Socket[] = [];
@@ -270,7 +270,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
           await new Promise((r) => setTimeout(r, 300)); // a batch in flight or between retries
           assert.equal(s.pending, 700);
           const t0 = performance.now();
-          await s.close();
+          await s[Symbol.asyncDispose]();
           const took = performance.now() - t0;
           t.diagnostic(`close took ${took.toFixed(0)} ms`);
           assert.ok(took < CLOSE_MS + 1000, `close took ${took.toFixed(0)} ms`);
@@ -279,7 +279,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
           s.write(records(5, 'after'));
           assert.deepEqual(await counts(metrics), { 'dropped/closed': 705 }, 'a write after close is counted too');
         } finally {
-          await s.close();
+          await s[Symbol.asyncDispose]();
           await hung?.stop();
         }
       });
@@ -295,7 +295,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         const sent = records(600, 'close-back');
         s.write(sent);
         await new Promise((r) => setTimeout(r, 200));
-        const closing = s.close();
+        const closing = s[Symbol.asyncDispose]();
         col = await startCollector({ dir, grpcPort: g, httpPort: h }, 'close-back');
         await closing;
         const c = await counts(metrics);
@@ -305,7 +305,7 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
         assert.equal(got.length, c['written'] ?? 0, 'the collector has exactly the records counted written');
         assert.deepEqual(got.map((r) => r.body), sent.slice(0, got.length).map((r) => JSON.stringify(r)));
       } finally {
-        await s.close();
+        await s[Symbol.asyncDispose]();
         await col?.stop();
       }
     });

@@ -5,6 +5,7 @@
  * resource, before and while the pipeline runs (the harness's own components watch too, so the
  * test reads the difference). Remote context with Hubble once watched Nodes twice. With flow logs the
  * ContainerNetworkLog selection (src/export/cnl.ts) reads through the same factory: one more watch.
+ * Built as src/cli/agent.ts builds it: the watches first, then the parts that read them.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -14,7 +15,7 @@ import { createContainerNetworkLogSelection } from '../../src/export/index.js';
 import type { RestClient } from '../../src/k8s/index.js';
 import { installCrds } from '../../src/operator/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { startNodePipeline, type NodePipeline } from '../../src/pipeline/index.js';
+import { startNodePipeline, startNodeWatches, type NodePipeline, type NodeWatches } from '../../src/pipeline/index.js';
 import { testAgentConfig } from '../ebpf/fake-context.js';
 import { ROOT, eventually, readToken, startCluster, type Cluster } from './harness.js';
 import { CRD_DIR, testLog } from './operator-helpers.js';
@@ -77,22 +78,21 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
     const base = await watches(client);
     const metrics = createMetricsRegistry({ processMetrics: false });
     const ring = { consume: () => undefined };
+    const agent = testAgentConfig(over);
+    let node: NodeWatches | undefined;
     let pipeline: NodePipeline | undefined;
-    // Flow logs (src/cli/agent.ts with flowLogs.enabled): the ContainerNetworkLog selection reads through the pipeline's factory.
+    // Flow logs (src/export/setup.ts with flowLogs.enabled): the ContainerNetworkLog selection reads through the node's factory.
     const selection = flowLogs ? createContainerNetworkLogSelection({ log: testLog('cnl') }) : undefined;
     try {
-      pipeline = await startNodePipeline({
-        agent: testAgentConfig(over), metrics, log: testLog('pipeline'), k8s: { client, nodeName }, consumers: [{ name: 'hubble', consumer: ring }],
-      });
-      // Hubble's peers ask for the Nodes after the pipeline started (as agent.ts does at listen).
-      const nodes = pipeline.nodes();
-      assert.ok(nodes, 'with Kubernetes the pipeline offers the Nodes');
-      await nodes.waitForSync();
+      node = await startNodeWatches({ client, nodeName, agent, metrics, log: testLog('watches') });
+      // Hubble's peers: the Nodes, asked for when the Hubble service is built (before the pipeline).
+      const nodes = node.nodes();
       if (selection) {
-        assert.ok(pipeline.informers, 'with Kubernetes the pipeline offers its informer factory');
-        selection.watch(pipeline.informers);
-        selection.watch(pipeline.informers);
+        selection.watch(node.factory);
+        selection.watch(node.factory);
       }
+      pipeline = await startNodePipeline({ agent, metrics, log: testLog('pipeline'), watches: node, consumers: [{ name: 'hubble', consumer: ring }] });
+      await nodes.waitForSync();
       assert.ok(pipeline.flows, 'flows are wanted (pod level and Hubble), so plugins get a sink');
       const got = await eventually('the pipeline\'s watches open', 60_000, async () => {
         const d = delta(await watches(client), base);
@@ -108,6 +108,7 @@ describe('the node pipeline opens one watch per kind on a real API server, each 
     } finally {
       selection?.[Symbol.dispose]();
       await pipeline?.[Symbol.asyncDispose]();
+      await node?.[Symbol.asyncDispose]();
     }
     // Stopping closes them all.
     await eventually('the pipeline\'s watches closed', 60_000, async () => {

@@ -1,7 +1,7 @@
 /**
  * The OTLP flow-log sink (issue 28): flows as OTLP log records to an OpenTelemetry collector over
  * OTLP/gRPC or OTLP/HTTP (protobuf or JSON), TLS, auth headers, batching, retry with backoff and a
- * bounded queue that drops and counts. src/cli imports this module only when
+ * bounded queue that drops and counts. src/export/setup.ts imports this module only when
  * `flowLogs.otlp.endpoint` is set (`await import(...)`), so gRPC's client and the OTLP protos cost
  * nothing otherwise. Encoding: encode.ts; transports: transport.ts; queue and retry: sink.ts.
  */
@@ -26,7 +26,7 @@ export interface OtlpFlowSinkOptions {
   readonly protoDir: string;
   readonly metrics: MetricsRegistry;
   readonly log: Logger;
-  /** Passed to the sink (tests): the retry backoff, the give-up time, close's time. */
+  /** Passed to the sink (tests): the retry backoff, the give-up time, disposal's time. */
   readonly tuning?: Pick<Parameters<typeof createOtlpSink>[0], 'backoff' | 'maxElapsedMs' | 'closeTimeoutMs' | 'maxRetryAfterMs'>;
 }
 

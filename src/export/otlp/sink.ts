@@ -11,13 +11,13 @@
  *   has not got through in `maxElapsedMs` is dropped{reason="retries_exhausted"}, as OpenTelemetry
  *   exporters give up after their max_elapsed_time. A refused batch is dropped{reason="rejected"},
  *   and so are the records a partial success names.
- * - `close` sends what it can within `closeTimeoutMs`; the rest is dropped{reason="closed"}. Its
- *   deadline binds the batch in flight too: a retry wait ends, and a request the collector has not
- *   answered by then (down, or accepting and silent) is given up and its batch dropped{closed}, so
- *   close resolves in about `closeTimeoutMs` with every record counted. (Such a batch may still
+ * - Disposing it (`[Symbol.asyncDispose]`) sends what it can within `closeTimeoutMs`; the rest is
+ *   dropped{reason="closed"}. Its deadline binds the batch in flight too: a retry wait ends, and a
+ *   request the collector has not answered by then (down, or accepting and silent) is given up and
+ *   its batch dropped{closed}, so disposal resolves in about `closeTimeoutMs` with every record counted. (Such a batch may still
  *   reach a collector that was only slow; it is counted dropped, the sink cannot know.)
  * Every record handed to `write` ends as exactly one written or one dropped count, all of them by
- * the time `close` resolves.
+ * the time disposal resolves.
  */
 import { Backoff, type BackoffOptions } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
@@ -39,7 +39,7 @@ export interface OtlpSinkOptions {
   readonly maxElapsedMs?: number;
   /** Longest Retry-After honoured (default 5 min). */
   readonly maxRetryAfterMs?: number;
-  /** How long close() may send (default 5 s). */
+  /** How long disposal may still send (default 5 s). */
   readonly closeTimeoutMs?: number;
   readonly now?: () => number;
 }
@@ -69,7 +69,7 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
   let retryWake: (() => void) | undefined;
   let idleWaiters: Array<() => void> = [];
   let lastErrorLog = 0;
-  // Set by close(): when sending stops, and a promise that settles then (a send still waiting loses the race).
+  // Set by disposal: when sending stops, and a promise that settles then (a send still waiting loses the race).
   let closeDeadline = Number.POSITIVE_INFINITY;
   let closeTimer: NodeJS.Timeout | undefined;
   let giveUp: (r: SendResult) => void = () => undefined;
@@ -238,7 +238,7 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
         settleIdle();
       });
     },
-    close() {
+    [Symbol.asyncDispose]() {
       if (closing) return closing;
       closed = true;
       if (flushTimer) clearTimeout(flushTimer);
@@ -267,7 +267,7 @@ export function createOtlpSink(o: OtlpSinkOptions): OtlpSink {
         const left = queued();
         head = queue.length;
         o.counts.dropped('closed', left);
-        o.transport.close();
+        o.transport[Symbol.dispose]();
       })();
       return closing;
     },

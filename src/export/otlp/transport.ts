@@ -30,9 +30,9 @@ export type SendResult =
   | { readonly kind: 'retry'; readonly retryAfterMs?: number; readonly message: string }
   | { readonly kind: 'reject'; readonly message: string };
 
-export interface Transport {
+/** Disposing it closes its connections (the sink disposes it last). */
+export interface Transport extends Disposable {
   send(records: readonly OtlpLogRecord[]): Promise<SendResult>;
-  close(): void;
 }
 
 const SERVICE = 'opentelemetry.proto.collector.logs.v1.LogsService';
@@ -202,7 +202,7 @@ export function grpcTransport(o: TransportOptions): Transport {
         });
       });
     },
-    close() {
+    [Symbol.dispose]() {
       client.close();
     },
   };
@@ -295,7 +295,7 @@ export function httpTransport(o: TransportOptions): Transport {
         req.end(body);
       });
     },
-    close() {
+    [Symbol.dispose]() {
       agent.destroy();
     },
   };

@@ -1,7 +1,8 @@
 /**
  * The agent's Hubble service (hubble.enabled): the flow ring and the namespaces seen in flows
- * (GetNamespaces), a consumer of the node's flow pipeline after the enricher (src/pipeline), and the gRPC server (Observer, Peer) that serves it,
- * with the peer list from the cluster's Nodes (peers.ts) or this node alone.
+ * (GetNamespaces), a consumer of the node's flow pipeline after the enricher (src/pipeline), and the
+ * gRPC server (Observer, Peer) that serves it, with the peer list from the cluster's Nodes (handed in
+ * when the service is built: the node's one Nodes watch, peers.ts) or this node alone.
  */
 import { hostname } from 'node:os';
 import type { HubbleConfig } from '../../config/index.js';
@@ -19,8 +20,8 @@ import { startHubbleServer, type HubbleServer } from './server.js';
 export interface HubbleService extends AsyncDisposable {
   /** Takes enriched flows (a consumer of the flow pipeline). */
   readonly ring: FlowConsumer;
-  /** Starts serving, with peers from `nodes` (the cluster's Nodes) or, without it, this node alone. */
-  listen(nodes: Informer<PeerNode> | undefined): Promise<HubbleServer>;
+  /** Starts serving (once). */
+  listen(): Promise<HubbleServer>;
 }
 
 export interface HubbleServiceOptions {
@@ -29,6 +30,8 @@ export interface HubbleServiceOptions {
   readonly log: Logger;
   /** This node's name (NODE_NAME); default the host name. */
   readonly nodeName: string | undefined;
+  /** The cluster's Nodes (the node's one Nodes watch): the peers; undefined (no Kubernetes): this node alone. */
+  readonly nodes: Informer<PeerNode> | undefined;
   readonly version: string;
   /** Hubble's .proto files, parsed once and shared with the flow-log export (src/flow/hubble's hubbleProtoFiles), or their folder. */
   readonly protoFiles: HubbleProtoFiles | string;
@@ -52,9 +55,9 @@ export function createHubbleService(o: HubbleServiceOptions): HubbleService {
   let server: HubbleServer | undefined;
   return {
     ring,
-    async listen(nodes) {
+    async listen() {
       const protos = loadHubbleProtos(o.protoFiles);
-      const peers = nodes ? nodePeers(nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
+      const peers = o.nodes ? nodePeers(o.nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
       server = await startHubbleServer({
         protos, ring: ringStore, listen: cfg.listen, socketPath: cfg.socketPath, nodeName, version: `${o.version}+retina-ts`, peers, log, metrics: o.metrics,
         clusterName: cfg.clusterName, namespaces: () => namespaces.list(), ...(cfg.tls ? { tls: cfg.tls } : {}),

@@ -125,7 +125,7 @@ describe('flow logs under Windows: ContainerNetworkLogs on the real API server s
 
   after(async () => {
     await stop?.();
-    await exporter?.close();
+    await exporter?.[Symbol.asyncDispose]();
     selection?.[Symbol.dispose]();
     await factory?.[Symbol.asyncDispose]();
     for (const n of ['udp', 'drops', 'bad']) await client?.request('DELETE', objectPath(CNL, undefined, `${id}-${n}`)).catch(() => undefined);
