@@ -18,7 +18,7 @@ export interface CaptureRequest {
 }
 
 /** Creates the Secrets the capture's outputs need; returns their names. */
-export async function createCaptureSecrets(client: RestClient, r: CaptureRequest): Promise<string[]> {
+async function createCaptureSecrets(client: RestClient, r: CaptureRequest): Promise<string[]> {
   const s = captureSecrets(r.name, r.namespace, r.secrets);
   const made: string[] = [];
   for (const m of [s.blob, s.s3].filter((x): x is Manifest => x !== undefined)) {
