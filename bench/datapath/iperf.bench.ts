@@ -7,7 +7,7 @@
  * BENCH_IPERF_SECONDS (5). Needs root, kernel BTF, iperf3.
  */
 import { cpus, release } from 'node:os';
-import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
+import { enableBpfRunStats } from '../../test/ebpf/run-stats.js';
 import { Bed, HookTimes, median } from './setup.js';
 
 const ROUNDS = Number(process.env['BENCH_IPERF_ROUNDS'] ?? 4);

@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
+import { enableBpfRunStats } from '../../test/ebpf/run-stats.js';
 import { objectPath, collectionPath, resources, type RestClient } from '../../src/k8s/index.js';
 import { AGENT_BIN, AgentProcess, agentEnv, get } from '../../test/e2e/agent-process.js';
 import { sleep, stopAll } from '../../test/ebpf/netns.js';

@@ -62,7 +62,7 @@ export const median = (xs: readonly number[]): number => {
 
 /**
  * What a process's BPF programs cost in the kernel, summed over calls to `collect` (BPF run-time
- * statistics: they count only while someone holds `enableBpfRunStats()`). Programs are keyed by
+ * statistics: they count only while someone holds `enableBpfRunStats()`, test/ebpf/run-stats.ts). Programs are keyed by
  * name, so an agent restarted between runs adds to the same entries.
  */
 export class HookTimes {

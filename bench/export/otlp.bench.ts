@@ -37,7 +37,8 @@ import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/index.js
 import type { Flow } from '../../src/flow/index.js';
 import { loadFlowProtos } from '../../src/flow/hubble/index.js';
 import { createFileSink, createFlowExporter, sinkCounts, staticSelection, type FlowLogSink } from '../../src/export/index.js';
-import { createOtlpFlowSink, createOtlpSink, encodeLogsRequest, loadExportCodec, SCOPE_NAME, otlpCounts, toJsonRequest, toProtoRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
+import { createOtlpFlowSink, createOtlpSink, encodeLogsRequest, loadExportCodec, SCOPE_NAME, otlpCounts, toJsonRequest, type OtlpSink, type Transport } from '../../src/export/otlp/index.js';
+import { toProtoRequest } from '../../test/export/otlp-proto-request.js';
 import { createLogger } from '../../src/log/index.js';
 import { batch, median, paced } from './flows.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';

@@ -23,7 +23,8 @@
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { createEnricher } from '../../src/enricher/index.js';
-import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import type { Flow, FlowConsumer } from '../../src/flow/index.js';
+import { discardFlows } from '../../test/fakes/flows.js';
 import { batch, lookup } from './flows.js';
 import { catalog, createMetricsRegistry } from '../../src/metrics/index.js';
 import { createFlowRing } from '../../src/server/hubble/index.js';

@@ -9,7 +9,8 @@
  * Prints one JSON line (and a table on stderr). BENCH_ROUNDS, BENCH_ROUND_MS tune the run; BENCH_ONLY=<name> runs one combination (for --cpu-prof).
  */
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
-import { discardFlows, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import type { Flow, FlowConsumer } from '../../src/flow/index.js';
+import { discardFlows } from '../../test/fakes/flows.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { annotationSpec, createMetricsModule, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
 import { createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';

@@ -1,6 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CaptureEnvError, captureBaseName, combinedFilter, decodeWorkloadEnv, encodeWorkloadEnv, goDuration, parseNetshFilter } from './env.js';
+import { CaptureEnvError, captureBaseName, combinedFilter, decodeWorkloadEnv, parseNetshFilter, type WorkloadEnv } from './env.js';
+import { goDuration } from './spec.js';
+
+/** The env for `w` (the inverse of decodeWorkloadEnv; empty values are left out): the round trip's other half. */
+function encodeWorkloadEnv(w: WorkloadEnv): Record<string, string> {
+  const e: Record<string, string | undefined> = {
+    CAPTURE_NAME: w.captureName, NODE_HOST_NAME: w.nodeName, POD_NAME: w.podName, POD_NAMESPACE: w.podNamespace,
+    CAPTURE_START_TIMESTAMP: w.startTimestamp?.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    CAPTURE_DURATION: goDuration(w.durationMs), CAPTURE_MAX_SIZE: String(w.maxSizeMb), CAPTURE_FILE_COUNT: String(w.fileCount),
+    CAPTURE_PACKET_SIZE: String(w.packetSize), CAPTURE_INTERFACES: w.interfaces.join(','), INCLUDE_METADATA: String(w.includeMetadata),
+    TCPDUMP_FILTER: w.tcpdumpFilter, TCPDUMP_RAW_FILTER: w.tcpdumpRawFilter, PCAP_FILTER: w.pcapFilter, TCPDUMP_FLAGS: w.tcpdumpFlags.join(' '),
+    NETSH_FILTER: w.netshFilter, HOSTPATH: w.hostPath, PERSISTENT_VOLUME_CLAIM: w.pvcPath,
+    S3_ENDPOINT: w.s3?.endpoint, S3_REGION: w.s3?.region, S3_BUCKET: w.s3?.bucket, S3_PATH: w.s3?.path, APISERVER: w.apiserver,
+  };
+  return Object.fromEntries(Object.entries(e).filter((kv): kv is [string, string] => kv[1] !== undefined && kv[1] !== ''));
+}
 
 const full = {
   CAPTURE_NAME: 'cap', NODE_HOST_NAME: 'aks-node-1', POD_NAME: 'cap-x1', POD_NAMESPACE: 'default', CAPTURE_START_TIMESTAMP: '2026-01-02T03:04:05Z',

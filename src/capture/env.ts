@@ -1,15 +1,14 @@
 /**
  * The environment contract between a capture Job and the `retina-capture` workload (names from
  * Retina's `pkg/capture/constants`; values as the capture contract defines them). `decodeWorkloadEnv`
- * reads and checks every variable and reports all bad ones at once, each error naming its variable;
- * `encodeWorkloadEnv` is its inverse, for the Job translator. Secrets are never in this contract:
- * they are files (see `secretFiles`).
+ * reads and checks every variable and reports all bad ones at once, each error naming its variable
+ * (the Job translator, job.ts, writes them). Secrets are never in this contract: they are files (see
+ * `secretFiles`).
  */
 import { parseDurationMs } from '../config/index.js';
 import { captureBaseName } from './naming.js';
-import { goDuration } from './spec.js';
 
-export { captureBaseName, goDuration };
+export { captureBaseName };
 
 export const TCPDUMP_FLAGS_ALLOWED: ReadonlySet<string> = new Set([
   '-p', '-U', '--immediate-mode', '-n', '-nn', '-v', '-vv', '-vvv', '-x', '-xx', '-X', '-XX', '-e', '-q', '-S', '-t', '-tt', '-ttt', '-tttt', '-ttttt', '-K',
@@ -149,20 +148,6 @@ export function decodeWorkloadEnv(env: Env): WorkloadEnv {
   };
   if (problems.length) throw new CaptureEnvError(problems);
   return out;
-}
-
-/** The Job's env for `w` (the inverse of decodeWorkloadEnv; empty values are left out). */
-export function encodeWorkloadEnv(w: WorkloadEnv): Record<string, string> {
-  const e: Record<string, string | undefined> = {
-    CAPTURE_NAME: w.captureName, NODE_HOST_NAME: w.nodeName, POD_NAME: w.podName, POD_NAMESPACE: w.podNamespace,
-    CAPTURE_START_TIMESTAMP: w.startTimestamp?.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    CAPTURE_DURATION: goDuration(w.durationMs), CAPTURE_MAX_SIZE: String(w.maxSizeMb), CAPTURE_FILE_COUNT: String(w.fileCount),
-    CAPTURE_PACKET_SIZE: String(w.packetSize), CAPTURE_INTERFACES: w.interfaces.join(','), INCLUDE_METADATA: String(w.includeMetadata),
-    TCPDUMP_FILTER: w.tcpdumpFilter, TCPDUMP_RAW_FILTER: w.tcpdumpRawFilter, PCAP_FILTER: w.pcapFilter, TCPDUMP_FLAGS: w.tcpdumpFlags.join(' '),
-    NETSH_FILTER: w.netshFilter, HOSTPATH: w.hostPath, PERSISTENT_VOLUME_CLAIM: w.pvcPath,
-    S3_ENDPOINT: w.s3?.endpoint, S3_REGION: w.s3?.region, S3_BUCKET: w.s3?.bucket, S3_PATH: w.s3?.path, APISERVER: w.apiserver,
-  };
-  return Object.fromEntries(Object.entries(e).filter((kv): kv is [string, string] => kv[1] !== undefined && kv[1] !== ''));
 }
 
 /** The capture's BPF expression: every non-empty filter of the Job, each in parentheses, joined with `and`. */

@@ -3,6 +3,7 @@
  * tarball `<that>.tar.gz` holding the folder of the same name, and `kubectl-retina capture download
  * --all`'s bundle `all-captures-<YYYYMMDDhhmmss>.tar.gz`.
  */
+import { FILENAME_ANNOTATION } from './job.js';
 
 export const TARBALL_SUFFIX = '.tar.gz';
 
@@ -34,14 +35,14 @@ export function allCapturesBundleName(at: Date): string {
 }
 
 /**
- * The tarball name from a `retina-capture-filename` annotation: Retina writes the base name (and
+ * The tarball name from a FILENAME_ANNOTATION (`retina-capture-filename`) annotation: Retina writes the base name (and
  * appends `.tar.gz` when downloading); ours writes the tarball name. Both are accepted. A name with a
  * path separator is refused (it would escape the host directory).
  */
 export function tarballFromAnnotation(value: string): string {
   const v = value.trim();
   if (v === '' || v.includes('/') || v.includes('\\') || v === '.' || v === '..') {
-    throw new Error(`annotation retina-capture-filename: ${JSON.stringify(value)} is not a file name`);
+    throw new Error(`annotation ${FILENAME_ANNOTATION}: ${JSON.stringify(value)} is not a file name`);
   }
   return v.endsWith(TARBALL_SUFFIX) ? v : v + TARBALL_SUFFIX;
 }

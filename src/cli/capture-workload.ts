@@ -7,7 +7,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CaptureEnvError, CaptureError, decodeWorkloadEnv, runWorkload, type WorkloadEnv } from '../capture/index.js';
+import { CaptureEnvError, CaptureError, FILENAME_ANNOTATION, decodeWorkloadEnv, runWorkload, type WorkloadEnv } from '../capture/index.js';
 import { parseDurationMs } from '../config/index.js';
 import { createRestClient, kubernetesAvailable, loadRestConfig } from '../k8s/index.js';
 import { createLogger, LOG_LEVELS, type LogLevel, type Logger } from '../log/index.js';
@@ -22,9 +22,7 @@ export const USAGE = `usage: retina-capture [flags]   (the capture is described 
   --size-poll-interval DUR   how often the file size is checked against CAPTURE_MAX_SIZE (default 5s)
   --log-level LEVEL          debug|info|warn|error (default info)`;
 
-export const ANNOTATION_FILENAME = 'retina-capture-filename';
-
-/** PATCHes the pod's `retina-capture-filename` annotation through the API server (in cluster, or $KUBECONFIG). */
+/** PATCHes the pod's FILENAME_ANNOTATION (`retina-capture-filename`) through the API server (in cluster, or $KUBECONFIG). */
 function podAnnotator(w: WorkloadEnv, env: Readonly<Record<string, string | undefined>>, log: Logger): ((tarball: string) => Promise<void>) | undefined {
   const kubeconfig = env['KUBECONFIG'] || undefined;
   if (!w.podName || !w.podNamespace || !kubernetesAvailable({ kubeconfig, env })) {
@@ -35,9 +33,9 @@ function podAnnotator(w: WorkloadEnv, env: Readonly<Record<string, string | unde
     const client = createRestClient(await loadRestConfig({ kubeconfig, env }), { userAgent: 'retina-capture' });
     try {
       await client.request('PATCH', `/api/v1/namespaces/${encodeURIComponent(w.podNamespace as string)}/pods/${encodeURIComponent(w.podName as string)}`, {
-        body: { metadata: { annotations: { [ANNOTATION_FILENAME]: tarball } } }, contentType: 'application/merge-patch+json', timeoutMs: 15_000,
+        body: { metadata: { annotations: { [FILENAME_ANNOTATION]: tarball } } }, contentType: 'application/merge-patch+json', timeoutMs: 15_000,
       });
-      log.info('pod annotated', { annotation: ANNOTATION_FILENAME, value: tarball });
+      log.info('pod annotated', { annotation: FILENAME_ANNOTATION, value: tarball });
     } finally {
       client.close();
     }

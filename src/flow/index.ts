@@ -127,9 +127,6 @@ export function createFlow(init: Partial<Flow> & Pick<Flow, 'srcIp' | 'dstIp' | 
   return flow;
 }
 
-/** A consumer that discards everything: the flow sink when pod-level metrics are off. */
-export const discardFlows: FlowConsumer = { consume: () => undefined };
-
 /**
  * Hands each batch to every consumer; a consumer that throws is counted through `onError` and the
  * error stops there.

@@ -3,6 +3,7 @@
  * watch streams read line by line. Credentials come from a RestConfig (kubeconfig.ts), which can be
  * backed by @kubernetes/client-node's KubeConfig (exec plugins, OIDC...) when that is needed.
  * Every byte received is counted, so benchmarks can compare what an agent pulls from the API server.
+ * `pods/exec` (a WebSocket) goes over the same RestConfig: exec.ts.
  */
 import type http from 'node:http';
 import type https from 'node:https';
@@ -38,9 +39,27 @@ export class ApiError extends Error {
     readonly reason: string,
     message: string,
     readonly details?: unknown,
+    /** The Status object's own message (what the server said, without the request); the body's start when it is no Status. */
+    readonly statusMessage: string = message,
   ) {
     super(message);
   }
+}
+
+/** The ApiError of a non-2xx answer: the Status object's reason, message and details when the body is one. */
+export function apiErrorOf(method: string, path: string, status: number, body: Buffer): ApiError {
+  let reason = '';
+  let message = body.toString('utf8').slice(0, 500);
+  let details: unknown;
+  try {
+    const s = JSON.parse(body.toString('utf8')) as { reason?: string; message?: string; details?: unknown };
+    reason = s.reason ?? '';
+    message = s.message ?? message;
+    details = s.details;
+  } catch {
+    // not a Status object
+  }
+  return new ApiError(status, reason, `${method} ${path}: ${status} ${reason}: ${message}`, details, message);
 }
 
 export function isApiError(e: unknown, code?: number): e is ApiError {
@@ -128,21 +147,6 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
     return Buffer.concat(chunks, size);
   }
 
-  function toError(method: string, path: string, status: number, body: Buffer): ApiError {
-    let reason = '';
-    let message = body.toString('utf8').slice(0, 500);
-    let details: unknown;
-    try {
-      const s = JSON.parse(body.toString('utf8')) as { reason?: string; message?: string; details?: unknown };
-      reason = s.reason ?? '';
-      message = s.message ?? message;
-      details = s.details;
-    } catch {
-      // not a Status object
-    }
-    return new ApiError(status, reason, `${method} ${path}: ${status} ${reason}: ${message}`, details);
-  }
-
   return {
     config,
     async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
@@ -156,14 +160,14 @@ export function createRestClient(config: RestConfig, opts: { maxSockets?: number
           await new Promise((r) => setTimeout(r, after * 1000));
           continue;
         }
-        if (status < 200 || status >= 300) throw toError(method, path, status, body);
+        if (status < 200 || status >= 300) throw apiErrorOf(method, path, status, body);
         return (body.length ? JSON.parse(body.toString('utf8')) : undefined) as T;
       }
     },
     async stream(path: string, o: RequestOptions = {}): Promise<WatchStream> {
       const res = await open('GET', path, o);
       const status = res.statusCode ?? 0;
-      if (status !== 200) throw toError('GET', path, status, await readAll(res, `GET ${path}`));
+      if (status !== 200) throw apiErrorOf('GET', path, status, await readAll(res, `GET ${path}`));
       const split = splitLines(res as AsyncIterable<Buffer>, o.maxLineBytes ?? MAX_LINE_BYTES, `GET ${path}`, (n) => {
         received += n;
       });

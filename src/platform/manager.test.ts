@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { agentConfig, agentKeys, collectSpecs, loadValues } from '../config/index.js';
-import { discardFlows } from '../flow/index.js';
 import { silentLogger, type LogFields, type Logger } from '../log/index.js';
 import { catalog, createMetricsRegistry } from '../metrics/index.js';
 import { PermanentError, ResourceStack, definePlugin, liveResourceStacks, type AnyPluginDefinition, type PluginContext } from '../plugin/index.js';
+import { discardFlows } from '../../test/fakes/flows.js';
 import { fakePlatform } from '../../test/fakes/platform.js';
 import { createPluginManager } from './manager.js';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { create as tarCreate } from 'tar';
-import { manifestDigests, verifyTarball } from '../../src/cli/capture/download-verify.js';
+import { manifestDigests, verifyTarball } from '../../src/capture/client/verify.js';
 import { writeCaptureTarball } from './fixtures.js';
 
 describe('capture tarball verification', () => {

@@ -254,7 +254,7 @@ export function bpfIdsOf(pid: number): BpfIds {
 
 /**
  * Runs and run time (ns) so far of the BPF programs process `pid` holds, by program name (id when it
- * has none). They count only while BPF run-time statistics are on (`enableBpfRunStats()`).
+ * has none). They count only while BPF run-time statistics are on (`enableBpfRunStats()`, run-stats.ts).
  */
 export function progRunStats(pid: number): Map<string, { runs: number; ns: number }> {
   const ours = new Set(bpfIdsOf(pid).progs);

@@ -16,7 +16,7 @@ import type { Flow, FlowBatch } from '../../src/flow/index.js';
 import { createApiServerLatency } from '../../src/metrics/module/apiserver.js';
 import type { IpInterest } from '../../src/plugin/index.js';
 import type { PacketparserConfig } from '../../src/plugins/linux/packetparser/config.js';
-import { enableBpfRunStats } from '../../src/ffi/linux/index.js';
+import { enableBpfRunStats } from './run-stats.js';
 import { runPacketparser, type PacketparserTiming } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext, type Collected } from './fake-context.js';
 

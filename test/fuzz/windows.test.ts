@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { hnsOutput, parseEndpoint, parseEndpointIds, parseEndpointStats, parsePortMap } from '../../src/ffi/windows/documents.js';
-import { normalizeGuid, parseGuid } from '../../src/ffi/windows/guid.js';
+import { parseGuid } from '../../src/ffi/windows/guid.js';
 import { parseVfpCounters } from '../../src/ffi/windows/vfp.js';
 import { splitVfpOutput, vfpCommand } from '../../src/ffi/windows/vfpctrl.js';
 import { EVENT_FRAME, EVENT_FRAME_DROP, HEADER_SIZE, decodeFrameEvent } from '../../src/plugins/windows/pktmon/decode.js';
@@ -137,6 +137,14 @@ fuzz('vfpctrl-output-roundtrip', fc.uniqueArray(fc.tuple(portName, countersArb.m
 fuzz('vfpctrl-output-random', fc.string({ maxLength: 200 }), (text) => void timed('splitVfpOutput', () => splitVfpOutput(text)));
 
 // ---- GUIDs -------------------------------------------------------------------------------------
+
+/** The GUID parseGuid read, printed back in the canonical upper-case form (how HNS prints IDs). */
+function normalizeGuid(text: string): string {
+  const g = parseGuid(text);
+  const h = (n: number, w: number): string => n.toString(16).toUpperCase().padStart(w, '0');
+  const d4 = g.Data4.map((b) => h(b, 2)).join('');
+  return `${h(g.Data1, 8)}-${h(g.Data2, 4)}-${h(g.Data3, 4)}-${d4.slice(0, 4)}-${d4.slice(4)}`;
+}
 
 fuzz('guid-roundtrip', fc.tuple(fc.uuid(), fc.boolean(), fc.boolean()), ([u, braces, upper]) => {
   const text = `${braces ? '{' : ''}${upper ? u.toUpperCase() : u}${braces ? '}' : ''}`;

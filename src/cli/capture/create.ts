@@ -1,20 +1,18 @@
 /**
- * `kubectl-retina capture create`: Retina's flags and defaults. Without --use-operator (the default,
- * as Retina) it resolves the targets and creates the Jobs and Secrets itself with the operator's
- * translator; with --use-operator it creates a Capture resource for the operator. --no-wait=false
- * waits, prints per-node progress and then cleans up (as Retina).
+ * `kubectl-retina capture create`: Retina's flags and defaults, and what it prints. Without
+ * --use-operator (the default, as Retina) the capture client (src/capture/client) resolves the targets
+ * and creates the Jobs and Secrets itself with the operator's translator; with --use-operator it
+ * creates a Capture resource for the operator. --no-wait=false waits, prints per-node progress and
+ * then cleans up (as Retina).
  */
-import {
-  CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, TargetError, captureJobs, captureSecrets, captureSelector, referencedSecrets, resolveTargets, validateCaptureSpec,
-  captureDurationMs, JobNumLimitError, type Manifest,
-} from '../../capture/index.js';
-import { apiVersionOf, collectionPath, isApiError, objectPath, resources, type Capture, type CaptureSpec, type KubeList, type LabelSelector, type RestClient } from '../../k8s/index.js';
+import { CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, validateCaptureSpec, captureDurationMs } from '../../capture/index.js';
+import { createCaptureJobs, createCaptureResource, waitForCaptureResource, waitForJobs, type CaptureRequest } from '../../capture/client/index.js';
+import type { CaptureSpec, LabelSelector } from '../../k8s/index.js';
 import { version } from '../command.js';
 import { parseFlags, UsageError, type Flags } from '../args.js';
 import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
 import { NAME_FLAG, connect } from './flags.js';
-import { captureImages } from './image.js';
-import { deleteCaptureJobs, jobProgress, printProgress } from './list.js';
+import { printProgress } from './list.js';
 
 export const CREATE_USAGE = `usage: kubectl-retina capture create [--name retina-capture] [-n NAMESPACE] [flags] [kubectl's flags: kubectl-retina options]
 
@@ -127,16 +125,6 @@ export function specFromFlags(f: Flags, name: string): CreateInput {
 const out = (s: string): boolean => process.stdout.write(s + '\n');
 const err = (s: string): boolean => process.stderr.write(`kubectl-retina capture create: ${s}\n`);
 
-async function createSecrets(client: RestClient, name: string, ns: string, input: CreateInput): Promise<string[]> {
-  const s = captureSecrets(name, ns, input.secrets);
-  const made: string[] = [];
-  for (const m of [s.blob, s.s3].filter((x): x is Manifest => x !== undefined)) {
-    await client.request('POST', collectionPath(resources.secrets, ns), { body: m });
-    made.push(m.metadata.name as string);
-  }
-  return made;
-}
-
 export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     out(CREATE_USAGE);
@@ -167,61 +155,57 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv,
   if (!kube) return 1;
   const ns = kube.namespace;
   const client = kube.client();
+  const request: CaptureRequest = { name, namespace: ns, spec: input.spec, secrets: input.secrets };
+  const wait = { durationMs: captureDurationMs(input.spec), everyMs: pollMs(f) };
   try {
     if (f.bool('use-operator')) {
-      const made = await createSecrets(client, name, ns, input);
-      const body: Capture = { apiVersion: apiVersionOf(resources.captures), kind: 'Capture', metadata: { name, namespace: ns }, spec: input.spec };
-      await client.request('POST', collectionPath(resources.captures, ns), { body });
+      const made = await createCaptureResource(client, request);
       out(`capture ${ns}/${name} created (Capture resource; the operator runs it)${made.length ? `; secrets ${made.join(', ')}` : ''}`);
       if (f.bool('no-wait')) return 0;
-      return await waitOperator(client, ns, name, captureDurationMs(input.spec), pollMs(f));
+      let last = '';
+      const r = await waitForCaptureResource(client, ns, name, {
+        ...wait,
+        onStatus: (s) => {
+          const n = s.nodeCounts;
+          const line = `${name}: ${(s.nodes ?? []).map((x) => `${x.name}=${x.state}`).join(' ') || 'starting'}${n ? ` (pending ${n.pending}, running ${n.running}, completed ${n.completed}, failed ${n.failed}, uploaded ${n.uploaded})` : ''}`;
+          if (line !== last) out(line);
+          last = line;
+        },
+      });
+      out(`capture ${ns}/${name}: ${r.error ? `${r.error.reason}: ${r.error.message}; ` : ''}deleted`);
+      return r.error || !r.completed ? 1 : 0;
     }
-    const existing = await client.request<KubeList<unknown>>('GET', collectionPath(resources.jobs, ns), { query: { labelSelector: captureSelector(name), limit: 1 } });
-    if (existing.items.length) {
+    const made = await createCaptureJobs(client, {
+      ...request, nodeNames: input.nodeNames, version: version(), env, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'),
+      images: { image: f.str('image'), windowsImage: f.str('windows-image'), debug: f.bool('debug') },
+    }, {
+      images: (images, os) => {
+        if (os.has('linux')) err(`note: capture image ${images.linuxImage} (from ${images.linuxFrom})`);
+        if (os.has('windows')) err(`note: Windows capture image ${images.windowsImage} (from ${images.windowsFrom})`);
+      },
+      noServiceAccount: (namespace) => err(`note: no ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} in namespace ${namespace}: the capture pods run as the default one and cannot annotate themselves with their file's name, so download lists each node's capture directory (the operator creates that account when it runs a capture in a namespace)`),
+    });
+    if (made.kind === 'exists') {
       err(`capture ${ns}/${name} already has jobs; delete it first (kubectl-retina capture delete --name ${name} -n ${ns})`);
       return 1;
     }
-    let nodes;
-    try {
-      nodes = await resolveTargets(client, ns, input.spec);
-      if (input.nodeNames.length) {
-        const found = new Set(nodes.map((n) => n.name));
-        const missing = input.nodeNames.filter((n) => !found.has(n));
-        if (missing.length) throw new TargetError(`--node-names: no node ${missing.join(', ')}`);
-      }
-    } catch (e) {
-      if (!(e instanceof TargetError)) throw e;
-      err(e.message);
+    if (made.kind === 'no-such-nodes' || made.kind === 'refused') {
+      err(made.kind === 'refused' ? made.message : `--node-names: no node ${made.nodes.join(', ')}`);
       return 1;
     }
-    const images = await captureImages(client, { image: f.str('image'), windowsImage: f.str('windows-image'), debug: f.bool('debug') }, version(), env);
-    const os = new Set(nodes.map((n) => n.os));
-    if (os.has('linux')) err(`note: capture image ${images.linuxImage} (from ${images.linuxFrom})`);
-    if (os.has('windows')) err(`note: Windows capture image ${images.windowsImage} (from ${images.windowsFrom})`);
-    const account = await captureAccount(client, ns);
-    if (!account) {
-      err(`note: no ServiceAccount ${CAPTURE_SERVICE_ACCOUNT} in namespace ${ns}: the capture pods run as the default one and cannot annotate themselves with their file's name, so download lists each node's capture directory (the operator creates that account when it runs a capture in a namespace)`);
-    }
-    let jobs: Manifest[];
-    try {
-      jobs = captureJobs({ name, namespace: ns, spec: input.spec }, nodes, {
-        linuxImage: images.linuxImage, windowsImage: images.windowsImage, hostPathBaseDir: baseDir, jobNumLimit: f.int('job-num-limit'), deadlineSlackSeconds: 300, ...(account ? { serviceAccountName: account } : {}),
-        startTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-      });
-    } catch (e) {
-      if (!(e instanceof JobNumLimitError)) throw e;
-      err(e.message);
-      return 1;
-    }
-    const secrets = await createSecrets(client, name, ns, input);
-    const created: string[] = [];
-    for (const j of jobs) {
-      const r = await client.request<{ metadata: { name: string } }>('POST', collectionPath(resources.jobs, ns), { body: j });
-      created.push(r.metadata.name);
-    }
-    out(`capture ${ns}/${name}: ${created.length} job(s) created: ${created.join(', ')}${secrets.length ? `; secrets ${secrets.join(', ')}` : ''}`);
+    out(`capture ${ns}/${name}: ${made.jobs.length} job(s) created: ${made.jobs.join(', ')}${made.secrets.length ? `; secrets ${made.secrets.join(', ')}` : ''}`);
     if (f.bool('no-wait')) return 0;
-    return await waitJobs(client, ns, name, captureDurationMs(input.spec), pollMs(f));
+    let last = '';
+    const r = await waitForJobs(client, ns, name, {
+      ...wait,
+      onProgress: (p) => {
+        const line = printProgress(p);
+        if (line !== last) out(line);
+        last = line;
+      },
+    });
+    out(`capture ${ns}/${name}: ${r.timedOut ? 'timed out; ' : ''}deleted ${r.removed.jobs} job(s) and ${r.removed.secrets} secret(s)`);
+    return r.failed > 0 || r.timedOut ? 1 : 0;
   } catch (e) {
     err((e as Error).message);
     return 1;
@@ -230,63 +214,9 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv,
   }
 }
 
-/** The capture ServiceAccount if the namespace has it (and we may see it); undefined otherwise. */
-async function captureAccount(client: RestClient, ns: string): Promise<string | undefined> {
-  try {
-    await client.request('GET', `/api/v1/namespaces/${encodeURIComponent(ns)}/serviceaccounts/${CAPTURE_SERVICE_ACCOUNT}`);
-    return CAPTURE_SERVICE_ACCOUNT;
-  } catch (e) {
-    if (isApiError(e, 404) || isApiError(e, 403)) return undefined;
-    throw e;
-  }
-}
-
+/** --poll-interval (hidden, for tests): 5s unless it reads as <n>ms|s|m. */
 function pollMs(f: Flags): number {
   const m = /^(\d+)(ms|s|m)$/.exec(f.str('poll-interval') ?? '5s');
   if (!m) return 5000;
   return Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60_000);
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Polls the capture's Jobs until none is active (or the duration + 5 m passes), then deletes them. */
-async function waitJobs(client: RestClient, ns: string, name: string, durationMs: number, every: number): Promise<number> {
-  const deadline = Date.now() + durationMs + 300_000;
-  let last = '';
-  for (;;) {
-    const p = await jobProgress(client, ns, name);
-    const line = printProgress(p);
-    if (line !== last) out(line);
-    last = line;
-    if (p.active === 0 || Date.now() > deadline) {
-      const timedOut = p.active > 0;
-      const removed = await deleteCaptureJobs(client, ns, name);
-      out(`capture ${ns}/${name}: ${timedOut ? 'timed out; ' : ''}deleted ${removed.jobs} job(s) and ${removed.secrets} secret(s)`);
-      return p.failed > 0 || timedOut ? 1 : 0;
-    }
-    await sleep(every);
-  }
-}
-
-/** Polls the Capture's status until completionTime, then deletes it (the operator cleans up). */
-async function waitOperator(client: RestClient, ns: string, name: string, durationMs: number, every: number): Promise<number> {
-  const deadline = Date.now() + durationMs + 300_000;
-  let last = '';
-  for (;;) {
-    const c = await client.request<Capture>('GET', objectPath(resources.captures, ns, name));
-    const s = c.status ?? {};
-    const n = s.nodeCounts;
-    const line = `${name}: ${(s.nodes ?? []).map((x) => `${x.name}=${x.state}`).join(' ') || 'starting'}${n ? ` (pending ${n.pending}, running ${n.running}, completed ${n.completed}, failed ${n.failed}, uploaded ${n.uploaded})` : ''}`;
-    if (line !== last) out(line);
-    last = line;
-    const err = s.conditions?.find((x) => x.type === 'error' && x.status === 'True');
-    if (s.completionTime || (err && !s.startTime) || Date.now() > deadline) {
-      await client.request('DELETE', objectPath(resources.captures, ns, name));
-      out(`capture ${ns}/${name}: ${err ? `${err.reason}: ${err.message}; ` : ''}deleted`);
-      return err || !s.completionTime ? 1 : 0;
-    }
-    await sleep(every);
-  }
-}
-
-export { referencedSecrets };

@@ -1,25 +1,14 @@
 /**
  * `kubectl-retina capture delete --name NAME [-n NS]`: deletes the Capture resource when there is one
  * (the operator's finalizer then deletes its Jobs and Secrets), else the capture's Jobs and the
- * Secrets made for it, as Retina's CLI does.
+ * Secrets made for it, as Retina's CLI does (src/capture/client).
  */
-import { isApiError, objectPath, resources, type RestClient } from '../../k8s/index.js';
+import { deleteCapture } from '../../capture/client/index.js';
 import { parseFlags, UsageError } from '../args.js';
 import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
 import { NAME_FLAG, connect } from './flags.js';
-import { deleteCaptureJobs } from './list.js';
 
 export const DELETE_USAGE = 'usage: kubectl-retina capture delete --name NAME [-n NAMESPACE] [kubectl\'s flags: kubectl-retina options]';
-
-async function deleteResource(client: RestClient, ns: string, name: string): Promise<boolean> {
-  try {
-    await client.request('DELETE', objectPath(resources.captures, ns, name));
-    return true;
-  } catch (e) {
-    if (isApiError(e, 404) || isApiError(e, 403)) return false;
-    throw e;
-  }
-}
 
 export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv, kubeFlags: KubeFlags = {}): Promise<number> {
   let f;
@@ -42,11 +31,11 @@ export async function runDelete(argv: readonly string[], env: NodeJS.ProcessEnv,
   const name = f.str('name') as string;
   const client = kube.client();
   try {
-    if (await deleteResource(client, ns, name)) {
+    const r = await deleteCapture(client, ns, name);
+    if (r.kind === 'resource') {
       process.stdout.write(`capture ${ns}/${name} deleted (Capture resource; the operator deletes its jobs and secrets)\n`);
       return 0;
     }
-    const r = await deleteCaptureJobs(client, ns, name);
     if (!r.jobs && !r.secrets) {
       process.stderr.write(`kubectl-retina capture delete: no capture ${ns}/${name}\n`);
       return 1;

@@ -1,21 +1,17 @@
 /**
  * `kubectl-retina capture download`: Retina's flags (`--name`, `--namespace`, `--all`,
- * `--all-namespaces`, `--blob-url`, `-o/--output`) plus S3. From nodes it fetches each finished capture
- * pod's tarball through a helper pod and `pods/exec` (download-nodes.ts) into `<output>/<capture>/`;
- * `--all` bundles every capture into `<output>/all-captures-<YYYYMMDDhhmmss>.tar.gz` organised
+ * `--all-namespaces`, `--blob-url`, `-o/--output`) plus S3, and what it prints. The capture client
+ * (src/capture/client: downloadCaptures) fetches each finished capture pod's tarball from its node
+ * through a helper pod and `pods/exec` into `<output>/<capture>/` (or from blob storage or S3); `--all`
+ * bundles every capture into `<output>/all-captures-<YYYYMMDDhhmmss>.tar.gz` organised
  * `[<namespace>/]<capture>/<tarball>`. Every tarball is checked after the transfer: its size, that it
- * reads to the end, and the sha256 digests its manifest.json lists (download-verify.ts).
+ * reads to the end, and the sha256 digests its manifest.json lists. Ctrl-C deletes the helper pods (130).
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
-import { create as tarCreate } from 'tar';
-import { allCapturesBundleName } from '../../capture/index.js';
+import { resolve } from 'node:path';
+import { ChecksumError, DEFAULT_DOWNLOAD_IMAGE, DownloadError, downloadCaptures, type S3Source } from '../../capture/client/index.js';
 import { parseFlags, UsageError, type Flags as KubectlFlags } from '../args.js';
 import { KUBE_FLAGS_USAGE, loadKube, withKubeFlags, type KubeFlags } from '../kube-flags.js';
-import { DownloadError, NodeDownloader, type CaptureRef } from './download-nodes.js';
-import type { ProgressSink } from './download-progress.js';
-import { downloadFromBlob, downloadFromS3, redactSas } from './download-remote.js';
-import { ChecksumError, verifyTarball } from './download-verify.js';
+import { Progress, type ProgressSink } from './download-progress.js';
 
 export interface DownloadIO {
   readonly stdout?: { write(s: string): unknown };
@@ -48,7 +44,7 @@ from Azure Blob (--blob-url) or from S3 (--s3-bucket).
   --s3-secret-access-key K or env AWS_SECRET_ACCESS_KEY
   -o, --output DIR         where to write (default ./)
   --download-image IMAGE   the Linux helper pod's image (env RETINA_DOWNLOAD_IMAGE;
-                           default mcr.microsoft.com/azurelinux/busybox:1.36)
+                           default ${DEFAULT_DOWNLOAD_IMAGE})
   --download-image-windows IMAGE  the Windows helper pod's image (env RETINA_DOWNLOAD_IMAGE_WINDOWS;
                            default mcr.microsoft.com/windows/nanoserver:<ltsc of the node>)
   --pod-timeout SECONDS    how long to wait for a helper pod to run (default 120)
@@ -61,7 +57,7 @@ interface Flags {
   all: boolean;
   allNamespaces: boolean;
   blobUrl?: string;
-  s3?: { bucket: string; endpoint?: string; region?: string; path: string; accessKeyId?: string; secretAccessKey?: string };
+  s3?: S3Source;
   output: string;
   /** kubectl's flags (--kubeconfig, --context, -n, --as, ...). */
   kube: KubeFlags;
@@ -108,7 +104,7 @@ export function parseDownloadFlags(argv: readonly string[], env: NodeJS.ProcessE
   set('linuxImage', str(values['download-image']) ?? str(env['RETINA_DOWNLOAD_IMAGE']));
   set('windowsImage', str(values['download-image-windows']) ?? str(env['RETINA_DOWNLOAD_IMAGE_WINDOWS']));
   if (bucket !== undefined) {
-    const s3: NonNullable<Flags['s3']> = { bucket, path: str(values['s3-path']) ?? 'retina/captures' };
+    const s3: { -readonly [K in keyof S3Source]: S3Source[K] } = { bucket, path: str(values['s3-path']) ?? 'retina/captures' };
     const endpoint = str(values['s3-endpoint']);
     const region = str(values['s3-region']);
     const id = str(values['s3-access-key-id']) ?? str(env['AWS_ACCESS_KEY_ID']);
@@ -162,126 +158,39 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   }
-  const warn = (s: string): void => void stderr.write(`warning: ${s}\n`);
-  const log = (s: string): void => void stderr.write(`${s}\n`);
-  let nodes: NodeDownloader | undefined;
-  let failures = 0;
   try {
-    const out = resolve(flags.output);
-    await mkdir(out, { recursive: true });
-
-    const verify = async (file: string): Promise<boolean> => {
-      try {
-        const r = await verifyTarball(file, relative(process.cwd(), file) || file);
-        if (r.manifest) log(`verified ${file}: sha256 of ${r.verified.length} file(s) match ${r.manifest}`);
-        else log(`checked ${file}: a complete archive of ${r.entries} file(s); it has no manifest.json, so there are no checksums to verify`);
-        return true;
-      } catch (e) {
-        if (!(e instanceof ChecksumError)) throw e;
-        stderr.write(`error: ${e.message} (file kept for inspection)\n`);
-        return false;
-      }
-    };
-
-    if (flags.blobUrl) {
-      log(`downloading from blob storage ${redactSas(flags.blobUrl)}`);
-      const files = await downloadFromBlob(flags.blobUrl, { dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-`, captureName: flags.name } : {}) });
-      for (const f of files) {
-        stdout.write(`File written to: ${f}\n`);
-        if (!(await verify(f))) failures++;
-      }
+    const r = await downloadCaptures({
+      output: resolve(flags.output), all: flags.all, allNamespaces: flags.allNamespaces, podReadyTimeoutMs: flags.podTimeoutMs, signal: ac.signal,
+      now: io.now ?? ((): Date => new Date()),
+      cluster: async () => {
+        const kube = await loadKube(flags.kube, env);
+        return { client: kube.client(), namespace: kube.namespace };
+      },
+      ...(flags.name !== undefined ? { name: flags.name } : {}),
+      ...(flags.blobUrl ? { blobUrl: flags.blobUrl } : {}),
+      ...(flags.s3 ? { s3: flags.s3 } : {}),
+      ...(flags.linuxImage ? { linuxImage: flags.linuxImage } : {}),
+      ...(flags.windowsImage ? { windowsImage: flags.windowsImage } : {}),
+    }, {
+      log: (s) => void stderr.write(`${s}\n`),
+      warn: (s) => void stderr.write(`warning: ${s}\n`),
+      failed: (s) => void stderr.write(`error: ${s}\n`),
+      verified: (file, v) => void stderr.write(v.manifest
+        ? `verified ${file}: sha256 of ${v.verified.length} file(s) match ${v.manifest}\n`
+        : `checked ${file}: a complete archive of ${v.entries} file(s); it has no manifest.json, so there are no checksums to verify\n`),
+      written: (file) => void stdout.write(`File written to: ${file}\n`),
+      progress: (label, total) => new Progress(stderr, label, total),
+    });
+    if (r.kind === 'no-captures') {
+      stdout.write(`No captures found ${r.namespace === undefined ? 'in any namespace' : `in namespace ${r.namespace}`}\n`);
+      return 0;
     }
-    if (flags.s3) {
-      log(`downloading from s3://${flags.s3.bucket}/${flags.s3.path}`);
-      const files = await downloadFromS3({ ...flags.s3, dir: out, progress: stderr, signal: ac.signal, ...(flags.name ? { prefix: `${flags.name}-`, captureName: flags.name } : {}) });
-      for (const f of files) {
-        stdout.write(`File written to: ${f}\n`);
-        if (!(await verify(f))) failures++;
-      }
+    if (r.kind === 'nothing-downloaded') {
+      stderr.write('error: no capture files were downloaded\n');
+      return 1;
     }
-    const fromNodes = (flags.name !== undefined && !flags.blobUrl && !flags.s3) || flags.all;
-    if (fromNodes) {
-      let kube;
-      try {
-        kube = await loadKube(flags.kube, env);
-      } catch (e) {
-        throw new DownloadError((e as Error).message, { cause: e });
-      }
-      const kc = kube.kubeConfig;
-      const namespace = kube.namespace;
-      nodes = new NodeDownloader({
-        kubeConfig: kc,
-        requestTimeoutMs: kube.requestTimeoutMs,
-        log,
-        progress: stderr,
-        signal: ac.signal,
-        podReadyTimeoutMs: flags.podTimeoutMs,
-        ...(flags.linuxImage ? { linuxImage: flags.linuxImage } : {}),
-        ...(flags.windowsImage ? { windowsImage: flags.windowsImage } : {}),
-      });
-      const dl = nodes;
-      /** Downloads one capture's node files into dir; counts failures; returns the files that passed. */
-      const fetchCapture = async (c: CaptureRef, dir: string): Promise<string[]> => {
-        const files = await dl.captureFiles(c, warn);
-        if (files.length === 0) {
-          stderr.write(`error: capture ${c.namespace}/${c.name}: no finished capture pod with a hostPath output to download from\n`);
-          failures++;
-          return [];
-        }
-        await mkdir(dir, { recursive: true });
-        const good: string[] = [];
-        for (const f of files) {
-          ac.signal.throwIfAborted();
-          try {
-            for (const p of await dl.download(f, dir)) {
-              if (await verify(p)) good.push(p);
-              else failures++;
-            }
-          } catch (e) {
-            if (ac.signal.aborted || !(e instanceof DownloadError)) throw e;
-            stderr.write(`error: ${e.message}\n`);
-            failures++;
-          }
-        }
-        return good;
-      };
-
-      if (flags.all) {
-        const captures = await dl.listCaptures(flags.allNamespaces ? undefined : namespace);
-        if (captures.length === 0) {
-          stdout.write(`No captures found ${flags.allNamespaces ? 'in any namespace' : `in namespace ${namespace}`}\n`);
-          return 0;
-        }
-        log(`found ${captures.length} capture(s) to download`);
-        const stage = await mkdtemp(join(out, '.all-captures-'));
-        try {
-          const entries: string[] = [];
-          for (const c of captures) {
-            const rel = flags.allNamespaces ? join(c.namespace, c.name) : c.name;
-            try {
-              for (const f of await fetchCapture(c, join(stage, rel))) entries.push(relative(stage, f));
-            } catch (e) {
-              if (ac.signal.aborted || !(e instanceof DownloadError)) throw e;
-              stderr.write(`error: ${e.message}\n`);
-              failures++;
-            }
-          }
-          if (entries.length === 0) {
-            stderr.write('error: no capture files were downloaded\n');
-            return 1;
-          }
-          const bundle = join(out, allCapturesBundleName((io.now ?? (() => new Date()))()));
-          await tarCreate({ gzip: true, file: bundle, cwd: stage, portable: true }, entries.sort());
-          stdout.write(`Archive written to: ${bundle} (${entries.length} file(s))\n`);
-        } finally {
-          await rm(stage, { recursive: true, force: true });
-        }
-      } else if (flags.name) {
-        const files = await fetchCapture({ namespace, name: flags.name }, join(out, flags.name));
-        for (const f of files) stdout.write(`File written to: ${f}\n`);
-      }
-    }
-    return failures > 0 ? 1 : 0;
+    if (r.bundle) stdout.write(`Archive written to: ${r.bundle.path} (${r.bundle.files} file(s))\n`);
+    return r.failures > 0 ? 1 : 0;
   } catch (e) {
     if (ac.signal.aborted) {
       stderr.write('download interrupted\n');
@@ -299,7 +208,6 @@ export async function runDownload(argv: string[], io: DownloadIO = {}): Promise<
     }
     throw e;
   } finally {
-    await nodes?.cleanup();
     io.signal?.removeEventListener('abort', onOuterAbort);
     if (handle) {
       process.off('SIGINT', onSignal);

@@ -1,8 +1,8 @@
 /**
  * Flow-log records → an OTLP ExportLogsServiceRequest (opentelemetry-proto v1.11.0, vendored in
- * proto/opentelemetry), in two spellings: the @grpc/proto-loader object (proto field names) that
- * protobufjs encodes for gRPC and OTLP/HTTP protobuf, and OTLP/JSON (lowerCamelCase names, 64-bit
- * integers as decimal strings, as the OTLP specification's JSON encoding says).
+ * proto/opentelemetry): the log records, and the request in OTLP/JSON (lowerCamelCase names, 64-bit
+ * integers as decimal strings, as the OTLP specification's JSON encoding says). The protobuf bytes of
+ * the same request, for gRPC and OTLP/HTTP protobuf, are wire.ts's.
  *
  * One LogRecord per flow-log record:
  * - body: the record as the JSON string the file sink writes as a line (`{"flow":{...},"node_name":
@@ -134,29 +134,6 @@ function resourceAttrs(res: OtlpResourceInfo): Array<[string, AttrValue]> {
   if (res.serviceVersion) a.push(['service.version', res.serviceVersion]);
   if (res.nodeName) a.push(['k8s.node.name', res.nodeName]);
   return a;
-}
-
-/** proto-loader objects (keepCase): oneof members by their field name. */
-function protoKv([key, v]: readonly [string, AttrValue]): object {
-  return { key, value: typeof v === 'number' ? { int_value: v } : { string_value: v } };
-}
-
-/** ExportLogsServiceRequest as a @grpc/proto-loader (keepCase) object, for protobuf encoding. */
-export function toProtoRequest(records: readonly OtlpLogRecord[], res: OtlpResourceInfo): object {
-  return {
-    resource_logs: [{
-      resource: { attributes: resourceAttrs(res).map(protoKv) },
-      scope_logs: [{
-        scope: { name: SCOPE_NAME, version: res.serviceVersion },
-        log_records: records.map((r) => ({
-          time_unix_nano: r.timeUnixNano,
-          observed_time_unix_nano: r.observedTimeUnixNano,
-          body: { string_value: r.body },
-          attributes: r.attributes.map(protoKv),
-        })),
-      }],
-    }],
-  };
 }
 
 function jsonKv([key, v]: readonly [string, AttrValue]): object {

@@ -16,7 +16,7 @@ export { createOtlpSink, type OtlpSink, type OtlpSinkOptions } from './sink.js';
 export type { SinkCounts } from '../counts.js';
 export { grpcTransport, httpTransport, loadExportCodec, httpLogsUrl, parseRetryAfter, retryInfoDelayMs, type SendResult, type Transport } from './transport.js';
 export { encodeLogsRequest } from './wire.js';
-export { toLogRecord, toJsonRequest, toProtoRequest, flowAttributes, rfc3339ToUnixNano, SCOPE_NAME, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
+export { toLogRecord, toJsonRequest, flowAttributes, rfc3339ToUnixNano, SCOPE_NAME, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
 
 export interface OtlpFlowSinkOptions {
   readonly config: FlowLogsOtlpConfig;

@@ -1,14 +1,16 @@
 /**
  * The hand-written protobuf encoder (wire.ts) against protobufjs (@grpc/proto-loader over the
- * OpenTelemetry protos) as the oracle: the same bytes as protobufjs's encoding of toProtoRequest,
- * and a request protobufjs decodes back to the records, for ASCII and non-ASCII strings (short and
- * long), negative, zero and large ints, an empty version, no records and many.
+ * OpenTelemetry protos) as the oracle: the same bytes as protobufjs's encoding of toProtoRequest
+ * (test/export/otlp-proto-request.ts), and a request protobufjs decodes back to the records, for
+ * ASCII and non-ASCII strings (short and long), negative, zero and large ints, an empty version, no
+ * records and many.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as protoLoader from '@grpc/proto-loader';
-import { SCOPE_NAME, toProtoRequest, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
+import { toProtoRequest } from '../../../test/export/otlp-proto-request.js';
+import { SCOPE_NAME, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
 import { loadExportCodec } from './transport.js';
 import { encodeLogsRequest } from './wire.js';
 

@@ -5,8 +5,9 @@
  * (protobufjs), which the response still goes through: it builds a message object per record,
  * attribute and value (fromObject) and then encodes them, 20-70 µs of CPU a record on the test VM
  * (bench/export/otlp.bench.ts), the whole OTLP sink's cost several times over; this one costs about
- * what the JSON encoding does. Only the fields toProtoRequest sets are written (the same request:
- * wire.test.ts decodes both with protobufjs and compares; the collector tests are the oracle).
+ * what the JSON encoding does. Only the fields of that request are written (the same request as
+ * test/export/otlp-proto-request.ts's proto-loader object: wire.test.ts compares the bytes protobufjs
+ * writes for it and decodes ours; the collector tests are the oracle).
  *
  * Field numbers (opentelemetry-proto v1, proto/opentelemetry/...):
  *   ExportLogsServiceRequest.resource_logs 1; ResourceLogs.resource 1, .scope_logs 2;
@@ -69,7 +70,7 @@ function resourceAttrs(res: OtlpResourceInfo): Attr[] {
   return a;
 }
 
-/** The ExportLogsServiceRequest of `records` (one resource, one scope), as toProtoRequest describes it. */
+/** The ExportLogsServiceRequest of `records` (one resource, one scope: service.name, service.version and k8s.node.name; SCOPE_NAME). */
 export function encodeLogsRequest(records: readonly OtlpLogRecord[], res: OtlpResourceInfo, scopeName: string): Buffer {
   // Pass 1: sizes.
   const rAttrs = resourceAttrs(res);

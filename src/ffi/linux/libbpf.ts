@@ -97,7 +97,7 @@ export function loadLibbpf(): Libbpf {
     rbEpollFd: f('int ring_buffer__epoll_fd(ring_buffer *rb)'),
     testRun: f('int bpf_prog_test_run_opts(int fd, _Inout_ bpf_test_run_opts *opts)'),
     linkCreate: f('int bpf_link_create(int prog_fd, int target_fd, int attach_type, void *opts)'),
-    enableStats: f('int bpf_enable_stats(int type)'),
+    enableStats: f('int bpf_enable_stats(int type)'), // test/ebpf/run-stats.ts: the tests' and benchmarks' run-time statistics
     probeHelper: f('int libbpf_probe_bpf_helper(int prog_type, int helper_id, const void *opts)'),
     progFdById: f('int bpf_prog_get_fd_by_id(uint32_t id)'),
     objGetInfo: f('int bpf_obj_get_info_by_fd(int fd, _Inout_ uint8_t *info, _Inout_ uint32_t *len)'),

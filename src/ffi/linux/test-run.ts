@@ -1,9 +1,9 @@
 /**
  * BPF_PROG_TEST_RUN (programs that are run by the agent rather than attached: packetparser's
- * connection-table sweep, the benchmarks' synthetic producers) and BPF run-time statistics.
+ * connection-table sweep, the benchmarks' synthetic producers). The run-time statistics the tests and
+ * benchmarks read are test/ebpf/run-stats.ts's.
  */
 import { errnoText, loadLibbpf } from './libbpf.js';
-import { loadSys } from './sys.js';
 import type { BpfProgram } from './object.js';
 
 const TEST_RUN_OPTS_SIZE = 80;
@@ -19,14 +19,4 @@ export function testRunProgram(prog: BpfProgram | number, packet: Uint8Array, re
   const rc = l.testRun(fd, opts) as number;
   if (rc < 0) throw new Error(`BPF_PROG_TEST_RUN failed: ${errnoText(-rc)}`);
   return opts.retval;
-}
-
-/**
- * Turns on the kernel's per-program run-time statistics (run_cnt, run_time_ns) until disposed
- * (BPF_ENABLE_STATS: held by an fd, so nothing stays on if the process dies).
- */
-export function enableBpfRunStats(): Disposable {
-  const fd = loadLibbpf().enableStats(0) as number; // BPF_STATS_RUN_TIME
-  if (fd < 0) throw new Error(`BPF_ENABLE_STATS failed: ${errnoText(-fd)}`);
-  return { [Symbol.dispose]: () => loadSys().close(fd) };
 }

@@ -1,4 +1,4 @@
-/** GUID text ↔ the 16-byte struct (Data1..3 little-endian, Data4 as bytes), case-insensitive. */
+/** GUID text → the 16-byte struct (Data1..3 little-endian, Data4 as bytes), case-insensitive. */
 const GUID_RE = /^\{?([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})\}?$/i;
 
 export interface GuidStruct {
@@ -17,12 +17,4 @@ export function parseGuid(text: string): GuidStruct {
   const Data4: number[] = [];
   for (let i = 0; i < 16; i += 2) Data4.push(parseInt(tail.slice(i, i + 2), 16));
   return { Data1: parseInt(d1, 16), Data2: parseInt(d2, 16), Data3: parseInt(d3, 16), Data4 };
-}
-
-/** The canonical upper-case form (how HNS prints IDs). */
-export function normalizeGuid(text: string): string {
-  const g = parseGuid(text);
-  const h = (n: number, w: number): string => n.toString(16).toUpperCase().padStart(w, '0');
-  const d4 = g.Data4.map((b) => h(b, 2)).join('');
-  return `${h(g.Data1, 8)}-${h(g.Data2, 4)}-${h(g.Data3, 4)}-${d4.slice(0, 4)}-${d4.slice(4)}`;
 }

@@ -1,7 +1,7 @@
 /** The Windows bindings' public surface: typed wrappers over HCN, HNS and iphlpapi (koffi stays in this folder). */
 export { DLLS, dllPath, type DllKey } from './libraries.js';
 export { WindowsCallError, checkHresult, checkWin32, hresultHex, recordMessage, win32, win32OfHresult } from './errors.js';
-export { normalizeGuid, parseGuid } from './guid.js';
+export { parseGuid } from './guid.js';
 export { openHcn, ATTACHED_SHARING_QUERY, ALL_ENDPOINTS_QUERY, type HcnClient } from './computenetwork.js';
 export { openHns, type HnsClient } from './vmcompute.js';
 export { openIphlpapi, AF_INET, AF_INET6, type IfRow, type Iphlpapi, type StatsRecord, type TcpStats } from './iphlpapi.js';

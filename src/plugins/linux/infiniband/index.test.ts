@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { agentConfig, agentKeys, collectSpecs, loadValues, type AgentConfig } from '../../../config/index.js';
-import { discardFlows } from '../../../flow/index.js';
+import { discardFlows } from '../../../../test/fakes/flows.js';
 import { silentLogger } from '../../../log/index.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../../metrics/index.js';
 import { PermanentError, everyIp, liveResourceStacks, type PluginContext, type StatusReporter } from '../../../plugin/index.js';

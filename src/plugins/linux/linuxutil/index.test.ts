@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { ConfigErrors, agentConfig, agentKeys, collectSpecs, loadValues, pick } from '../../../config/index.js';
-import { discardFlows } from '../../../flow/index.js';
+import { discardFlows } from '../../../../test/fakes/flows.js';
 import { silentLogger } from '../../../log/index.js';
 import { createMetricsRegistry } from '../../../metrics/index.js';
 import { everyIp, liveResourceStacks, type PluginContext } from '../../../plugin/index.js';

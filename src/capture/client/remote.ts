@@ -1,16 +1,15 @@
 /**
  * Downloading capture tarballs from object storage: Azure Blob through a SAS URL (`--blob-url`, the
  * container's URL with a SAS that allows list and read) and S3 (`--s3-bucket` …). The official SDKs
- * are imported only here, and only when these flags are used.
+ * are loaded (dynamic import) only when one of these is the source.
  */
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BLOB_CAPTURE_METADATA, S3_CAPTURE_METADATA } from '../../capture/index.js';
-import { Progress, type ProgressSink } from './download-progress.js';
-import { DownloadError } from './download-nodes.js';
+import { BLOB_CAPTURE_METADATA, S3_CAPTURE_METADATA } from '../naming.js';
+import { DownloadError, type TransferReporter } from './transfer.js';
 
 export interface RemoteOptions {
   /** Object names must start with this (the capture name), when given. */
@@ -21,7 +20,7 @@ export interface RemoteOptions {
    */
   readonly captureName?: string;
   readonly dir: string;
-  readonly progress: ProgressSink;
+  readonly progress: TransferReporter;
   readonly signal: AbortSignal;
 }
 
@@ -37,13 +36,15 @@ export function redactSas(url: string): string {
 }
 
 async function save(body: Readable, dest: string, label: string, size: number | undefined, o: RemoteOptions): Promise<void> {
-  const progress = new Progress(o.progress, label, size);
+  const progress = o.progress(label, size);
+  let received = 0;
   const part = `${dest}.part`;
   try {
     await pipeline(
       body,
       new Transform({
         transform(chunk: Buffer, _e, cb): void {
+          received += chunk.length;
           progress.add(chunk.length);
           cb(null, chunk);
         },
@@ -52,7 +53,7 @@ async function save(body: Readable, dest: string, label: string, size: number | 
       { signal: o.signal },
     );
     progress.finish();
-    if (size !== undefined && progress.bytes !== size) throw new DownloadError(`${label}: received ${progress.bytes} bytes, the object has ${size}; the transfer was cut short`);
+    if (size !== undefined && received !== size) throw new DownloadError(`${label}: received ${received} bytes, the object has ${size}; the transfer was cut short`);
     await rename(part, dest);
   } catch (e) {
     await rm(part, { force: true });
@@ -111,7 +112,8 @@ function blobMessage(e: unknown): string {
   return `${o.statusCode ? `${o.statusCode} ` : ''}${o.code ? `${o.code}: ` : ''}${redactSas(first)}`;
 }
 
-export interface S3Options extends RemoteOptions {
+/** The bucket, the objects' folder in it, and the credentials (both or neither: then the SDK's own). */
+export interface S3Source {
   readonly bucket: string;
   readonly region?: string;
   readonly endpoint?: string;
@@ -119,6 +121,8 @@ export interface S3Options extends RemoteOptions {
   readonly accessKeyId?: string;
   readonly secretAccessKey?: string;
 }
+
+export interface S3Options extends RemoteOptions, S3Source {}
 
 /** Downloads every object under `<path>/<prefix>` of the bucket; returns the paths. */
 export async function downloadFromS3(o: S3Options): Promise<string[]> {

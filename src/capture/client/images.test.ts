@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApiError, type RestClient } from '../../k8s/index.js';
-import { CHART_AGENT_SELECTOR, captureImages } from './image.js';
+import { CHART_AGENT_SELECTOR, captureImages } from './images.js';
 
 /** An in-memory API answering the DaemonSet list (or refusing it), recording what was asked. */
 function fakeApi(answer: unknown[] | ApiError): RestClient & { asked: string[] } {

@@ -5,7 +5,7 @@
  * (the Linux and the Windows one: the release's own images, so the capture runs the version the
  * agents run), and only when none of these says the built-in default (defaultImages).
  */
-import { defaultImages } from '../../capture/index.js';
+import { defaultImages } from '../job.js';
 import { isApiError, type KubeList, type KubeObject, type RestClient } from '../../k8s/index.js';
 
 /** The chart's agent DaemonSets (charts/retina/templates/agent-*.yaml: retina.labels + component). */

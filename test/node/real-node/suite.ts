@@ -1,0 +1,84 @@
+/**
+ * What the real-node suite's area modules (this folder) share: the suite's state, which its
+ * before() and its cases fill in as they run (the node and its client, the imported image, the test
+ * pods of the advanced-remote case), and the helpers of more than one area. test/node/real-node.test.ts
+ * brings the node up once and registers every area's cases, in order, in its one describe.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { resources, type RestClient } from '../../../src/k8s/index.js';
+import { tool } from '../../chart/helm.js';
+import { get } from '../../e2e/agent-process.js';
+import { parseExposition, series, type Sample } from '../../e2e/exposition.js';
+import { listAll } from '../../integration/harness.js';
+import type { PodNs } from '../../integration/pod-flows-net.js';
+import type { RealNode } from '../node.js';
+import { RELEASE_NS, podLog, type Pod } from '../workloads.js';
+
+export const N = 40;
+export const ADV = 'networkobservability_adv_';
+export const CTX = ['namespace', 'podname', 'workload'];
+export const CTX_IP = [...CTX, 'ip'];
+export const run = promisify(execFile);
+export const PROM = '127.0.0.1:19393';
+export const AGENT_PORT = 10093; // the chart's default (config.apiServer.port), on the node's host network
+
+/** One of the two test pods (Deployments `cli` in rn-a, `srv` in rn-b) and its network namespace. */
+export interface TestPod {
+  readonly name: string;
+  readonly namespace: string;
+  readonly ip: string;
+  readonly ip6: string;
+  readonly ns: PodNs;
+}
+
+export interface RealNodeSuite {
+  /** Set by the suite's before(). */
+  node: RealNode;
+  client: RestClient;
+  /** The image `make image` built, imported into the node's containerd. */
+  imageRef: string;
+  readonly nsA: string;
+  readonly nsB: string;
+  /** Filled by the advanced-remote case (chart.ts). */
+  readonly pods: Record<'cli' | 'srv', TestPod>;
+  /** The ClusterIP of Service `srv` in nsB (the advanced-remote case). */
+  svcIp: string;
+}
+
+export function newSuite(): RealNodeSuite {
+  return { node: undefined as unknown as RealNode, client: undefined as unknown as RestClient, imageRef: '', nsA: 'rn-a', nsB: 'rn-b', pods: {} as RealNodeSuite['pods'], svcIp: '' };
+}
+
+/** helm with the node's kubeconfig. */
+export const helmOf = (s: RealNodeSuite) => (args: string[]): ReturnType<typeof tool> => tool('helm', [...args, '--kubeconfig', s.node.kubeconfig], {}, 600_000);
+
+/** The agent's data series, scraped now. */
+export const scrape = async (): Promise<readonly Sample[]> => {
+  const r = await get(AGENT_PORT, '/metrics');
+  assert.equal(r.status, 200);
+  return parseExposition(r.body.split('\n').filter((l) => l.startsWith('networkobservability_')).join('\n')).samples;
+};
+export const find = async (name: string, labels: Record<string, string>): Promise<Sample[]> => series({ types: new Map(), samples: await scrape() }, name, labels);
+export const total = (xs: readonly Sample[]): number => xs.reduce((a, x) => a + x.value, 0);
+
+/** The context labels of one test pod as the source or destination of a series. */
+export const sideOf = (s: RealNodeSuite) => (p: 'cli' | 'srv', prefix: 'source' | 'destination', ip?: string): Record<string, string> => ({
+  [`${prefix}_namespace`]: s.pods[p].namespace, [`${prefix}_podname`]: s.pods[p].name,
+  [`${prefix}_workload_kind`]: 'Deployment', [`${prefix}_workload_name`]: p,
+  ...(ip ? { [`${prefix}_ip`]: ip } : {}),
+});
+
+/** What the pods of the release say when they are not Ready: status, events and last log lines. */
+export async function diagnosis(client: RestClient): Promise<string> {
+  const pods = await listAll<Pod>(client, resources.pods, RELEASE_NS).catch(() => []);
+  const out: string[] = [];
+  for (const p of pods) {
+    out.push(`pod ${p.metadata.name}: ${JSON.stringify(p.status?.containerStatuses ?? p.status)}`);
+    out.push(...(await podLog(client, p).catch(() => [])).slice(-15).map((l) => `  ${JSON.stringify(l)}`));
+  }
+  const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${RELEASE_NS}/events`).catch(() => ({ items: [] }));
+  out.push(...ev.items.map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`));
+  return out.join('\n');
+}
