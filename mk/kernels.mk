@@ -2,7 +2,7 @@
 # sha256) fetched once into the tools cache outside the clone through an apt configuration of their own
 # (hack/kernels/fetch.sh; never the machine's sources), each booted under qemu (TCG) with this checkout to run
 # test/kernels/suite.ts (hack/kernels/boot.sh, hack/kernels/init). `make test` runs the matrix as two of its
-# test files (test/kernels/host.test.ts in the main lane, matrix.test.ts's guests in a lane of their own);
+# test files (test/kernels/host.test.ts in the local lane, matrix.test.ts's guests in a lane of their own);
 # `make kernels` runs only them; `RETINA_KERNEL_MATRIX_UPDATE=1 make kernels` writes what they saw into
 # bench/kernels/matrix.json and docs/kernels.md's table.
 .PHONY: kernels kernels-fetch

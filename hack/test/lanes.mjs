@@ -1,17 +1,21 @@
 #!/usr/bin/env node
 // `make test`'s suites, in lanes that run side by side: every compiled test file of dist/ falls into the
-// first lane whose prefix matches it, each lane is one `node --test` process running its files one at a
-// time, and the lanes start together. The lanes are cut along what the files share on the machine:
+// first lane that takes it, each lane is one `node --test` process running its files one at a time, and
+// the lanes start together. The lanes are cut along what the files share on the machine:
 //   kernels  the kernel matrix's qemu guests (isolated VMs: about one core, nothing of the host's)
 //   node     the real kubelet node (test/node: the machine's one containerd, kubelet and bridge)
-//   main     everything else, in order, sharing ONE test control plane that this runner starts first
-//            (hack/k8s/harness.sh up; test/integration/harness.ts reuses a running one and leaves it up)
+//   k8s      the files that use the test control plane (they call startCluster), in order, sharing ONE
+//            control plane that this runner starts first (hack/k8s/harness.sh up; harness.ts reuses a
+//            running one and leaves it up), each in namespaces of its own
+//   local    the rest: unit tests, and the eBPF, chart, image and Windows files that need no API server
 // What lanes still share is arbitrated where it is used: the machine's netfilter drops and TCP losses,
 // which the node-level drop and retransmission counts see from every namespace, behind one lock
-// (test/ebpf/machine-lock.ts). The main lane's output is streamed; each other lane's is printed in one
-// piece when it ends. The last lines say each lane's time and counts; the status is 1 if any lane failed.
-// RETINA_TEST_LANES=serial runs every file in one lane (the old way); TEST_FILES (space-separated)
-// narrows the files.
+// (test/ebpf/drop-lock.ts); the real node's hooks and the suites' leftovers checks are scoped to their
+// own processes' programs. Measured on this 2-core machine: the four lanes take about as long as the
+// longest of them, as the lanes spend most of their time waiting (for pods, the guests, timers).
+// The k8s lane's output is streamed; each other lane's is printed in one piece when it ends. The last
+// lines say each lane's time and counts; the status is 1 if any lane failed. RETINA_TEST_LANES=serial
+// runs every file in one lane, one at a time (the old way); TEST_FILES (space-separated) narrows the files.
 import { spawn, execFileSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -19,11 +23,13 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LOGS = join(ROOT, '.cache/test-lanes');
+const usesControlPlane = (file) => readFileSync(join(ROOT, file), 'utf8').includes('startCluster(');
 const LANES = [
   // Its file boots three guests one after another: about 6 minutes alone, twice that beside the others.
-  { name: 'kernels', prefixes: ['dist/test/kernels/matrix.test.js'], timeoutMs: 45 * 60_000 },
-  { name: 'node', prefixes: ['dist/test/node/'] },
-  { name: 'main', prefixes: [''] },
+  { name: 'kernels', takes: (f) => f === 'dist/test/kernels/matrix.test.js', timeoutMs: 45 * 60_000 },
+  { name: 'node', takes: (f) => f.startsWith('dist/test/node/') },
+  { name: 'k8s', takes: usesControlPlane, controlPlane: true },
+  { name: 'local', takes: () => true },
 ];
 const NODE_TEST = ['--test', '--test-concurrency=1', '--test-reporter=spec'];
 /** node --test's --test-timeout, which also bounds each file's run as a whole. */
@@ -44,10 +50,12 @@ function testFiles() {
 }
 
 function assign(files) {
-  const serial = process.env.RETINA_TEST_LANES === 'serial';
-  const lanes = (serial ? [{ name: 'main', prefixes: [''] }] : LANES).map((l) => ({ ...l, files: [] }));
-  for (const f of files) lanes.find((l) => l.prefixes.some((p) => f.startsWith(p))).files.push(f);
-  return lanes.filter((l) => l.files.length);
+  const lanes = process.env.RETINA_TEST_LANES === 'serial'
+    ? [{ name: 'serial', takes: () => true, controlPlane: true, timeoutMs: LANES[0].timeoutMs }]
+    : LANES;
+  const out = lanes.map((l) => ({ ...l, files: [] }));
+  for (const f of files) out.find((l) => l.takes(f)).files.push(f);
+  return out.filter((l) => l.files.length);
 }
 
 /** The spec reporter's closing counts (ℹ tests N, ℹ pass N, ...) and every failed test's line. */
@@ -86,14 +94,15 @@ function harness(cmd) {
 
 const lanes = assign(testFiles());
 const t0 = Date.now();
-const main = lanes.find((l) => l.name === 'main');
-// One control plane for every file of the main lane (stopped at the end, whatever happened).
-const shareControlPlane = process.env.RETINA_TEST_SHARED_CONTROL_PLANE !== '0' && main && main.files.length > 1;
+// One control plane for every file of the lane that uses it (stopped at the end, whatever happened).
+const cpLane = lanes.find((l) => l.controlPlane && l.files.some(usesControlPlane));
+const shareControlPlane = process.env.RETINA_TEST_SHARED_CONTROL_PLANE !== '0' && cpLane !== undefined;
 if (shareControlPlane) harness('up');
+const streamed = cpLane ?? lanes[0];
 let results;
 try {
-  process.stdout.write(`test lanes: ${lanes.map((l) => `${l.name} ${l.files.length} files`).join(', ')}${shareControlPlane ? '; one test control plane for the main lane' : ''}\n`);
-  results = await Promise.all(lanes.map((l) => runLane(l, l === main || lanes.length === 1)));
+  process.stdout.write(`test lanes: ${lanes.map((l) => `${l.name} ${l.files.length} files`).join(', ')}${shareControlPlane ? `; one test control plane for the ${cpLane.name} lane` : ''}\n`);
+  results = await Promise.all(lanes.map((l) => runLane(l, l === streamed)));
 } finally {
   if (shareControlPlane) {
     try {

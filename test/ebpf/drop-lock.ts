@@ -26,3 +26,13 @@ export function holdDropsForThisFile(): void {
   });
   after(() => release?.());
 }
+
+/** Runs `fn` holding the lock. */
+export async function withDrops<T>(fn: () => Promise<T>): Promise<T> {
+  const release = await holdDrops();
+  try {
+    return await fn();
+  } finally {
+    release();
+  }
+}

@@ -2,7 +2,8 @@
  * The kernel matrix's column of this machine's kernel (issue 36): the suite of every Linux plugin
  * (suite.ts) run here, compared with bench/kernels/matrix.json's "host" column when the release is the
  * same. A file of its own, apart from the pinned kernels' (matrix.test.ts), because it sends traffic
- * through the host's own kernel: `make test` runs it in the main lane, and the qemu guests beside it.
+ * through the host's own kernel: `make test` runs it in its local lane, the qemu guests in a lane of
+ * their own beside it (hack/test/lanes.mjs).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

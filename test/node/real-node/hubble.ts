@@ -13,6 +13,7 @@ import { eventually, listAll } from '../../integration/harness.js';
 import { NODE_NAME, importImage } from '../node.js';
 import { RELEASE, RELEASE_NS, daemonSetsRes, deploymentsRes } from '../workloads.js';
 import { diagnosis, helmOf, run, type RealNodeSuite } from './suite.js';
+import { withDrops } from '../../ebpf/drop-lock.js';
 
 /** Hubble Relay through the chart. */
 export function hubbleCases(s: RealNodeSuite): void {
@@ -38,7 +39,8 @@ export function hubbleCases(s: RealNodeSuite): void {
     const hubble = async (args: string[]): Promise<string> => (await run(join(tools, 'hubble'), [...args, '--server', server], { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000, maxBuffer: 64 << 20 })).stdout;
     // the relay found the agent through the peer Service (a name CoreDNS answers) and the node's address
     await eventually('hubble list nodes through the relay names the node', 60_000, async () => (await hubble(['list', 'nodes']).catch(() => '')).includes(NODE_NAME), 1000);
-    await cli.ns.node(UDP_SEND, ['7', srv.ip, '9999', '32']);
+    // dropped datagrams: under the machine's drop lock (test/ebpf/drop-lock.ts)
+    await withDrops(() => cli.ns.node(UDP_SEND, ['7', srv.ip, '9999', '32']));
     await cli.ns.node(TCP_SEND, ['1000', srv.ip, '8080']);
     type Flow = { verdict?: string; source?: { namespace?: string; pod_name?: string }; destination?: { namespace?: string; pod_name?: string }; l4?: { UDP?: { destination_port?: number }; TCP?: { destination_port?: number } } };
     const flows = async (): Promise<Flow[]> => (await hubble(['observe', '-o', 'json', '--last', '5000', '--from-pod', `${cli.namespace}/${cli.name}`, '--to-pod', `${srv.namespace}/${srv.name}`]))

@@ -17,6 +17,7 @@ import { eventually, listAll } from '../../integration/harness.js';
 import { PodNs } from '../../integration/pod-flows-net.js';
 import { API_SERVICE_IP, NODE_IP, NODE_NAME } from '../node.js';
 import { RELEASE_NS, SLEEPER, agentPods, deploymentsRes, netnsOf, podExec, readyPod, scriptDeployment, type Pod } from '../workloads.js';
+import { withDrops } from '../../ebpf/drop-lock.js';
 import { ADV, AGENT_PORT, PROM, find, type RealNodeSuite } from './suite.js';
 
 /** A new pod's first series; Prometheus with the chart's job; diagnose. */
@@ -29,10 +30,11 @@ export function observeCases(s: RealNodeSuite): void {
     const late = await readyPod(client, nsA, 'late');
     const running = Date.now() - t0;
     const ns = new PodNs(netnsOf(late.status.podIP), '', late.status.podIP, '');
-    const first = await eventually('an adv_ series naming the new pod', 60_000, async () => {
+    // Its datagrams are drops: under the machine's drop lock (test/ebpf/drop-lock.ts).
+    const first = await withDrops(() => eventually('an adv_ series naming the new pod', 60_000, async () => {
       await ns.node(UDP_SEND, ['1', pods.srv.ip, '9999', '16']);
       return (await find(`${ADV}drop_count`, { source_podname: late.metadata.name, source_workload_name: 'late' })).length > 0 && Date.now();
-    }, 200);
+    }, 200));
     t.diagnostic(`pod created -> Ready ${running} ms, -> first enriched series ${first - t0} ms`);
     console.log(JSON.stringify({ figure: 'real-node-pod-created-to-first-enriched-series', ms: first - t0, readyMs: running }));
   });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { collectionPath, objectPath, resources } from '../../../src/k8s/index.js';
 import { series } from '../../e2e/exposition.js';
+import { withDrops } from '../../ebpf/drop-lock.js';
 import { sh } from '../../ebpf/netns.js';
 import { TCP_SEND, TCP_SINK, UDP_SEND } from '../../ebpf/traffic.js';
 import { eventually, listAll, untilStable } from '../../integration/harness.js';
@@ -19,7 +20,9 @@ import { ADV, N, find, scrape, sideOf, total, type RealNodeSuite } from './suite
 export function podTrafficCases(s: RealNodeSuite): void {
   const side = sideOf(s);
   const { nsB } = s;
-  it('an nftables DROP in the server pod: adv_drop_count by pod and workload and the node\'s drop_count are exact', async () => {
+  // The cases that drop datagrams hold the machine's drop lock (test/ebpf/drop-lock.ts): the main lane's
+  // files count the node's drops exactly, and this case counts them beside them.
+  it('an nftables DROP in the server pod: adv_drop_count by pod and workload and the node\'s drop_count are exact', () => withDrops(async () => {
     const { pods } = s;
     const { cli, srv } = pods;
     assert.ok(cli && srv, 'the pods of the previous case');
@@ -53,7 +56,7 @@ export function podTrafficCases(s: RealNodeSuite): void {
       tries.push(`burst ${burst}: node drop_count +${nodeDelta}`);
       assert.ok(burst < 3, `node-level drop_count never moved by exactly ${N}: ${tries.join('; ')}`);
     }
-  });
+  }));
 
   /**
    * adv_forward_count between the two pods' addresses of one family, both directions, against nftables
@@ -85,7 +88,7 @@ export function podTrafficCases(s: RealNodeSuite): void {
     t.diagnostic(`cli -> srv ${got[0]} packets, srv -> cli ${got[1]}`);
   });
 
-  it('IPv6 (dual stack): pod to pod over the bridge veths: adv_forward_count by pod names equals the nftables counts of what each pod sent, both directions; a dropped IPv6 datagram counted in adv_drop_count', async (t) => {
+  it('IPv6 (dual stack): pod to pod over the bridge veths: adv_forward_count by pod names equals the nftables counts of what each pod sent, both directions; a dropped IPv6 datagram counted in adv_drop_count', (t) => withDrops(async () => {
     const { pods } = s;
     const { cli, srv } = pods;
     // a TCP sink on the server pod's IPv6 address (the pod's containers listen on IPv4), run in its network namespace
@@ -116,7 +119,7 @@ export function podTrafficCases(s: RealNodeSuite): void {
     }, 500);
     assert.equal(held, N, `adv_forward_count: the ${N} datagrams, once`);
     t.diagnostic(`IPv6 ${cli.ip6} -> ${srv.ip6}: cli -> srv ${got[0]} packets, srv -> cli ${got[1]}; ${dropped} dropped; their forward records: ${firstSeen} at once, all ${N} ${Date.now() - late0} ms after the drops were counted`);
-  });
+  }));
 
   /**
    * Traffic from the client pod through a ClusterIP Service to the server pod, exact (docs/real-node.md):
