@@ -27,7 +27,8 @@ const usesControlPlane = (file) => readFileSync(join(ROOT, file), 'utf8').includ
 const LANES = [
   // Its file boots three guests one after another: about 6 minutes alone, twice that beside the others.
   { name: 'kernels', takes: (f) => f === 'dist/test/kernels/matrix.test.js', timeoutMs: 45 * 60_000 },
-  { name: 'node', takes: (f) => f.startsWith('dist/test/node/') },
+  // The real-node suite: about 6 minutes, plus its waits for the drop lock (test/ebpf/drop-lock.ts).
+  { name: 'node', takes: (f) => f.startsWith('dist/test/node/'), timeoutMs: 30 * 60_000 },
   { name: 'k8s', takes: usesControlPlane, controlPlane: true },
   { name: 'local', takes: () => true },
 ];

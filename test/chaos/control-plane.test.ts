@@ -161,7 +161,7 @@ describe('chaos: the control plane and the operator killed during churn', { time
   };
 
   before(async () => {
-    cluster = await startCluster();
+    cluster = await startCluster({ disruptive: true });
     client = cluster.client;
     await createNamespace(client, ns);
     operator = await startOperatorProcess();

@@ -37,7 +37,7 @@ describe('agent IP cache against the API server', { timeout: 600_000 }, () => {
   const settle = (what: string, ms = 30_000): Promise<boolean> => eventually(what, ms, () => cacheMatches(client, cache), 500);
 
   before(async () => {
-    cluster = await startCluster();
+    cluster = await startCluster({ disruptive: true });
     client = cluster.client;
     await createNamespace(client, ns);
     // IPv4 endpoints, IPv6 endpoints and dual-stack ones.

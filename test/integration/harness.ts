@@ -1,7 +1,8 @@
 /**
  * The shared helper of the integration tests: starts the real control plane (hack/k8s/harness.sh:
  * etcd, kube-apiserver, controller-manager, scheduler, kwok) once per test file and always stops it.
- * If a harness is already up (`make k8s-up`), it is reused and left running. It never skips: when the
+ * If a harness is already up (`make k8s-up`, or `make test`'s k8s lane, which starts one for all its
+ * files), it is reused and left running; each file works in namespaces of its own. It never skips: when the
  * API server cannot start, the test fails with the harness's output.
  */
 import { execFile } from 'node:child_process';
@@ -60,17 +61,27 @@ async function lock(): Promise<() => void> {
   return dirLock(LOCK, { waitMs: 45 * 60_000, pollMs: 500, busy: (owner) => `the k8s harness is locked by pid ${owner} (${LOCK})` });
 }
 
-export async function startCluster(): Promise<Cluster> {
+export interface ClusterOptions {
+  /**
+   * The file kills or restarts control-plane processes (the API server, etcd): a control plane it did
+   * not start (`make test` shares one between the files of its k8s lane, hack/test/lanes.mjs) is
+   * stopped and started afresh when the file is done, so that the next file meets processes that never
+   * lost their API server (kwok, for one, was seen leaving pods Pending after the API server's restarts).
+   */
+  readonly disruptive?: boolean;
+}
+
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   const unlock = await lock();
   try {
-    return await startLocked(unlock);
+    return await startLocked(unlock, opts);
   } catch (e) {
     unlock();
     throw e;
   }
 }
 
-async function startLocked(unlock: () => void): Promise<Cluster> {
+async function startLocked(unlock: () => void, opts: ClusterOptions): Promise<Cluster> {
   let client = await reachable();
   const owned = !client;
   if (!client) {
@@ -86,7 +97,8 @@ async function startLocked(unlock: () => void): Promise<Cluster> {
     async [Symbol.asyncDispose]() {
       c.close();
       try {
-        if (owned) await harness('down');
+        if (owned || opts.disruptive) await harness('down');
+        if (!owned && opts.disruptive) await harness('up');
       } finally {
         unlock();
       }
