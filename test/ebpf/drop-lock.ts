@@ -8,7 +8,7 @@
  * checkout of the machine. A file holds it for its whole run (`holdDropsForThisFile`); the real-node suite,
  * whose other cases make no drops, holds it around the cases that do (`holdDrops`).
  */
-import { after, before } from 'node:test';
+import { before } from 'node:test';
 import { dirLock } from '../integration/dir-lock.js';
 
 export const DROP_LOCK = '/run/retina-ts-drops.lock';
@@ -18,13 +18,16 @@ export function holdDrops(): Promise<() => void> {
   return dirLock(DROP_LOCK, { waitMs: 30 * 60_000, pollMs: 250, busy: (owner) => `the machine's drop lock is held by pid ${owner} (${DROP_LOCK})` });
 }
 
-/** Holds the lock from before this file's first test to after its last (module-level hooks). */
+/**
+ * Holds the lock from before this file's first test until its process exits (each test file runs in a
+ * process of its own): an `after` hook would give it back before the file's own `after` hooks, which
+ * node:test runs after it, have stopped the traffic (a full run met a test's traffic loop dropping
+ * 100 datagrams a second for minutes after its file had released the lock).
+ */
 export function holdDropsForThisFile(): void {
-  let release: (() => void) | undefined;
   before(async () => {
-    release = await holdDrops();
+    await holdDrops(); // released by dirLock's exit handler
   });
-  after(() => release?.());
 }
 
 /** Runs `fn` holding the lock. */

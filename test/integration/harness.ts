@@ -90,6 +90,7 @@ async function startLocked(unlock: () => void, opts: ClusterOptions): Promise<Cl
     if (!client) throw new Error('the harness came up but the API server is not reachable with .cache/k8s/kubeconfig');
   }
   const c = client;
+  if (!owned) await earlierFilesGone(c);
   return {
     kubeconfig: KUBECONFIG,
     client: c,
@@ -104,6 +105,19 @@ async function startLocked(unlock: () => void, opts: ClusterOptions): Promise<Cl
       }
     },
   };
+}
+
+/**
+ * On a control plane shared with earlier files: waits (up to 2 minutes) until no namespace is still
+ * being deleted, so that a file starts on a quiet cluster. An earlier file's namespace going away
+ * deletes its pods and endpoints for a while, which a cluster-wide watcher (the operator) would count
+ * as this file's work. A namespace still Terminating after that is only said.
+ */
+async function earlierFilesGone(c: RestClient): Promise<void> {
+  const terminating = async (): Promise<string[]> =>
+    (await listAll<KubeObject & { status?: { phase?: string } }>(c, resources.namespaces)).filter((n) => n.status?.phase === 'Terminating').map((n) => n.metadata.name);
+  const left = await eventually('the earlier files\' namespaces deleted', 120_000, async () => (await terminating()).length === 0, 500).then(() => [], () => terminating());
+  if (left.length) console.log(`the shared test control plane still deletes namespaces ${left.join(', ')}; starting anyway`);
 }
 
 export const restartApiserver = (): Promise<void> => harness('restart-apiserver');
