@@ -177,13 +177,23 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
   const fallback = report.plugins['dropreason']?.reasons === 'fallback';
   const drops = (reason: string) => m('networkobservability_drop_count', { reason, direction: 'ingress' });
   const nftCounter = () => Number(/dport 9999 counter packets (\d+)/.exec((node as Netns).run('nft', ['list', 'table', 'inet', 'rtbpfk']))?.[1] ?? NaN);
-  const c0 = nftCounter();
-  const before = await settled(() => drops('NETFILTER_DROP'));
-  await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9999', '64']);
-  const counted = nftCounter() - c0;
-  const now = await reached(() => drops('NETFILTER_DROP'), before + counted);
+  // Up to three bursts for one exact one: on the host, `make test`'s other lanes run the real node,
+  // whose kube-proxy rules may drop an invalid packet now and then (node-wide NETFILTER_DROP).
+  let before = 0;
+  let now = 0;
+  let counted = 0;
+  const bursts: string[] = [];
+  for (let i = 0; i < 3 && (i === 0 || now - before !== counted); i++) {
+    const c0 = nftCounter();
+    before = await settled(() => drops('NETFILTER_DROP'));
+    await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9999', '64']);
+    counted = nftCounter() - c0;
+    now = await reached(() => drops('NETFILTER_DROP'), before + counted);
+    now = await settled(() => drops('NETFILTER_DROP'));
+    bursts.push(`${now - before}/${counted}`);
+  }
   assert.equal(counted, N, 'the rule dropped each datagram');
-  assert.equal(now - before, counted, `drop_count{reason="NETFILTER_DROP"} rose by ${now - before}, the rule's counter by ${counted}`);
+  assert.equal(now - before, counted, `drop_count{reason="NETFILTER_DROP"} against the rule's counter, per burst: ${bursts.join(', ')}`);
   // A closed port: NO_SOCKET with the kernel's reasons, NOT_SPECIFIED with the fallback (which also holds
   // every other drop of the kernel: at least N). Up to three bursts for the exact reason: the host's own
   // loopback can add one now and then (test/ebpf/dropreason.test.ts).
