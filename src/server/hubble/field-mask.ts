@@ -11,7 +11,9 @@
  * flow.proto leaves out (HUBBLE_ONLY: `ethernet` and `ip_trace_id` are in the CLI's default mask)
  * is accepted and selects nothing: this agent never sets those fields.
  *
- * The projection copies only the masked keys. A frozen sub-object (an endpoint's objects, shared by
+ * On the raw-write path the frame encoder writes the masked fields straight from the whole flow
+ * (encode.ts `mask`); on grpc-js's writes (and when the encoder falls back to protobufjs) the
+ * projection below copies only the masked keys. A frozen sub-object (an endpoint's objects, shared by
  * its flows: src/flow/hubble/map.ts) is projected once per request and frozen, so the frame encoder
  * still writes its bytes once (encode.ts).
  */

@@ -125,8 +125,12 @@ export interface FlowSink {
 /** The GetFlowsResponse for a picked flow. */
 export type Respond = (p: PickedFlow) => HubbleObject;
 
-/** Whatever is queued goes to the HTTP/2 stream as one write (its DATA frames share the socket write). */
-export function rawSink(stream: RawStream, chunkBytes: number, frameOf: (msg: HubbleObject) => Buffer, respond: Respond): FlowSink {
+/**
+ * Whatever is queued goes to the HTTP/2 stream as one write (its DATA frames share the socket write).
+ * A picked flow's frame is its shared one, or `encodeFlow`'s (a masked request's); other messages
+ * (LostEvents) are `frameOf`'s.
+ */
+export function rawSink(stream: RawStream, chunkBytes: number, frameOf: (msg: HubbleObject) => Buffer, encodeFlow: (p: PickedFlow) => Buffer): FlowSink {
   let parts: Buffer[] = [];
   let bytes = 0;
   const drained = (): Promise<void> => new Promise<void>((resolve) => {
@@ -144,7 +148,7 @@ export function rawSink(stream: RawStream, chunkBytes: number, frameOf: (msg: Hu
     return bytes >= chunkBytes;
   };
   return {
-    add: (p) => push(p.frame ?? frameOf(respond(p))),
+    add: (p) => push(p.frame ?? encodeFlow(p)),
     message: (msg) => void push(frameOf(msg)),
     async flush() {
       if (parts.length === 0) return false;

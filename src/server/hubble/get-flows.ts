@@ -70,6 +70,14 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       return grpcFrame(serialize(msg));
     }
   };
+  /** A flow's response under a request's field mask: encode.ts writes only the masked fields (no copy). */
+  const maskedFrameOf = (msg: HubbleObject, mask: FieldMask, project: FlowProjection): Buffer => {
+    try {
+      return d.flowsFrame(msg, mask);
+    } catch {
+      return grpcFrame(serialize({ ...msg, flow: project(msg['flow'] as HubbleObject) }));
+    }
+  };
   /** GetFlows calls on the raw path; the encoded flows are forgotten when the last one ends. */
   let rawCalls = 0;
   const whole = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
@@ -78,11 +86,17 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     const req = call.request;
     let matcher: FlowMatcher;
     let projection: FlowProjection | undefined;
+    /** GetFlowsResponse's mask: the flow's, the response's own fields whole. */
+    let responseMask: FieldMask | undefined;
     try {
       checkFilterLimits(req['whitelist'], req['blacklist'], d.filterLimits);
       matcher = compileFlowFilters(req['whitelist'], req['blacklist'], d.enums, { cel: d.cel });
       const paths = maskPaths(req['field_mask']);
-      if (paths.length > 0) projection = createProjection(d.fieldMask(carriedPaths(paths)) ?? new Map());
+      if (paths.length > 0) {
+        const flowMask: FieldMask = d.fieldMask(carriedPaths(paths)) ?? new Map();
+        projection = createProjection(flowMask);
+        responseMask = new Map<string, FieldMask | undefined>([['flow', flowMask], ['node_name', undefined], ['time', undefined]]);
+      }
     } catch (e) {
       const msg = e instanceof FilterError ? e.message : e instanceof FieldMaskError ? `field_mask: ${e.message}` : `bad filter: ${(e as Error).message}`;
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, msg));
@@ -115,7 +129,9 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       call.sendMetadata(new grpc.Metadata());
       rawCalls++;
     }
-    const sink = raw ? rawSink(raw, chunkBytes, frameOf, respond) : grpcSink(call, buffered, respond);
+    const rm = responseMask;
+    const encodeFlow = project === undefined || rm === undefined ? (p: PickedFlow): Buffer => frameOf(whole(p)) : (p: PickedFlow): Buffer => maskedFrameOf(whole(p), rm, project);
+    const sink = raw ? rawSink(raw, chunkBytes, frameOf, encodeFlow) : grpcSink(call, buffered, respond);
     let cancelled = false;
     let wake: (() => void) | undefined;
     const stop = (): void => {
@@ -142,7 +158,7 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       if (f === undefined || !inRange(f.timeMs)) return undefined;
       const p: PickedFlow | undefined = raw ? encoded.at(seq) : { hubble: toHubbleFlow(f, nodeName), timeMs: f.timeMs };
       if (p === undefined || !matcher.match(p.hubble)) return undefined;
-      // Masked: the whole flow's frame is not this call's; rawSink encodes the projection.
+      // Masked: the whole flow's frame is not this call's; rawSink encodes the masked one.
       return project === undefined ? p : { hubble: p.hubble, timeMs: p.timeMs };
     };
     try {
