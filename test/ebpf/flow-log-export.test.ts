@@ -4,7 +4,9 @@
  * made, and N UDP datagrams the test's nftables rule drops. The files (live and rotated, gunzipped)
  * hold exactly N lines, one per datagram, none twice; the counters say N selected and N written; and
  * every line is byte for byte what the real `hubble observe -o json` prints for the same flow from
- * the agent's Hubble service. Needs root, BTF, the built native objects and the hubble CLI.
+ * the agent's Hubble service; and each, as the OTLP sink sends it (src/export/otlp), carries the
+ * kernel's drop reason in `hubble.drop_reason` (docs/flow-logs.md). Needs root, BTF, the built
+ * native objects and the hubble CLI.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -17,6 +19,7 @@ import { ROOT } from '../e2e/agent-process.js';
 import { Netns, NsAgent, droppingPair, metric, requireKernel } from './netns.js';
 import { UDP_SEND } from './traffic.js';
 import { holdDropsForThisFile } from './drop-lock.js';
+import { toLogRecord } from '../../src/export/otlp/index.js';
 
 // Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
 holdDropsForThisFile();
@@ -96,6 +99,10 @@ test('exactly the flows the test made, in rotated gzipped files, each line as `h
     assert.equal(r.flow.IP.source, '10.231.7.2');
     assert.equal(r.flow.l4.UDP.destination_port, 9999);
     assert.equal(r.flow.verdict, 'DROPPED');
+    // The OTLP LogRecord of this stored record (the sink's encoder, the same line as its body).
+    const attrs = new Map(toLogRecord(r, '0', l).attributes);
+    assert.equal(attrs.get('hubble.verdict'), 'DROPPED');
+    assert.equal(attrs.get('hubble.drop_reason'), 'NETFILTER_DROP', `the kernel's reason for the nftables drop: ${l}`);
   }
 
   // The real hubble CLI's JSON for the same flows (from the agent's ring): the same bytes.

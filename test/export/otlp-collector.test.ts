@@ -19,12 +19,27 @@ import type { FlowLogsOtlpConfig, OtlpProtocol } from '../../src/config/flowlogs
 import { createOtlpFlowSink, type OtlpSink } from '../../src/export/otlp/index.js';
 import type { FlowLogRecord } from '../../src/export/types.js';
 import { createLogger } from '../../src/log/index.js';
+import { createFlow } from '../../src/flow/index.js';
+import { loadFlowProtos, toHubbleFlow } from '../../src/flow/hubble/index.js';
+import { flowRecord } from '../../src/export/exporter.js';
 import { catalog, createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { makeCa, makeLeaf } from '../fixtures/certs.js';
 import { arrived, freePort, makeClientCert, startCollector, waitArrived, type Collector } from './otelcol.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../../proto', import.meta.url));
 const log = createLogger({ level: 'error', stream: new PassThrough() });
+
+const FLOW_JSON = loadFlowProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url))).json;
+
+/**
+ * The record the exporter writes for a kernel drop as the dropreason plugin reports it (a Flow with the
+ * kernel's reason name, mapped and written by the pipeline's own functions: toHubbleFlow, flowRecord):
+ * no field filled in by hand. test/ebpf/flow-log-export.test.ts checks the same on real kernel drops.
+ */
+function kernelDrop(i: number): FlowLogRecord {
+  const f = createFlow({ srcIp: '10.0.0.1', dstIp: '10.1.0.7', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 17, srcPort: 41000 + i, dstPort: 9999, direction: 'EGRESS', timeMs: Date.parse('2026-11-26T10:01:00Z') + i });
+  return flowRecord(toHubbleFlow(f, 'node-a'), FLOW_JSON, undefined);
+}
 
 /** n flow-log records in the shape the exporter writes (Hubble JSON with node name and time). */
 function records(n: number, tag: string): FlowLogRecord[] {
@@ -34,7 +49,7 @@ function records(n: number, tag: string): FlowLogRecord[] {
       flow: {
         time,
         verdict: i % 3 === 0 ? 'DROPPED' : 'FORWARDED',
-        ...(i % 3 === 0 ? { drop_reason_desc: 'POLICY_DENIED' } : {}),
+        ...(i % 3 === 0 ? { Summary: (kernelDrop(i)['flow'] as Record<string, unknown>)['Summary'] } : {}),
         IP: { source: `10.0.${i >> 8}.${i & 255}`, destination: '10.1.0.7', ipVersion: 'IPv4' },
         l4: i % 2 ? { UDP: { source_port: 40000 + i, destination_port: 53 } } : { TCP: { source_port: 30000 + i, destination_port: 8080, flags: { SYN: true } } },
         source: { namespace: `ns-${tag}`, pod_name: `client-${i}`, labels: ['k8s:app=client'], workloads: [{ name: 'client', kind: 'Deployment' }] },
@@ -86,7 +101,7 @@ function assertExact(got: ReturnType<typeof arrived>, sent: readonly FlowLogReco
     const l4 = i % 2 ? { 'network.transport': 'udp', 'source.port': 40000 + i, 'destination.port': 53 } : { 'network.transport': 'tcp', 'source.port': 30000 + i, 'destination.port': 8080 };
     assert.deepEqual(g.attributes, {
       'hubble.verdict': s.flow['verdict'], 'hubble.traffic_direction': 'EGRESS',
-      ...(i % 3 === 0 ? { 'hubble.drop_reason': 'POLICY_DENIED' } : {}),
+      ...(i % 3 === 0 ? { 'hubble.drop_reason': 'NETFILTER_DROP' } : {}),
       'source.k8s.namespace.name': s.flow['source']['namespace'], 'source.k8s.pod.name': `client-${i}`,
       'source.k8s.workload.name': 'client', 'source.k8s.workload.kind': 'Deployment',
       'destination.k8s.namespace.name': 'server-ns', 'destination.k8s.pod.name': 'server-0',
@@ -120,6 +135,30 @@ describe('OTLP flow-log sink → a real OpenTelemetry Collector (file exporter a
       }
     });
   }
+
+  test('kernel drops as the pipeline writes them (no field filled in by hand): hubble.drop_reason is the kernel\'s reason', async () => {
+    const [g, h] = [await freePort(), await freePort()];
+    const col = await startCollector({ dir, grpcPort: g, httpPort: h }, 'kernel-drops');
+    const metrics = createMetricsRegistry({ processMetrics: false });
+    const s = sink(config(`http://127.0.0.1:${g}`, 'grpc'), metrics);
+    try {
+      const sent = Array.from({ length: 20 }, (_, i) => kernelDrop(i));
+      assert.ok(sent.every((r) => (r['flow'] as Record<string, unknown>)['drop_reason_desc'] === undefined), 'our flows never set drop_reason_desc');
+      s.write(sent);
+      await s.idle();
+      const got = await waitArrived(col.out, sent.length);
+      assert.equal(got.length, 20);
+      for (const [i, r] of got.entries()) {
+        assert.equal(r.body, JSON.stringify(sent[i]));
+        assert.equal(r.attributes['hubble.verdict'], 'DROPPED');
+        assert.equal(r.attributes['hubble.drop_reason'], 'NETFILTER_DROP');
+        assert.equal(r.attributes['destination.port'], 9999);
+      }
+    } finally {
+      await s[Symbol.asyncDispose]();
+      await col.stop();
+    }
+  });
 
   test('gzip compression over gRPC and HTTP: the collector decodes every record', async () => {
     const [g, h] = [await freePort(), await freePort()];

@@ -1,5 +1,5 @@
 /**
- * The real `hubble` CLI (Cilium v1.18.4, built by hack/hubble/build.sh) decoding the agent's GetFlows
+ * The real `hubble` CLI (both pins, Cilium v1.18.4 and v1.19.7, built by hack/hubble/build.sh) decoding the agent's GetFlows
  * stream as the raw path writes it (src/server/hubble/frames.ts: many gRPC messages per HTTP/2 write
  * and DATA frame): 20 000 followed flows with none lost, and history (--last, --first with a filter),
  * every flow in order. The server runs in this process over loopback; no cluster. Never skips: it fails when the hubble tools are not built.
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createFlow } from '../../src/flow/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
-import { hubbleTools } from './hubble-tools.js';
+import { HUBBLE_CLIS, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -50,7 +50,7 @@ function observe(tools: string, args: string[], want: number, whileRunning?: () 
   });
 }
 
-describe('the real hubble CLI reads the raw GetFlows stream', { timeout: 180_000 }, () => {
+for (const cli of HUBBLE_CLIS) describe(`the real hubble CLI reads the raw GetFlows stream (${cli.label})`, { timeout: 180_000 }, () => {
   let tools = '';
   let server: HubbleServer;
   // Large enough for every flow: the test is about framing and order, not the CLI's speed (its
@@ -58,7 +58,7 @@ describe('the real hubble CLI reads the raw GetFlows stream', { timeout: 180_000
   const ring = createFlowRing(32_768);
   const addr = (): string => `127.0.45.3:${server.port}`;
   before(async () => {
-    tools = hubbleTools();
+    tools = hubbleTools(cli.pin);
     server = await startHubbleServer({
       protos: loadHubbleProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url))), ring, listen: { host: '127.0.45.3', port: 0 },
       nodeName: 'node-x', version: 'test', log: createLogger({ level: 'error', component: 'test' }),

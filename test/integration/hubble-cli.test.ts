@@ -1,5 +1,5 @@
 /**
- * The real `hubble` CLI and `hubble-relay` (Cilium v1.18.4, built by hack/hubble/build.sh) against
+ * The real `hubble` CLI (both pins: Cilium v1.18.4 and v1.19.7) and `hubble-relay` (v1.18.4), built by hack/hubble/build.sh, against
  * two of our agents on this host: a real API server (the harness), real kernel traffic between "pods"
  * (network namespaces whose IPs are the pods' status IPs). Agent A (node A: packetparser, dropreason,
  * dns) and agent B (node B: dropreason) listen on 127.0.49.1 and 127.0.49.2, the InternalIPs of their
@@ -7,7 +7,9 @@
  * and name them with their own node.
  * Checks `hubble observe -o json` (pods, verdict, drop reason), its filters (--pod, --namespace,
  * --verdict, --protocol dns, --last N, --follow), `hubble status`, and one merged stream of both
- * nodes through one relay (`hubble observe` and `hubble list nodes` against it).
+ * nodes through one relay (`hubble observe` and `hubble list nodes` against it), each with both CLIs;
+ * with the 1.19 CLI, --cel-expression on the kernel's drops and its text output (which asks for a
+ * field mask) printing what it prints from whole flows.
  * Needs root, BTF, the built native objects and the hubble tools; never skips.
  */
 import assert from 'node:assert/strict';
@@ -24,7 +26,7 @@ import { deleteNamespace, eventually, startCluster, type Cluster } from './harne
 import { uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
-import { hubble, hubbleTools } from './hubble-tools.js';
+import { HUBBLE_CLIS, hubble, hubbleTools } from './hubble-tools.js';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
 
 // Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
@@ -36,7 +38,6 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 const jsonFlows = (out: string): Obj[] => out.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Obj).filter((m) => m['flow']).map((m) => m['flow'] as Obj);
 
 describe('the real hubble CLI and hubble-relay against two agents', { timeout: 300_000 }, () => {
-  let tools = '';
   let cluster: Cluster;
   let client: RestClient;
   let net: PodNet | undefined;
@@ -65,7 +66,7 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
 
   before(async () => {
     requireKernel();
-    tools = hubbleTools();
+    for (const c of HUBBLE_CLIS) hubbleTools(c.pin); // both built, or fail now
     cluster = await startCluster();
     client = cluster.client;
     for (const n of nodes) await createNode(client, n.name, n.ip);
@@ -99,14 +100,24 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
 
   const drops = (n: number): Promise<unknown> => pods.cli.ns.node(UDP_SEND, [String(n), pods.srv.ns.ip4, '9999', '64']);
   const between = (f: Obj): boolean => f['IP']?.['source'] === pods.cli.ns.ip4 && f['IP']?.['destination'] === pods.srv.ns.ip4;
+  const startRelay = async (): Promise<void> => {
+    relayPort = await freePort();
+    const health = await freePort();
+    relay = spawn(join(hubbleTools(), 'hubble-relay'), ['serve', '--peer-service', server(), '--disable-client-tls', '--disable-server-tls',
+      '--listen-address', `${nodes[0].ip}:${relayPort}`, '--health-listen-address', `${nodes[0].ip}:${health}`, '--gops=false', '--retry-timeout', '2s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    relay.stdout?.on('data', (d: Buffer) => (relayLog += d.toString()));
+    relay.stderr?.on('data', (d: Buffer) => (relayLog += d.toString()));
+  };
 
-  it('hubble status and hubble observe -o json: an nftables drop with its pods, verdict and kernel reason', async () => {
-    const status = await hubble(tools, ['status', '--server', server()]);
+  for (const cli of HUBBLE_CLIS) {
+  const cliTools = (): string => hubbleTools(cli.pin);
+  it(`hubble status and hubble observe -o json: an nftables drop with its pods, verdict and kernel reason (${cli.label})`, async () => {
+    const status = await hubble(cliTools(), ['status', '--server', server()]);
     assert.match(status, /Healthcheck \(via [^)]+\): Ok/, status);
     assert.match(status, /Current\/Max Flows: [\d,]+\/4,096/, status);
     await drops(5);
     const flows = await eventually('the drops in hubble observe', 20_000, async () => {
-      const fs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '1000', '--verdict', 'DROPPED', '--to-port', '9999']));
+      const fs = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '1000', '--verdict', 'DROPPED', '--to-port', '9999']));
       return fs.filter(between).length >= 5 && fs;
     }, 500);
     const drop = flows.find(between) as Obj;
@@ -121,29 +132,29 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     assert.ok(flows.every((f) => f['verdict'] === 'DROPPED' && f['l4']?.['UDP']?.['destination_port'] === 9999), 'only what the filters name');
   });
 
-  it('filters: --pod, --namespace, --protocol dns and --last N give exactly the flows they name', async () => {
+  it(`filters: --pod, --namespace, --protocol dns and --last N give exactly the flows they name (${cli.label})`, async () => {
     await drops(4);
     await pods.cli.ns.node(DNS_CLIENT, ['1', pods.srv.ns.ip4, pods.srv.ns.ip6]);
     const byPod = await eventually('flows of the cli pod', 20_000, async () => {
-      const fs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--pod', `${nsA}/${pods.cli.name}`]));
+      const fs = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--pod', `${nsA}/${pods.cli.name}`]));
       return fs.some((f) => f['l7']?.['dns']) && fs.length > 0 && fs;
     }, 500);
     // --pod matches either side.
     assert.ok(byPod.every((f) => f['source']?.['pod_name'] === pods.cli.name || f['destination']?.['pod_name'] === pods.cli.name), JSON.stringify(byPod.find((f) => f['source']?.['pod_name'] !== pods.cli.name && f['destination']?.['pod_name'] !== pods.cli.name)));
-    const byNs = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--namespace', nsB]));
+    const byNs = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--namespace', nsB]));
     assert.ok(byNs.length > 0 && byNs.every((f) => f['source']?.['namespace'] === nsB || f['destination']?.['namespace'] === nsB));
-    const dns = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--protocol', 'dns', '--from-pod', `${nsA}/${pods.cli.name}`]));
+    const dns = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--protocol', 'dns', '--from-pod', `${nsA}/${pods.cli.name}`]));
     // DNS_CLIENT asks svc0 over UDP and tcp0 over TCP: every flow is a DNS record, the UDP query among them.
     assert.ok(dns.length > 0 && dns.every((f) => /^(svc0|tcp0)\.rtbpf\.test\.$/.test(f['l7']?.['dns']?.['query'] ?? '')), JSON.stringify(dns.find((f) => !f['l7']?.['dns'])));
     assert.ok(dns.some((f) => f['l7']['dns']['query'] === 'svc0.rtbpf.test.' && f['l4']?.['UDP']));
-    const three = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '3', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`]));
+    const three = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '3', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`]));
     assert.equal(three.length, 3);
-    const none = jsonFlows(await hubble(tools, ['observe', '--server', server(), '-o', 'json', '--last', '100', '--namespace', 'no-such-namespace']));
+    const none = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '100', '--namespace', 'no-such-namespace']));
     assert.deepEqual(none, []);
   });
 
-  it('--follow shows exactly the new flows that match, as they happen', async () => {
-    const c = spawn(join(tools, 'hubble'), ['observe', '--server', server(), '-o', 'json', '--follow', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`, '--to-port', '9999'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  it(`--follow shows exactly the new flows that match, as they happen (${cli.label})`, async () => {
+    const c = spawn(join(cliTools(), 'hubble'), ['observe', '--server', server(), '-o', 'json', '--follow', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`, '--to-port', '9999'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     c.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {
@@ -163,22 +174,17 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     }
   });
 
-  it('one hubble-relay merges both agents: observe and list nodes name both nodes', async () => {
-    relayPort = await freePort();
-    const health = await freePort();
-    relay = spawn(join(tools, 'hubble-relay'), ['serve', '--peer-service', server(), '--disable-client-tls', '--disable-server-tls',
-      '--listen-address', `${nodes[0].ip}:${relayPort}`, '--health-listen-address', `${nodes[0].ip}:${health}`, '--gops=false', '--retry-timeout', '2s'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    relay.stdout?.on('data', (d: Buffer) => (relayLog += d.toString()));
-    relay.stderr?.on('data', (d: Buffer) => (relayLog += d.toString()));
+  it(`one hubble-relay merges both agents: observe and list nodes name both nodes (${cli.label})`, async () => {
+    if (relay === undefined) await startRelay(); // one relay (v1.18.4), read by each CLI
     const viaRelay = `${nodes[0].ip}:${relayPort}`;
     const listed = await eventually('both nodes connected to the relay', 30_000, async () => {
-      const out = await hubble(tools, ['list', 'nodes', '--server', viaRelay]).catch(() => '');
+      const out = await hubble(cliTools(), ['list', 'nodes', '--server', viaRelay]).catch(() => '');
       return nodes.every((n) => new RegExp(`${n.name}\\s+Connected`).test(out)) && out;
     }, 1000).catch((e: Error) => { throw new Error(`${e.message}\nrelay log:\n${relayLog.slice(-2000)}`); });
     assert.match(listed, /Connected/);
     await drops(5);
     const merged = await eventually('drops of both nodes through the relay', 30_000, async () => {
-      const fs = jsonFlows(await hubble(tools, ['observe', '--server', viaRelay, '-o', 'json', '--last', '500', '--verdict', 'DROPPED', '--to-port', '9999']));
+      const fs = jsonFlows(await hubble(cliTools(), ['observe', '--server', viaRelay, '-o', 'json', '--last', '500', '--verdict', 'DROPPED', '--to-port', '9999']));
       const names = new Set(fs.filter(between).map((f) => f['node_name'] as string));
       return nodes.every((n) => names.has(n.name)) && fs;
     }, 1000);
@@ -189,4 +195,24 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     const fromA = merged.find((f) => f['node_name'] === nodes[0].name && between(f)) as Obj;
     assert.equal(fromA['source']['pod_name'], pods.cli.name);
   });
+  }
+
+  it('hubble 1.19: --cel-expression on the kernel\'s drops; the text output with its field mask prints what whole flows print', async () => {
+    const cli19 = hubbleTools('v1.19');
+    await drops(3);
+    const cel = `_flow.verdict == Verdict.DROPPED && _flow.l4.UDP.destination_port == 9999u && _flow.source.pod_name == "${pods.cli.name}"`;
+    const viaCel = await eventually('the drops through --cel-expression', 20_000, async () => {
+      const fs = jsonFlows(await hubble(cli19, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--cel-expression', cel]));
+      return fs.length >= 3 && fs;
+    }, 500);
+    assert.ok(viaCel.every((f) => f['verdict'] === 'DROPPED' && f['l4']['UDP']['destination_port'] === 9999 && f['source']['pod_name'] === pods.cli.name && f['Summary'] === 'drop reason: NETFILTER_DROP'));
+    const same = jsonFlows(await hubble(cli19, ['observe', '--server', server(), '-o', 'json', '--last', '2000', '--verdict', 'DROPPED', '--to-port', '9999', '--from-pod', `${nsA}/${pods.cli.name}`]));
+    assert.equal(viaCel.length, same.length, 'the CEL filter and the classic flags name the same flows');
+    const args = ['observe', '--server', server(), '--last', '5', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`];
+    const masked = await hubble(cli19, args);
+    const whole = await hubble(cli19, [...args, '--use-default-field-masks=false']);
+    assert.equal(masked, whole);
+    assert.ok(masked.includes(`${nsA}/${pods.cli.name}`) && masked.includes('DROPPED'), masked);
+  });
+
 });

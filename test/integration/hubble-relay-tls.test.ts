@@ -4,7 +4,7 @@
  * Hubble Relay (Cilium v1.18.4, hack/hubble/build.sh) reaches them with its client certificate, the
  * names coming from the Peer service (`<node>.default.hubble-grpc.cilium.io`, and
  * `hubble-peer.default.hubble-grpc.cilium.io` for the peer service itself), and the real hubble CLI
- * reads flows and namespaces through it and from an agent directly. Clients without a certificate,
+ * (both pins, v1.18.4 and v1.19.7) reads flows and namespaces through it and from an agent directly. Clients without a certificate,
  * or with one another CA signed, are refused; GetFlows stays on the raw-writes path under TLS.
  * Certificates come from the openssl CLI (test/fixtures/certs.ts). Needs the hubble tools; never skips.
  */
@@ -22,7 +22,7 @@ import { ROOT, freePort } from '../e2e/agent-process.js';
 import { probeRawStream } from '../fakes/hubble-probe.js';
 import { makeCa, makeLeaf, type Ca, type Leaf } from '../fixtures/certs.js';
 import { eventually } from './harness.js';
-import { hubble, hubbleTools } from './hubble-tools.js';
+import { HUBBLE_CLIS, hubble, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -189,14 +189,14 @@ describe('Hubble over mutual TLS: the agents, the real Hubble Relay and the real
     }
   });
 
-  it('the real hubble CLI reads an agent directly over mutual TLS', async () => {
-    const out = await hubble(tools, ['observe', '--server', peers[1]!.address, ...clientTls(), '--tls-server-name', 'node-1.default.hubble-grpc.cilium.io', '--last', '3', '-o', 'json']);
+  for (const cli of HUBBLE_CLIS) it(`the real hubble CLI reads an agent directly over mutual TLS (${cli.label})`, async () => {
+    const out = await hubble(hubbleTools(cli.pin), ['observe', '--server', peers[1]!.address, ...clientTls(), '--tls-server-name', 'node-1.default.hubble-grpc.cilium.io', '--last', '3', '-o', 'json']);
     const flows = out.trim().split('\n').map((l) => JSON.parse(l) as Obj).map((m) => m['flow'] as Obj);
     assert.equal(flows.length, 3);
     assert.ok(flows.every((f) => f['node_name'] === 'node-1' && f['source']['namespace'] === 'ns-node1'));
   });
 
-  it('the real Hubble Relay reaches both agents over mutual TLS: flows, nodes and namespaces of both', async () => {
+  const startRelay = async (): Promise<void> => {
     const port = await freePort();
     relayAddr = `${HOST}:${port}`;
     relay = spawn(join(tools, 'hubble-relay'), ['serve', '--peer-service', peers[0]!.address, '--disable-server-tls',
@@ -204,20 +204,26 @@ describe('Hubble over mutual TLS: the agents, the real Hubble Relay and the real
       '--listen-address', relayAddr, '--health-listen-address', `${HOST}:${await freePort()}`, '--gops=false', '--retry-timeout', '2s'], { stdio: ['ignore', 'pipe', 'pipe'] });
     relay.stdout?.on('data', (d: Buffer) => (relayLog += d.toString()));
     relay.stderr?.on('data', (d: Buffer) => (relayLog += d.toString()));
+  };
+
+  // One relay (v1.18.4), read by each CLI.
+  for (const cli of HUBBLE_CLIS) it(`the real Hubble Relay reaches both agents over mutual TLS: flows, nodes and namespaces of both (${cli.label})`, async () => {
+    if (relay === undefined) await startRelay();
+    const cliTools = hubbleTools(cli.pin);
     const fail = (e: Error): never => {
       throw new Error(`${e.message}\nrelay log:\n${relayLog.slice(-3000)}`);
     };
     const nodes = await eventually('both agents connected to the relay', 30_000, async () => {
-      const out = await hubble(tools, ['list', 'nodes', '--server', relayAddr, '-o', 'json']);
+      const out = await hubble(cliTools, ['list', 'nodes', '--server', relayAddr, '-o', 'json']);
       const list = JSON.parse(out) as Obj[];
       return list.filter((n) => n['state'] === 'NODE_CONNECTED' && n['tls']?.['enabled'] === true).length === 2 ? list : undefined;
     }, 1000).catch(fail);
     assert.deepEqual(nodes.map((n) => n['tls']['server_name']).sort(), ['node-0.default.hubble-grpc.cilium.io', 'node-1.default.hubble-grpc.cilium.io']);
-    const out = await hubble(tools, ['observe', '--server', relayAddr, '--last', '20', '-o', 'json']).catch(fail);
+    const out = await hubble(cliTools, ['observe', '--server', relayAddr, '--last', '20', '-o', 'json']).catch(fail);
     const flows = out.trim().split('\n').map((l) => JSON.parse(l) as Obj).filter((m) => m['flow']).map((m) => m['flow'] as Obj);
     assert.equal(flows.length, 10, 'five flows of each agent');
     assert.deepEqual([...new Set(flows.map((f) => f['node_name']))].sort(), ['node-0', 'node-1']);
-    const ns = JSON.parse(await hubble(tools, ['list', 'namespaces', '--server', relayAddr, '-o', 'json'])) as Obj[];
+    const ns = JSON.parse(await hubble(cliTools, ['list', 'namespaces', '--server', relayAddr, '-o', 'json'])) as Obj[];
     assert.deepEqual(ns, [{ cluster: 'default', namespace: 'ns-node0' }, { cluster: 'default', namespace: 'ns-node1' }, { cluster: 'default', namespace: 'shared' }]);
   });
 });

@@ -13,10 +13,13 @@
  *   than a nested kvlist of ~30 values per flow.
  * - attributes: the fields people filter on, flat (OpenTelemetry semantic conventions where one
  *   exists: source.address, destination.port, network.transport; the Kubernetes ones under
- *   source.k8s.* / destination.k8s.*; the Hubble ones under hubble.*).
+ *   source.k8s.* / destination.k8s.*; the Hubble ones under hubble.*). `hubble.drop_reason` of a
+ *   drop is the kernel's (or PktMon's) reason name, which our flows carry in Summary (`drop reason:
+ *   NETFILTER_DROP`), or Hubble's drop_reason_desc when a record has one.
  * - time_unix_nano: the flow's time; observed_time_unix_nano: when the sink took it.
  * - resource: k8s.node.name, service.name (retina-agent); scope: retina-ts/flow-logs.
  */
+import { dropReasonOfSummary } from '../../flow/hubble/index.js';
 import type { FlowLogRecord } from '../types.js';
 
 /** One attribute: string or integer. */
@@ -93,7 +96,9 @@ export function flowAttributes(r: FlowLogRecord): Array<[string, AttrValue]> {
   if (verdict) out.push(['hubble.verdict', verdict]);
   const dir = str(f['traffic_direction']);
   if (dir) out.push(['hubble.traffic_direction', dir]);
-  const drop = str(f['drop_reason_desc']);
+  // Hubble's drop_reason_desc (Cilium's datapath reasons) when a record has one; our flows never set
+  // it: a drop of ours carries the kernel's (or PktMon's) reason name in Summary (src/flow/hubble/map.ts).
+  const drop = str(f['drop_reason_desc']) ?? (verdict === 'DROPPED' ? dropReasonOfSummary(f['Summary']) : undefined);
   if (drop) out.push(['hubble.drop_reason', drop]);
   endpointAttrs(out, 'source', obj(f['source']));
   endpointAttrs(out, 'destination', obj(f['destination']));

@@ -16,7 +16,9 @@
  *   data or machinery we do not have (CEL expressions, node labels, interfaces, translated source
  *   IPs, encryption, IP-option trace IDs) and any field unknown to FlowFilter are REJECTED with a
  *   FilterError rather than silently ignored: ignoring a whitelist field would widen the answer and
- *   ignoring a blacklist field would narrow it, both without telling the client.
+ *   ignoring a blacklist field would narrow it, both without telling the client. CEL expressions are
+ * compiled by a compiler the caller hands in (`ExtraFilters.cel`: the Hubble server has one, the
+ * flow-log export none), refused without one.
  *
  * Everything is compiled once per request (regexes through re2js, RE2's linear-time engine with Go's
  * syntax, so a client's pattern behaves as in Hubble and cannot backtrack the event loop away; CIDRs
@@ -44,6 +46,15 @@ export type HubbleFlow = Readonly<Record<string, unknown>>;
 export interface FlowMatcher {
   /** True when the flow passes: it matches any whitelist filter (or there is none) and no blacklist filter. */
   match(flow: HubbleFlow): boolean;
+}
+
+/**
+ * Filter families whose machinery lives above this folder, handed in by their user: `cel` compiles
+ * one FlowFilter's experimental.cel_expression list (the Hubble server's src/server/hubble/cel.ts;
+ * without it CEL is refused). It throws FilterError naming the expression.
+ */
+export interface ExtraFilters {
+  readonly cel?: (expressions: readonly string[], path: string) => Pred;
 }
 
 /** Fields of FlowFilter we refuse (see the file comment), with the reason the client gets. */
@@ -93,7 +104,7 @@ const FIELDS: Readonly<Record<string, FieldCompiler>> = {
   trace_id: traceIdField,
 };
 
-function compileOne(filter: unknown, path: string, enums: FlowEnums): Pred {
+function compileOne(filter: unknown, path: string, enums: FlowEnums, extra: ExtraFilters): Pred {
   const r = rec(filter);
   if (r === undefined || Array.isArray(filter)) throw new FilterError(path, 'must be a FlowFilter message');
   const preds: Pred[] = [];
@@ -102,7 +113,10 @@ function compileOne(filter: unknown, path: string, enums: FlowEnums): Pred {
     const fpath = `${path}.${key}`;
     if (key === 'experimental') {
       const cel = rec(v)?.['cel_expression'];
-      if (Array.isArray(cel) && cel.length > 0) throw new FilterError(`${fpath}.cel_expression`, 'CEL expressions are not supported by this agent');
+      if (Array.isArray(cel) && cel.length > 0) {
+        if (extra.cel === undefined) throw new FilterError(`${fpath}.cel_expression`, 'CEL expressions are not supported here');
+        preds.push(extra.cel(cel as string[], `${fpath}.cel_expression`));
+      }
       continue;
     }
     if (v === undefined || v === null || (Array.isArray(v) && v.length === 0)) continue;
@@ -118,10 +132,10 @@ function compileOne(filter: unknown, path: string, enums: FlowEnums): Pred {
   };
 }
 
-function compileList(filters: unknown, name: string, enums: FlowEnums): Pred[] {
+function compileList(filters: unknown, name: string, enums: FlowEnums, extra: ExtraFilters): Pred[] {
   if (filters === undefined || filters === null) return [];
   if (!Array.isArray(filters)) throw new FilterError(name, 'must be a list of FlowFilter');
-  return Array.from(filters as unknown[], (f, i) => compileOne(f, `${name}[${i}]`, enums));
+  return Array.from(filters as unknown[], (f, i) => compileOne(f, `${name}[${i}]`, enums, extra));
 }
 
 const EMPTY_FLOW: Rec = {};
@@ -131,9 +145,9 @@ const EMPTY_FLOW: Rec = {};
  * once per request, with flow.proto's enums (`HubbleProtos.enums`, or `loadFlowEnums`). Throws
  * FilterError naming the field on a bad filter.
  */
-export function compileFlowFilters(whitelist: unknown, blacklist: unknown, enums: FlowEnums): FlowMatcher {
-  const white = compileList(whitelist, 'whitelist', enums);
-  const black = compileList(blacklist, 'blacklist', enums);
+export function compileFlowFilters(whitelist: unknown, blacklist: unknown, enums: FlowEnums, extra: ExtraFilters = {}): FlowMatcher {
+  const white = compileList(whitelist, 'whitelist', enums, extra);
+  const black = compileList(blacklist, 'blacklist', enums, extra);
   return {
     match(flow) {
       const f = rec(flow) ?? EMPTY_FLOW;

@@ -5,8 +5,8 @@
  * and the Hubble protos parsed once for every user (protos.ts). The Hubble Observer (src/server/hubble)
  * and the flow-log export (src/export) both build on these; neither owns them.
  */
-export { toHubbleFlow, timestamp, timestampMs, EVENT_TYPE, type HubbleObject } from './map.js';
-export { compileFlowFilters, FilterError, type FlowMatcher, type HubbleFlow } from './filter.js';
+export { toHubbleFlow, timestamp, timestampMs, dropReasonOfSummary, EVENT_TYPE, type HubbleObject } from './map.js';
+export { compileFlowFilters, FilterError, type ExtraFilters, type FlowMatcher, type HubbleFlow } from './filter.js';
 export { flowEnums, loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from './enums.js';
 export { enumValues, messageFields, planner, resolveTypeName, type EnumValue, type FieldDescriptor } from './descriptors.js';
 export { createFlowJson, loadFlowProtos, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';

@@ -112,9 +112,22 @@ function fqdn(name: string): string {
   return name === '' || name.endsWith('.') ? name : name + '.';
 }
 
+/** How a drop's Summary begins: then the kernel's (or PktMon's) drop-reason name. */
+export const DROP_SUMMARY_PREFIX = 'drop reason: ';
+
+/**
+ * The kernel's (or PktMon's) drop-reason name a DROPPED Hubble flow of ours carries (in Summary, see
+ * above), or undefined when the flow carries none.
+ */
+export function dropReasonOfSummary(summary: unknown): string | undefined {
+  if (typeof summary !== 'string' || !summary.startsWith(DROP_SUMMARY_PREFIX)) return undefined;
+  const name = summary.slice(DROP_SUMMARY_PREFIX.length);
+  return name === '' ? undefined : name;
+}
+
 function summary(f: Readonly<Flow>): string {
   switch (f.verdict) {
-    case 'DROPPED': return `drop reason: ${f.dropReason || 'unknown'}`;
+    case 'DROPPED': return `${DROP_SUMMARY_PREFIX}${f.dropReason || 'unknown'}`;
     case 'RETRANSMISSION': return 'TCP retransmission';
     case 'DNS': {
       const d = f.dns;

@@ -13,7 +13,7 @@
  * protobufjs. frames.test.ts decodes its output with protobufjs against protobufjs's own.
  */
 import type { PackageDefinition } from '@grpc/proto-loader';
-import { enumValues, planner, resolveTypeName as resolve } from '../../flow/hubble/index.js';
+import { enumValues, planner, resolveTypeName as resolve, type FieldMask } from '../../flow/hubble/index.js';
 import { I32, I64, LEN, ProtoWriter, tag, VARINT } from '../../flow/protobuf/index.js';
 
 type Kind = 'string' | 'bool' | 'varint' | 'sint' | 'enum' | 'message' | 'double' | 'float' | 'bytes';
@@ -36,7 +36,12 @@ const KINDS: Readonly<Record<string, Kind>> = {
   TYPE_SINT32: 'sint', TYPE_SINT64: 'sint', TYPE_ENUM: 'enum', TYPE_MESSAGE: 'message', TYPE_DOUBLE: 'double', TYPE_FLOAT: 'float', TYPE_BYTES: 'bytes',
 };
 
-export type Encoder = (msg: Record<string, unknown>) => Buffer;
+/**
+ * `mask` (a compiled field mask over the message: src/flow/hubble/json.ts `mask`, the field names kept,
+ * each with the mask below it or undefined for the whole field) writes only the masked fields, without
+ * copying the object: GetFlows' field_mask (get-flows.ts).
+ */
+export type Encoder = (msg: Record<string, unknown>, mask?: FieldMask) => Buffer;
 
 /** An encoder of message `type` (e.g. 'observer.GetFlowsResponse') whose output is one gRPC frame (5-byte prefix, then the message). */
 export function createFrameEncoder(def: PackageDefinition, type: string): Encoder {
@@ -56,7 +61,7 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
   const root = plan(type);
 
   const w = new ProtoWriter(4096);
-  const scalar = (f: Field, v: unknown): void => {
+  const scalar = (f: Field, v: unknown, mask?: FieldMask): void => {
     switch (f.kind) {
       case 'string': {
         if (typeof v !== 'string') throw new TypeError(`field ${f.num}: not a string`);
@@ -81,11 +86,11 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
       case 'message': {
         const o = v as Record<string, unknown>;
         if (Object.isFrozen(o)) {
-          frozen(f.sub as Plan, o);
+          frozen(f.sub as Plan, o, mask);
           return;
         }
         const at = w.begin();
-        message(f.sub as Plan, o);
+        message(f.sub as Plan, o, mask);
         w.end(at);
         return;
       }
@@ -98,31 +103,44 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
    * endpoint share theirs).
    */
   const frozenBodies = new WeakMap<object, { readonly plan: Plan; readonly bytes: Buffer }>();
-  const frozen = (p: Plan, obj: Record<string, unknown>): void => {
-    const known = frozenBodies.get(obj);
+  /** The same under a mask (the mask's objects live as long as the request that compiled them). */
+  const maskedBodies = new WeakMap<FieldMask, WeakMap<object, { readonly plan: Plan; readonly bytes: Buffer }>>();
+  const frozen = (p: Plan, obj: Record<string, unknown>, mask: FieldMask | undefined): void => {
+    let bodies = frozenBodies;
+    if (mask !== undefined) {
+      let m = maskedBodies.get(mask);
+      if (m === undefined) maskedBodies.set(mask, (m = new WeakMap()));
+      bodies = m;
+    }
+    const known = bodies.get(obj);
     const bytes = known?.plan === p ? known.bytes : undefined;
     if (bytes === undefined) {
       const from = w.pos;
       const at = w.begin();
-      message(p, obj);
+      message(p, obj, mask);
       w.end(at);
-      frozenBodies.set(obj, { plan: p, bytes: w.copy(from) });
+      bodies.set(obj, { plan: p, bytes: w.copy(from) });
       return;
     }
     w.bytes(bytes);
   };
-  const message = (p: Plan, obj: Record<string, unknown>): void => {
+  const message = (p: Plan, obj: Record<string, unknown>, mask?: FieldMask): void => {
     for (const key in obj) {
       const v = obj[key];
       if (v === undefined || v === null) continue;
       const f = p.get(key);
       if (f === undefined) continue;
+      let sub: FieldMask | undefined;
+      if (mask !== undefined) {
+        if (!mask.has(key)) continue;
+        sub = mask.get(key);
+      }
       if (f.repeated) {
         if (!Array.isArray(v)) throw new TypeError(`field ${f.num}: not a list`);
         if (f.kind === 'string' || f.kind === 'message' || f.kind === 'bytes') {
           for (const item of v as unknown[]) {
             w.varint(f.tag);
-            scalar(f, item);
+            scalar(f, item, sub);
           }
         } else if (v.length > 0) {
           // proto3 packs repeated numbers.
@@ -134,12 +152,12 @@ export function createFrameEncoder(def: PackageDefinition, type: string): Encode
         continue;
       }
       w.varint(f.tag);
-      scalar(f, v);
+      scalar(f, v, sub);
     }
   };
-  return (msg) => {
+  return (msg, mask) => {
     w.pos = 5;
-    message(root, msg);
+    message(root, msg, mask);
     const out = w.copy();
     out[0] = 0;
     out.writeUInt32BE(out.length - 5, 1);

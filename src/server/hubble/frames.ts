@@ -125,8 +125,12 @@ export interface FlowSink {
 /** The GetFlowsResponse for a picked flow. */
 export type Respond = (p: PickedFlow) => HubbleObject;
 
-/** Whatever is queued goes to the HTTP/2 stream as one write (its DATA frames share the socket write). */
-export function rawSink(stream: RawStream, chunkBytes: number, serialize: (msg: HubbleObject) => Uint8Array, respond: Respond): FlowSink {
+/**
+ * Whatever is queued goes to the HTTP/2 stream as one write (its DATA frames share the socket write).
+ * A picked flow's frame is its shared one, or `encodeFlow`'s (a masked request's); other messages
+ * (LostEvents) are `frameOf`'s.
+ */
+export function rawSink(stream: RawStream, chunkBytes: number, frameOf: (msg: HubbleObject) => Buffer, encodeFlow: (p: PickedFlow) => Buffer): FlowSink {
   let parts: Buffer[] = [];
   let bytes = 0;
   const drained = (): Promise<void> => new Promise<void>((resolve) => {
@@ -144,8 +148,8 @@ export function rawSink(stream: RawStream, chunkBytes: number, serialize: (msg: 
     return bytes >= chunkBytes;
   };
   return {
-    add: (p) => push(p.frame ?? grpcFrame(serialize(respond(p)))),
-    message: (msg) => void push(grpcFrame(serialize(msg))),
+    add: (p) => push(p.frame ?? encodeFlow(p)),
+    message: (msg) => void push(frameOf(msg)),
     async flush() {
       if (parts.length === 0) return false;
       const chunk = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, bytes);

@@ -10,9 +10,11 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/index.js';
 import type { Encoder } from './encode.js';
-import { checkFilterLimits, compileFlowFilters, FilterError, type FilterLimits, type FlowMatcher } from '../../flow/hubble/index.js';
-import { createEncodedFlows, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
+import { checkFilterLimits, compileFlowFilters, FieldMaskError, FilterError, type FieldMask, type FilterLimits, type FlowMatcher } from '../../flow/hubble/index.js';
+import { createEncodedFlows, grpcFrame, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
 import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from '../../flow/hubble/index.js';
+import type { CelCompiler } from './cel.js';
+import { carriedPaths, createProjection, maskPaths, type FlowProjection } from './field-mask.js';
 import type { FlowRing } from './ring.js';
 import type { FlowEnums } from './proto.js';
 
@@ -43,6 +45,10 @@ export interface GetFlowsDeps {
   readonly serialize: (msg: HubbleObject) => Uint8Array;
   /** A GetFlowsResponse as one gRPC frame (proto.ts `flowsFrame`). */
   readonly flowsFrame: Encoder;
+  /** Compiles a FlowFilter's CEL expressions (cel.ts). */
+  readonly cel: CelCompiler;
+  /** Compiles flow.Flow field-mask paths (proto.ts `fieldMask`). */
+  readonly fieldMask: (paths: readonly string[]) => FieldMask | undefined;
   /** Bounds on one request's filters (limits.ts). */
   readonly filterLimits: FilterLimits;
   /** hubble_flows_lost: flows a follower missed (overwritten before it sent them). */
@@ -56,21 +62,49 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
   const lostCounter = d.lost;
 
   const encoded = createEncodedFlows(ring, nodeName, d.flowsFrame, serialize, Math.min(ring.capacity, 4096));
+  /** A response as one gRPC frame: encode.ts, or protobufjs for what encode.ts does not write. */
+  const frameOf = (msg: HubbleObject): Buffer => {
+    try {
+      return d.flowsFrame(msg);
+    } catch {
+      return grpcFrame(serialize(msg));
+    }
+  };
+  /** A flow's response under a request's field mask: encode.ts writes only the masked fields (no copy). */
+  const maskedFrameOf = (msg: HubbleObject, mask: FieldMask, project: FlowProjection): Buffer => {
+    try {
+      return d.flowsFrame(msg, mask);
+    } catch {
+      return grpcFrame(serialize({ ...msg, flow: project(msg['flow'] as HubbleObject) }));
+    }
+  };
   /** GetFlows calls on the raw path; the encoded flows are forgotten when the last one ends. */
   let rawCalls = 0;
-  const respond = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
+  const whole = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
 
   async function getFlows(call: FlowsCall): Promise<void> {
     const req = call.request;
     let matcher: FlowMatcher;
+    let projection: FlowProjection | undefined;
+    /** GetFlowsResponse's mask: the flow's, the response's own fields whole. */
+    let responseMask: FieldMask | undefined;
     try {
       checkFilterLimits(req['whitelist'], req['blacklist'], d.filterLimits);
-      matcher = compileFlowFilters(req['whitelist'], req['blacklist'], d.enums);
+      matcher = compileFlowFilters(req['whitelist'], req['blacklist'], d.enums, { cel: d.cel });
+      const paths = maskPaths(req['field_mask']);
+      if (paths.length > 0) {
+        const flowMask: FieldMask = d.fieldMask(carriedPaths(paths)) ?? new Map();
+        projection = createProjection(flowMask);
+        responseMask = new Map<string, FieldMask | undefined>([['flow', flowMask], ['node_name', undefined], ['time', undefined]]);
+      }
     } catch (e) {
-      const msg = e instanceof FilterError ? e.message : `bad filter: ${(e as Error).message}`;
+      const msg = e instanceof FilterError ? e.message : e instanceof FieldMaskError ? `field_mask: ${e.message}` : `bad filter: ${(e as Error).message}`;
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, msg));
       return;
     }
+    const project = projection;
+    // With a mask, each response is made for this call (the shared encoded frames are whole flows).
+    const respond = project === undefined ? whole : (p: PickedFlow): HubbleObject => ({ flow: project(p.hubble), node_name: nodeName, time: timestamp(p.timeMs) });
     // `hubble observe --all` asks for 2^64-1 flows: every flow held.
     const asked = Number(req['number'] ?? 0);
     const number = asked >= Number.MAX_SAFE_INTEGER ? 0 : asked;
@@ -95,7 +129,9 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       call.sendMetadata(new grpc.Metadata());
       rawCalls++;
     }
-    const sink = raw ? rawSink(raw, chunkBytes, serialize, respond) : grpcSink(call, buffered, respond);
+    const rm = responseMask;
+    const encodeFlow = project === undefined || rm === undefined ? (p: PickedFlow): Buffer => frameOf(whole(p)) : (p: PickedFlow): Buffer => maskedFrameOf(whole(p), rm, project);
+    const sink = raw ? rawSink(raw, chunkBytes, frameOf, encodeFlow) : grpcSink(call, buffered, respond);
     let cancelled = false;
     let wake: (() => void) | undefined;
     const stop = (): void => {
@@ -121,7 +157,9 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       const f = ring.at(seq);
       if (f === undefined || !inRange(f.timeMs)) return undefined;
       const p: PickedFlow | undefined = raw ? encoded.at(seq) : { hubble: toHubbleFlow(f, nodeName), timeMs: f.timeMs };
-      return p !== undefined && matcher.match(p.hubble) ? p : undefined;
+      if (p === undefined || !matcher.match(p.hubble)) return undefined;
+      // Masked: the whole flow's frame is not this call's; rawSink encodes the masked one.
+      return project === undefined ? p : { hubble: p.hubble, timeMs: p.timeMs };
     };
     try {
       const head = ring.head();

@@ -6,8 +6,10 @@
  * The enums the flow filter resolves come from src/flow/hubble/enums.ts (the same proto).
  */
 import * as grpc from '@grpc/grpc-js';
-import { flowEnums, hubbleProtoFiles, type FlowEnums, type HubbleProtoFiles } from '../../flow/hubble/index.js';
+import { createFlowJson, flowEnums, hubbleProtoFiles, type FieldMask, type FlowEnums, type HubbleProtoFiles } from '../../flow/hubble/index.js';
 import { createFrameEncoder, type Encoder } from './encode.js';
+import { createCelCompiler, type CelCompiler } from './cel.js';
+import { celSamples } from './cel-samples.js';
 
 export { loadFlowEnums, PROTO_OPTIONS, type FlowEnums } from '../../flow/hubble/index.js';
 
@@ -17,6 +19,10 @@ export interface HubbleProtos {
   readonly health: grpc.ServiceDefinition;
   /** A GetFlowsResponse as one gRPC frame (encode.ts; throws on what it cannot write). */
   readonly flowsFrame: Encoder;
+  /** flow.Flow field-mask paths compiled against flow.proto (json.ts; throws FieldMaskError naming a path that names no field). */
+  readonly fieldMask: (paths: readonly string[]) => FieldMask | undefined;
+  /** Compiles a FlowFilter's CEL expressions (cel.ts; its descriptors are made on the first use). */
+  readonly cel: CelCompiler;
   /** Client constructors, for tests and tools. */
   readonly ObserverClient: grpc.ServiceClientConstructor;
   readonly PeerClient: grpc.ServiceClientConstructor;
@@ -38,8 +44,17 @@ export function loadHubbleProtos(from: string | HubbleProtoFiles): HubbleProtos 
     grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
   };
   const health = pkg.grpc.health.v1.Health;
+  let json: ReturnType<typeof createFlowJson> | undefined;
+  let cel: CelCompiler | undefined;
+  const celCompiler = (): CelCompiler => {
+    const flowFrame = createFrameEncoder(def, 'flow.Flow');
+    return createCelCompiler({ def, encodeFlow: (f) => flowFrame(f).subarray(5), samples: celSamples('node') });
+  };
+  const flowJson = (): ReturnType<typeof createFlowJson> => (json ??= createFlowJson(def));
   return {
     flowsFrame: createFrameEncoder(def, 'observer.GetFlowsResponse'),
+    fieldMask: (paths) => flowJson().mask(paths),
+    cel: (exprs, path) => (cel ??= celCompiler())(exprs, path),
     observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, health: health.service,
     ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer, HealthClient: health, enums: flowEnums(def),
   };

@@ -108,7 +108,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const serialize = (o.protos.observer['GetFlows'] as grpc.MethodDefinition<HubbleObject, HubbleObject>).responseSerialize;
   const getFlows = createGetFlows({
     ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track,
-    rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame, filterLimits: o.filterLimits ?? DEFAULT_FILTER_LIMITS,
+    rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame, fieldMask: o.protos.fieldMask, cel: o.protos.cel, filterLimits: o.filterLimits ?? DEFAULT_FILTER_LIMITS,
   });
 
   const heldNamespaces = (): HubbleNamespace[] => {
