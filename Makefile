@@ -18,9 +18,9 @@ endif
 
 # Debian packages the build and the tests use (promtool, iproute2, nftables, clang for BPF, curl and
 # openssl for the test control plane, umoci/skopeo/runc for the images, wine and mingw-w64 for the
-# Windows suite, tcpdump for the capture workload, qemu and kmod for the kernel matrix, ...).
+# Windows suite, tcpdump for the capture workload, qemu (x86 and arm: qemu-system-aarch64) and kmod for the kernel matrix, ...).
 APT_PACKAGES := prometheus iproute2 nftables iptables tcpdump ethtool iperf3 clang llvm libbpf-dev libbpf1 bpftool curl openssl ca-certificates \
-	umoci skopeo runc busybox-static wine wine64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev qemu-system-x86 kmod xz-utils
+	umoci skopeo runc busybox-static wine wine64 gcc-mingw-w64-x86-64 mingw-w64-x86-64-dev qemu-system-x86 qemu-system-arm kmod xz-utils
 APT_STAMP := $(CACHE)/apt.stamp
 
 NPM_STAMP := node_modules/.stamp

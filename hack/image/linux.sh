@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # The Linux image, built offline with no daemon and no base image (make image):
-#   rootfs = Debian 12 .debs (apt-get download with an apt configuration of its own + dpkg-deb -x: glibc, libstdc++, libbpf and its
-#            libraries, ca-certificates, tcpdump and libpcap for captures; no shell, no compiler)
-#          + the pinned Node 22 binary (.cache/node) + the Linux bundle (build/bundle/linux-<arch>)
+#   rootfs = Debian 12 .debs of <arch> (apt-get download with an apt configuration of its own + dpkg-deb -x: glibc, libstdc++,
+#            libbpf and its libraries, ca-certificates, tcpdump and libpcap for captures; no shell, no compiler)
+#          + the pinned Node 22 binary of <arch> (.cache/node for this machine's, .cache/node-linux-<arch> for another, npm's
+#            node-linux-<arch>) + the Linux bundle (build/bundle/linux-<node arch>)
 #   umoci  -> OCI layout build/image/oci-linux-<arch> (tag linux-<arch>), entrypoint = bin/retina-agent's node flags
 #            and the agent's start-up snapshot (/app/retina-agent.blob, made by the image's node)
 #   skopeo -> build/image/retina-ts-linux-<arch>.oci.tar (oci-archive) and .docker.tar (docker-archive)
-# Usage: hack/image/linux.sh <version> <source-url> <revision>
+# hack/image/index.sh then joins the architectures' layouts into one OCI image index (make image).
+# The start-up snapshot is made only for this machine's architecture: a blob is made by the node that loads it, and
+# another architecture's node does not run here. That image's entrypoint runs /app/retina-agent.mjs instead.
+# Usage: hack/image/linux.sh <version> <source-url> <revision> [<arch>: amd64 | arm64, default this machine's]
 set -euo pipefail
 shopt -s extglob
 cd "$(dirname "$0")/../.."
 . hack/image/common.sh
 version=$1 source=$2 revision=$3
-arch=$(dpkg --print-architecture)        # amd64, arm64 (OCI names)
-narch=$(node -p process.arch)            # x64, arm64 (Node names)
+host=$(dpkg --print-architecture)
+arch=${4:-$host}                         # amd64, arm64 (OCI names)
+case $arch in amd64) narch=x64 ;; arm64) narch=arm64 ;; *) echo "image: no Linux image for $arch" >&2; exit 2 ;; esac
+node_bin=.cache/node/bin/node
+[ "$arch" = "$host" ] || node_bin=.cache/node-linux-$narch/package/bin/node
+[ -x "$node_bin" ] || { echo "image: the $arch node is missing at $node_bin (make image fetches it)" >&2; exit 1; }
 out=build/image
 tag=linux-$arch
 layout=$out/oci-$tag
-rootfs=$out/linux-rootfs
-debs=.cache/image/debs
+rootfs=$out/linux-rootfs-$arch
+debs=.cache/image/debs-$arch
 
 # What the agent links (libbpf over koffi; node itself), tcpdump for captures, and their dependencies
 # (libpcap -> libdbus -> libsystemd -> ...). adduser (tcpdump's postinst) is left out: no scripts run.
@@ -49,7 +57,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 rm -rf "$rootfs" && mkdir -p "$rootfs"
-for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$rootfs"; done
+for d in "$debs"/*_@(${arch}|all).deb; do dpkg-deb -x "$d" "$rootfs"; done
 # Documentation, manuals and locales are not needed at run time.
 rm -rf "$rootfs"/usr/share/{doc,man,info,locale,lintian,bug,gcc,gdb} "$rootfs"/usr/lib/*/gconv "$rootfs"/etc/{init.d,cron.daily,logrotate.d,apparmor.d}
 # update-ca-certificates' job (a postinst that does not run here): the bundle file TLS clients read.
@@ -62,20 +70,24 @@ mkdir -p "$rootfs/tmp" "$rootfs/usr/local/bin" "$rootfs/app"
 chmod 1777 "$rootfs/tmp"
 printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' > "$rootfs/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$rootfs/etc/group"
-install -m 0755 .cache/node/bin/node "$rootfs/usr/local/bin/node"
+install -m 0755 "$node_bin" "$rootfs/usr/local/bin/node"
 cp -a "build/bundle/linux-$narch/." "$rootfs/app/"
 # The agent's start-up snapshot, made again by the image's own node (a blob loads only in the Node build
-# that made it) and checked (src/cli/agent-snapshot.ts; hack/snapshot.mjs).
-node hack/snapshot.mjs make "$rootfs/usr/local/bin/node" "$rootfs/app"
+# that made it) and checked (src/cli/agent-snapshot.ts; hack/snapshot.mjs); only this machine's node runs here.
+if [ "$arch" = "$host" ]; then node hack/snapshot.mjs make "$rootfs/usr/local/bin/node" "$rootfs/app"; fi
 # A compiler in the image would be a build leftover: refuse it.
 if compgen -G "$rootfs/usr/bin/*cc*" >/dev/null || compgen -G "$rootfs/usr/bin/clang*" >/dev/null; then echo "a compiler ended up in the image" >&2; exit 1; fi
 
 entry=(--config.entrypoint /usr/local/bin/node)
 flags=$(agent_node_flags)
 for f in $flags; do entry+=(--config.entrypoint "$f"); done
-# The agent from its start-up snapshot: the args (the chart's --config ...) follow `--`. Without it:
-# node <flags> /app/retina-agent.mjs (docs/install.md).
-entry+=(--config.entrypoint --snapshot-blob --config.entrypoint /app/retina-agent.blob --config.entrypoint --)
+# The agent from its start-up snapshot: the args (the chart's --config ...) follow `--`. Without it (another
+# architecture's image): node <flags> /app/retina-agent.mjs (docs/install.md).
+if [ -f "$rootfs/app/retina-agent.blob" ]; then
+  entry+=(--config.entrypoint --snapshot-blob --config.entrypoint /app/retina-agent.blob --config.entrypoint --)
+else
+  entry+=(--config.entrypoint /app/retina-agent.mjs)
+fi
 mapfile -t labels < <(oci_labels)
 
 new_image "$layout" "$tag" "$rootfs" .

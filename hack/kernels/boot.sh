@@ -6,12 +6,39 @@
 # 124 when the guest did not finish within TIMEOUT seconds, or 125 when it ended without a status.
 # Usage: hack/kernels/boot.sh KERNEL_DIR OUT [TIMEOUT]   (KERNEL_DIR: kernels/<name>-<version>/ of fetch.sh)
 # QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest.
+# An arm64 kernel (KERNEL_DIR/arch, hack/kernels/fetch.sh arm64; issue 41) boots under qemu-system-aarch64 (TCG,
+# -M virt -cpu max) with another root, since the host's root is amd64: GUEST_ROOT (the arm64 image's unpacked root)
+# under KERNEL_DIR/extras (busybox, iproute2, nftables, ...), both read-only under the tmpfs overlay, and each
+# folder of GUEST_SHARES (space-separated: this checkout, its node_modules) read-only at its own path.
 set -euo pipefail
 kdir=$1 out=$2 timeout=${3:-900}
 [ -f "$kdir/.complete" ] || { echo "boot: $kdir is not a fetched kernel (hack/kernels/fetch.sh)" >&2; exit 2; }
 [ -f "$out/run.sh" ] || { echo "boot: $out/run.sh is missing" >&2; exit 2; }
-rm -f "$out/status" "$out/run.log" "$out/console.log"
+rm -f "$out/status" "$out/run.log" "$out/console.log" "$out/shares"
 echo "$(cd "$kdir/root/lib/modules/$(cat "$kdir/release")" && pwd)" >"$out/modules-dir"
+arch=$(cat "$kdir/arch" 2>/dev/null || echo amd64)
+ro=security_model=none,readonly=on,multidevs=remap
+if [ "$arch" = arm64 ]; then
+  [ -d "${GUEST_ROOT:-}/usr" ] || { echo "boot: an arm64 kernel needs GUEST_ROOT, an arm64 root filesystem" >&2; exit 2; }
+  # The modules seen from the guest's root: bind-mounted from the extras' side of this share.
+  echo /lib/modules-cache >"$out/modules-dir"
+  qemu=(qemu-system-aarch64 -M virt -cpu max,pauth-impdef=on -accel tcg,thread=multi)
+  console=ttyAMA0
+  shares=(-fsdev "local,id=host,path=$GUEST_ROOT,$ro" -device virtio-9p-pci,fsdev=host,mount_tag=host
+    -fsdev "local,id=extras,path=$kdir/extras,$ro" -device virtio-9p-pci,fsdev=extras,mount_tag=extras
+    -fsdev "local,id=modules,path=$kdir/root/lib/modules/$(cat "$kdir/release"),$ro" -device virtio-9p-pci,fsdev=modules,mount_tag=modules)
+  i=0
+  : >"$out/shares"
+  for p in ${GUEST_SHARES:-}; do
+    shares+=(-fsdev "local,id=share$i,path=$p,$ro" -device "virtio-9p-pci,fsdev=share$i,mount_tag=share$i")
+    echo "share$i $p" >>"$out/shares"
+    i=$((i + 1))
+  done
+else
+  qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max)
+  console=ttyS0
+  shares=(-fsdev "local,id=host,path=/,$ro" -device virtio-9p-pci,fsdev=host,mount_tag=host)
+fi
 # The cached initramfs (busybox, boot modules) with this checkout's init appended, gzipped too: the kernel
 # unpacks both (an uncompressed archive would have to start 4-byte aligned after the first).
 initrd=$(mktemp -d)
@@ -19,13 +46,12 @@ trap 'rm -rf "$initrd"' EXIT
 cp "$(dirname "$0")/init" "$initrd/init" && chmod 755 "$initrd/init"
 { cat "$kdir/initramfs.cpio.gz"; (cd "$initrd" && echo init | busybox cpio -o -H newc 2>/dev/null | gzip -1); } >"$initrd/initrd"
 set +e
-timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
-  -accel tcg,thread=multi -cpu max -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-2048}" \
+timeout --kill-after=10 "$timeout" "${qemu[@]}" \
+  -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-2048}" \
   -nographic -no-reboot -nodefaults -serial "file:$out/console.log" -monitor none \
   -kernel "$kdir/vmlinuz" -initrd "$initrd/initrd" \
-  -append "console=ttyS0 panic=-1 loglevel=4 rdinit=/init net.ifnames=0 mitigations=off" \
-  -fsdev local,id=host,path=/,security_model=none,readonly=on,multidevs=remap \
-  -device virtio-9p-pci,fsdev=host,mount_tag=host \
+  -append "console=$console panic=-1 loglevel=4 rdinit=/init net.ifnames=0 mitigations=off" \
+  "${shares[@]}" \
   -fsdev local,id=out,path="$out",security_model=none \
   -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null
 rc=$?

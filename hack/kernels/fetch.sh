@@ -10,15 +10,30 @@
 # The packages come from Debian's repositories through an apt configuration of the matrix's own (its own
 # sources, lists and an empty status file: APT_CONFIG), never the machine's sources, so nothing is installed
 # and the machine's packages are never upgraded. Each .deb is checked against hack/kernels/versions' sha256.
-# Usage: hack/kernels/fetch.sh [NAME...]   (default: every kernel of hack/kernels/versions)
+# With `arm64` first (hack/kernels/fetch.sh arm64 [NAME...]), the kernels of hack/kernels/versions-arm64 (issue 41),
+# the same way, through an arm64 apt configuration of their own, with two differences: the initramfs's busybox is
+# the arm64 busybox-static, and beside the kernel sits
+#   extras/                   what the arm64 guest's root needs beyond the arm64 image's root (test/kernels/arm64.test.ts
+#                             lays it over the image's): busybox (the shell, cat, sysctl), iproute2 (ip, tc), nftables,
+#                             ethtool, kmod (the kernel's module loads), curl, bpftool (the suite's leftovers check), each with its libraries (apt's own
+#                             resolution of their dependencies), unpacked with dpkg-deb -x
+# Usage: hack/kernels/fetch.sh [arm64] [NAME...]   (default: every kernel of hack/kernels/versions[-arm64])
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tools.sh"
 tools_dirs kernels any
 KTOOLS="$TOOLS/kernels"
 mkdir -p "$KTOOLS"
+ARCH=amd64 VERSIONS="$HERE/versions"
+if [ "${1:-}" = arm64 ]; then
+  ARCH=arm64 VERSIONS="$HERE/versions-arm64"
+  shift
+fi
+# The arm64 guest's extras (above); the initramfs's busybox comes from its busybox-static.
+EXTRAS="busybox-static iproute2 nftables ethtool kmod curl bpftool"
 
 BUSYBOX=/bin/busybox # Debian's busybox-static: the guest's init runs it before any library is there
+GUEST_BUSYBOX=$BUSYBOX # the initramfs's (the arm64 one for an arm64 kernel)
 for t in depmod modprobe dpkg-deb apt-get sha256sum xz; do
   command -v "$t" >/dev/null || { echo "kernels: $t is missing (Debian: kmod, dpkg, apt, xz-utils)" >&2; exit 1; }
 done
@@ -30,10 +45,27 @@ APT_READY=
 apt_setup() {
   [ -n "$APT_READY" ] && return 0
   debian_uris
-  apt_own "$KTOOLS/apt" amd64 \
-    "deb $DEBIAN_ARCHIVE bullseye main" "deb $DEBIAN_SECURITY bullseye-security main" \
-    "deb $DEBIAN_ARCHIVE bookworm main" "deb $DEBIAN_SECURITY bookworm-security main" "deb $DEBIAN_ARCHIVE bookworm-backports main"
+  if [ "$ARCH" = arm64 ]; then
+    apt_own "$KTOOLS/apt-arm64" arm64 "deb $DEBIAN_ARCHIVE bookworm main" "deb $DEBIAN_SECURITY bookworm-security main"
+  else
+    apt_own "$KTOOLS/apt" amd64 \
+      "deb $DEBIAN_ARCHIVE bullseye main" "deb $DEBIAN_SECURITY bullseye-security main" \
+      "deb $DEBIAN_ARCHIVE bookworm main" "deb $DEBIAN_SECURITY bookworm-security main" "deb $DEBIAN_ARCHIVE bookworm-backports main"
+  fi
   APT_READY=1
+}
+
+# extras DIR: the arm64 guest's extras (EXTRAS and their dependencies, apt's resolution with the empty status of the
+# configuration), downloaded into the configuration's own cache and unpacked into DIR.
+extras() {
+  local dir=$1 archives="$KTOOLS/apt-arm64/extras" d
+  apt_setup
+  mkdir -p "$archives/partial"
+  get() { apt-get install -d -y -qq --no-install-recommends -o Dir::Cache::archives="$archives" $EXTRAS >/dev/null; }
+  get || { apt_update && get; }
+  mkdir -p "$dir"
+  for d in "$archives"/*.deb; do dpkg-deb -x "$d" "$dir"; done
+  GUEST_BUSYBOX="$dir/bin/busybox"
 }
 
 # Boot modules for init, in load order (modprobe --show-depends resolves each one's dependencies).
@@ -45,7 +77,7 @@ fetch_one() {
   [ -f "$dir/.complete" ] && return 0
   local debs="$KTOOLS/debs" deb
   mkdir -p "$debs"
-  deb="$debs/${pkg}_${version//:/%3a}_amd64.deb"
+  deb="$debs/${pkg}_${version//:/%3a}_$ARCH.deb"
   if ! [ -f "$deb" ] || ! echo "$sha  $deb" | sha256sum -c --quiet - 2>/dev/null; then
     apt_setup
     tools_log kernels "downloading $pkg=$version ($suite)"
@@ -59,6 +91,7 @@ fetch_one() {
   echo "$sha  $deb" | sha256sum -c --quiet - || { echo "kernels: $deb does not match the sha256 of hack/kernels/versions" >&2; exit 1; }
   rm -rf "$dir" "$dir.tmp" && mkdir -p "$dir.tmp/root"
   dpkg-deb -x "$deb" "$dir.tmp/root"
+  [ "$ARCH" = amd64 ] || { extras "$dir.tmp/extras" && echo "$ARCH" >"$dir.tmp/arch"; }
   local release
   release=$(ls "$dir.tmp/root/lib/modules")
   mv "$dir.tmp/root/boot/vmlinuz-$release" "$dir.tmp/vmlinuz"
@@ -68,7 +101,7 @@ fetch_one() {
   # The initramfs: busybox, init, the boot modules (uncompressed: busybox's insmod reads plain .ko files).
   local ird="$dir.tmp/initramfs" m path n=0
   mkdir -p "$ird/bin" "$ird/modules"
-  cp "$BUSYBOX" "$ird/bin/busybox"
+  cp "$GUEST_BUSYBOX" "$ird/bin/busybox"
   : >"$ird/modules.list"
   for m in $BOOT_MODULES; do
     modprobe -d "$dir.tmp/root" -S "$release" --show-depends "$m" | while read -r kind path _; do
@@ -99,4 +132,4 @@ while read -r name suite pkg version sha; do
   case $name in '' | '#'*) continue ;; esac
   [ $# -eq 0 ] || [[ $want == *" $name "* ]] || continue
   fetch_one "$name" "$suite" "$pkg" "$version" "$sha"
-done <"$HERE/versions"
+done <"$VERSIONS"

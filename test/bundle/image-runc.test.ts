@@ -7,13 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, normalize } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { ROOT } from '../e2e/agent-process.js';
 import { requireKernel, type Netns } from '../ebpf/netns.js';
+import { elfInterpreter, resolveInRoot } from './elf.js';
 import { IMAGE_LAYOUT, IMAGE_TAG, RuncAgent, configure, requireImageTools, unpackImage } from './runc.js';
 import { agentNodeFlags, assertServing, curlIn, failedPlugins, routedNetns, rssMiB, untilReady } from './serving.js';
 
@@ -26,46 +27,6 @@ function chartCapabilities(): string[] {
 }
 
 const PORT = 10093; // the agent's default port, as the chart runs it
-
-/** The program interpreter (PT_INTERP) an ELF64 little-endian executable names. */
-function elfInterpreter(file: string): string {
-  const b = readFileSync(file);
-  if (b.readUInt32BE(0) !== 0x7f454c46 || b[4] !== 2 || b[5] !== 1) throw new Error(`${file} is not an ELF64 little-endian file`);
-  const phoff = Number(b.readBigUInt64LE(0x20));
-  const size = b.readUInt16LE(0x36);
-  for (let i = 0; i < b.readUInt16LE(0x38); i++) {
-    const ph = phoff + i * size;
-    if (b.readUInt32LE(ph) !== 3) continue; // PT_INTERP
-    const off = Number(b.readBigUInt64LE(ph + 8));
-    return b.toString('latin1', off, off + Number(b.readBigUInt64LE(ph + 32))).replace(/\0+$/, '');
-  }
-  throw new Error(`${file} names no program interpreter`);
-}
-
-/** `path` resolved inside `root` as the kernel would in a chroot there (absolute links start again at root); undefined when a link is broken. */
-function resolveInRoot(root: string, path: string, depth = 0): string | undefined {
-  if (depth > 40) return undefined;
-  const parts = path.split('/').filter(Boolean);
-  let at = '';
-  for (let i = 0; i < parts.length; i++) {
-    const next = `${at}/${parts[i]}`;
-    let st;
-    try {
-      st = lstatSync(join(root, next));
-    } catch {
-      return undefined;
-    }
-    if (st.isSymbolicLink()) {
-      const target = readlinkSync(join(root, next));
-      const rest = parts.slice(i + 1).join('/');
-      const base = target.startsWith('/') ? target : `${at}/${target}`;
-      return resolveInRoot(root, normalize(`${base}/${rest}`), depth + 1);
-    }
-    at = next;
-  }
-  return at;
-}
-
 
 describe('the Linux image under runc', () => {
   let dir: string;

@@ -120,20 +120,23 @@ export function loadLibbpf(): Libbpf {
 /**
  * Routes libbpf's messages into `recentLog` (the last 50 lines) instead of stderr, so the agent's
  * output stays JSON and a failed load can say why. Formatting uses vsnprintf on the va_list, which
- * koffi passes as a pointer on x86-64; elsewhere libbpf keeps printing to stderr. Worker threads
+ * koffi passes as a pointer on x86-64 (an array type, SysV) and on arm64 (AAPCS64: a struct larger than
+ * 16 bytes goes by reference, so libbpf hands the callback, and the callback vsnprintf, a pointer to it);
+ * elsewhere libbpf keeps printing to stderr. Worker threads
  * (benchmark producers) leave the hook alone: a callback into a worker's isolate would outlive it.
  * A message longer than the 1 KiB buffer (a verifier log: the reason a program was refused is its
- * last lines) is formatted again in full from a copy of the va_list (va_copy on x86-64 SysV is a
- * copy of its 24 bytes) and kept as its first line and its last 8 KiB.
+ * last lines) is formatted again in full from a copy of the va_list (va_copy on x86-64 SysV and on
+ * AAPCS64 is a copy of its bytes: 24 and 32) and kept as its first line and its last 8 KiB.
  */
 function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
   // libbpf's print hook is process-wide: only the main thread's isolate may own it.
-  if (process.arch !== 'x64' || !isMainThread) return;
+  const vaListSize = VA_LIST_SIZE[process.arch];
+  if (vaListSize === undefined || !isMainThread) return;
   const libc = libcLibrary();
   const vsnprintf = libc.func('int vsnprintf(_Out_ uint8_t *buf, size_t n, const char *fmt, void *ap)') as Fn;
   const printProto = koffi.proto('int retina_libbpf_print(int level, const char *fmt, void *ap)');
   const setPrint = lib.func('void *libbpf_set_print(retina_libbpf_print *fn)') as Fn;
-  const vaList = koffi.array('uint8_t', VA_LIST_SIZE, 'Typed');
+  const vaList = koffi.array('uint8_t', vaListSize, 'Typed');
   const buf = Buffer.alloc(1024);
   const cb = koffi.register((level: number, fmt: string, ap: unknown) => {
     try {
@@ -156,8 +159,11 @@ function installPrint(lib: koffi.IKoffiLib, recentLog: string[]): void {
   setPrint(cb);
 }
 
-/** sizeof(va_list) on x86-64 SysV: gp_offset, fp_offset, overflow_arg_area, reg_save_area. */
-const VA_LIST_SIZE = 24;
+/**
+ * sizeof(va_list) where the hook is installed: x86-64 SysV (gp_offset, fp_offset, overflow_arg_area,
+ * reg_save_area) and AAPCS64 (__stack, __gr_top, __vr_top, __gr_offs, __vr_offs; issue 41).
+ */
+const VA_LIST_SIZE: Partial<Record<NodeJS.Architecture, number>> = { x64: 24, arm64: 32 };
 const KEEP_TAIL = 8192;
 
 /** A long message as its first line and its last KEEP_TAIL characters. */

@@ -20,7 +20,7 @@ export function effectiveCapabilities(statusText: string): string[] {
 
 const TRACEFS = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'];
 const BTF_PATH = '/sys/kernel/btf/vmlinux';
-const LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/lib64', '/lib'];
+const LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/lib/aarch64-linux-gnu', '/lib64', '/lib'];
 
 export function detectLinux(): PlatformInfo {
   const kernelRelease = release();
