@@ -12,7 +12,7 @@
 // What lanes still share is arbitrated where it is used: the machine's netfilter drops and TCP losses,
 // which the node-level drop and retransmission counts see from every namespace, behind one lock
 // (test/ebpf/drop-lock.ts); the real node's hooks and the suites' leftovers checks are scoped to their
-// own processes' programs. Measured on this 2-core machine: the four lanes take about as long as the
+// own processes' programs. Measured on this 2-core machine: the lanes take about as long as the
 // longest of them, as the lanes spend most of their time waiting (for pods, the guests, timers).
 // The k8s lane's output is streamed; each other lane's is printed in one piece when it ends. The last
 // lines say each lane's time and counts; the status is 1 if any lane failed. RETINA_TEST_LANES=serial
