@@ -18,7 +18,7 @@
 // lines say each lane's time and counts; the status is 1 if any lane failed. RETINA_TEST_LANES=serial
 // runs every file in one lane, one at a time (the old way); TEST_FILES (space-separated) narrows the files.
 import { spawn, execFileSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -97,6 +97,29 @@ function harness(cmd) {
   execFileSync(join(ROOT, 'hack/k8s/harness.sh'), [cmd], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
+// One run of the lanes per checkout at a time: a second would share the first's control plane and logs.
+const RUN_LOCK = join(LOGS, 'run.pid');
+mkdirSync(LOGS, { recursive: true });
+{
+  let other = 0;
+  try {
+    other = Number(readFileSync(RUN_LOCK, 'utf8'));
+  } catch {
+    // no earlier run
+  }
+  let alive = false;
+  try {
+    if (other > 0 && other !== process.pid) alive = process.kill(other, 0);
+  } catch (e) {
+    alive = e.code === 'EPERM';
+  }
+  if (alive) {
+    process.stderr.write(`hack/test/lanes.mjs: another run (pid ${other}) is using this checkout's lanes and test control plane; wait for it or stop it\n`);
+    process.exit(1);
+  }
+  writeFileSync(RUN_LOCK, String(process.pid));
+  process.once('exit', () => rmSync(RUN_LOCK, { force: true }));
+}
 const lanes = assign(testFiles());
 const t0 = Date.now();
 // One control plane for every file of the lane that uses it (stopped at the end, whatever happened).
