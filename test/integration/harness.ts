@@ -108,30 +108,31 @@ async function startLocked(unlock: () => void, opts: ClusterOptions): Promise<Cl
 }
 
 /**
- * On a control plane shared with earlier files: waits (up to a minute) until no namespace is still being
- * deleted, so that a file starts on a quiet cluster. An earlier file's namespace going away deletes its
- * pods and endpoints for a while, which a cluster-wide watcher (the operator) would count as this file's
- * work. Their pods are deleted at once (grace 0): a pod bound to a node no kwok runs (a test's own node
- * object) is never confirmed gone, and would hold its namespace Terminating for good. A namespace still
- * there after that is only said.
+ * On a control plane shared with earlier files: waits (up to a minute) until the namespaces earlier
+ * files deleted hold no pods, so that a file starts on a quiet cluster. An earlier file's namespace
+ * going away deletes its pods (and their endpoints) for a while, which a cluster-wide watcher (the
+ * operator) would count as this file's work. Those pods are deleted at once (grace 0): a pod bound to a
+ * node no kwok runs (a test's own node object) is never confirmed gone. What else a Terminating
+ * namespace holds (a custom resource whose finalizer no operator removes any more) changes nothing and
+ * is not waited for.
  */
 async function earlierFilesGone(c: RestClient): Promise<void> {
-  const terminating = async (): Promise<string[]> =>
-    (await listAll<KubeObject & { status?: { phase?: string } }>(c, resources.namespaces)).filter((n) => n.status?.phase === 'Terminating').map((n) => n.metadata.name);
+  const podsLeft = async (): Promise<KubeObject[]> => {
+    const terminating = (await listAll<KubeObject & { status?: { phase?: string } }>(c, resources.namespaces)).filter((n) => n.status?.phase === 'Terminating');
+    return (await Promise.all(terminating.map((n) => listAll<KubeObject>(c, resources.pods, n.metadata.name)))).flat();
+  };
   const forced = new Set<string>();
-  const gone = await eventually('the earlier files\' namespaces deleted', 60_000, async () => {
-    const left = await terminating();
-    for (const ns of left) {
-      for (const p of await listAll<KubeObject>(c, resources.pods, ns)) {
-        const key = `${ns}/${p.metadata.name}`;
-        if (forced.has(key)) continue;
-        forced.add(key);
-        await c.request('DELETE', objectPath(resources.pods, ns, p.metadata.name), { body: { gracePeriodSeconds: 0 } }).catch(() => undefined);
-      }
+  const quiet = await eventually('the pods of the earlier files\' namespaces deleted', 60_000, async () => {
+    const left = await podsLeft();
+    for (const p of left) {
+      const key = `${p.metadata.namespace ?? ''}/${p.metadata.name}`;
+      if (forced.has(key)) continue;
+      forced.add(key);
+      await c.request('DELETE', objectPath(resources.pods, p.metadata.namespace, p.metadata.name), { body: { gracePeriodSeconds: 0 } }).catch(() => undefined);
     }
     return left.length === 0;
   }, 500).then(() => true, () => false);
-  if (!gone) console.log(`the shared test control plane still deletes namespaces ${(await terminating()).join(', ')}; starting anyway`);
+  if (!quiet) console.log(`the shared test control plane still deletes pods ${(await podsLeft()).map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}`).slice(0, 10).join(', ')}; starting anyway`);
 }
 
 export const restartApiserver = (): Promise<void> => harness('restart-apiserver');
