@@ -216,6 +216,25 @@ export class SeriesFamily {
   }
 
   /**
+   * Hands each series whose value is not 0 to `out` (with its last update) and sets the value to 0:
+   * a worker thread's counts since its last hand-over (src/pipeline/workers.ts); returns how many.
+   */
+  takeValues(out: (prefix: string, tail: string, value: number, touchedMs: number) => void): number {
+    let n = 0;
+    const values = this.values;
+    for (const [prefix, inner] of this.#index) {
+      for (const [tail, i] of inner) {
+        const v = values[i] as number;
+        if (v === 0) continue;
+        values[i] = 0;
+        out(prefix, tail, v, this.touched[i] as number);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /**
    * The family's text exposition block, what formatExposition writes from `get()` (a test checks
    * they agree), without building a label object per series per scrape. Each series' line is made
    * anew: keeping them between scrapes (an array by series index) made the deleted pods' endpoints

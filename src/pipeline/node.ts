@@ -29,6 +29,8 @@ import { everyIp, type IpInterest } from '../plugin/index.js';
 import type { SpecController } from './pod-level-spec.js';
 import { guarded } from './stages.js';
 import type { NodeWatches } from './watches.js';
+import type { PipelineWorkers } from './workers.js';
+import { resolvePipelineWorkers } from './worker-count.js';
 
 /** A consumer of enriched flows; `name` is its stage in lost_events_counter when it throws. */
 export interface NamedConsumer {
@@ -59,6 +61,8 @@ export interface NodePipeline extends AsyncDisposable {
   readonly module: MetricsModule | undefined;
   /** The pod-level spec in force (enablePodLevel with Kubernetes). */
   readonly spec: SpecController | undefined;
+  /** The worker threads (pipelineWorkers > 0 with enablePodLevel). */
+  readonly workers: PipelineWorkers | undefined;
 }
 
 const noLookup: EndpointLookup = { byIp: () => undefined };
@@ -81,14 +85,41 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   const consumers = [...(podLevel ? [{ name: 'metrics_module', consumer: podLevel.module }] : []), ...o.consumers];
   const stages = consumers.map((c) => guarded(c.consumer, 'pipeline', c.name, o.metrics, log));
   const lookup = watches ? cacheLookup(watches.cache) : noLookup;
-  const flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
+  let flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
   if (wanted && !stages.length) log.warn('flows are wanted but no consumer was wired; plugins produce none');
+  // Worker threads (pipelineWorkers): sources that can hand raw records over have them decoded,
+  // enriched and counted there; only the counting (the Metrics Module) moves, the other consumers
+  // get those flows here, in drain order, as before (workers.ts).
+  const workerCount = resolvePipelineWorkers(o.agent.pipelineWorkers);
+  let workers: PipelineWorkers | undefined;
+  if (flows && podLevel && workerCount > 0) {
+    const module = podLevel.module;
+    const apiServer = guarded({ consume: (b) => module.observe(b) }, 'pipeline', 'metrics_module', o.metrics, log);
+    const others = stages.slice(1);
+    const onThread = guarded(createEnricher(lookup, fanOut([apiServer, ...others])), 'pipeline', 'enricher', o.metrics, log);
+    const { startPipelineWorkers } = await import('./workers.js');
+    workers = startPipelineWorkers({
+      workers: workerCount, module, cache: watches?.cache, remoteContext: o.agent.remoteContext, nodeName: watches?.nodeName ?? '',
+      metrics: o.metrics, log, onThread, wantsFlows: () => others.length > 0 || module.observes(),
+    });
+    const pool = workers;
+    const inThread = flows;
+    flows = { consume: (b) => inThread.consume(b), openRaw: (ref) => pool.openRaw(ref) };
+    log.info('pipeline workers started', { workers: workerCount, setting: o.agent.pipelineWorkers });
+  }
   return {
     flows,
     interest: podLevel?.interest ?? everyIp,
     module: podLevel?.module,
     spec: podLevel?.spec,
-    // The pod-level side (its subscriptions); the watches it read are their owner's.
-    [Symbol.asyncDispose]: async () => podLevel?.[Symbol.asyncDispose](),
+    workers,
+    // The workers (their last counts merged), then the pod-level side (its subscriptions); the watches it read are their owner's.
+    [Symbol.asyncDispose]: async () => {
+      try {
+        await workers?.[Symbol.asyncDispose]();
+      } finally {
+        await podLevel?.[Symbol.asyncDispose]();
+      }
+    },
   };
 }

@@ -35,6 +35,19 @@ export interface MetricsModuleOptions {
   readonly now?: () => number;
   /** The API server's addresses, for the node_apiserver_* metrics (without it they stay off). */
   readonly isApiServer?: (ip: string) => boolean;
+  /** A worker thread's module (src/pipeline/workers.ts): keeps overflow counts for `takeDeltas`. */
+  readonly handsOver?: boolean;
+}
+
+/** One family's counts since the last hand-over (series by prefix and tail, see series.ts). */
+export interface FamilyDeltas {
+  readonly name: string;
+  readonly prefixes: string[];
+  readonly tails: string[];
+  readonly values: number[];
+  readonly touched: number[];
+  /** Flows folded into the overflow series. */
+  overflow: number;
 }
 
 export interface MetricsModule extends FlowConsumer, Disposable {
@@ -54,6 +67,17 @@ export interface MetricsModule extends FlowConsumer, Disposable {
   families(): string[];
   /** Expires series older than their TTL now (the module also does it on a timer). */
   sweep(): void;
+  /** The spec in force, and how many different specs were applied (deltas of another are not merged). */
+  spec(): MetricsSpec | undefined;
+  generation(): number;
+  /** The API-server latency part alone (a worker thread counts the batch's flows). */
+  observe(batch: FlowBatch): void;
+  /** Whether `observe` wants flows (the spec has node_apiserver_* metrics and addresses are known). */
+  observes(): boolean;
+  /** A worker's counts since the last call, each family's series set back to 0. */
+  takeDeltas(): FamilyDeltas[];
+  /** Adds a worker's counts (taken under this module's current spec) to the families; returns series merged. */
+  merge(deltas: readonly FamilyDeltas[]): number;
 }
 
 const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
@@ -66,6 +90,9 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   let agg: Aggregator | undefined;
   let timer: NodeJS.Timeout | undefined;
   let apiServer: ApiServerLatency | undefined;
+  let generation = 0;
+  /** Overflowed flows per family since the last takeDeltas (handsOver only). */
+  const overflowed = new Map<string, number>();
 
   function sweep(): void {
     const t = now();
@@ -105,13 +132,19 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       if (sameSpec(spec, next)) return;
       clear();
       spec = next;
+      generation++;
+      overflowed.clear();
       if (!next) return;
       const overflow = opts.metrics.counter(metricsModuleSeriesOverflow);
       const removals: RemovalCount = { n: 0 };
       for (const o of next.contextOptions) {
         const kind = KINDS[o.metricName];
         if (!kind) continue;
-        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, (k) => overflow.inc({ metric: kind.def.name }, k));
+        const name = kind.def.name;
+        const onOverflow = opts.handsOver
+          ? (k: number) => void overflowed.set(name, (overflowed.get(name) ?? 0) + k)
+          : (k: number) => overflow.inc({ metric: name }, k);
+        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, onOverflow);
         opts.metrics.attach(e.family);
         emitters.push(e);
       }
@@ -131,6 +164,44 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       }
     },
     sweep,
+    spec: () => spec,
+    generation: () => generation,
+    observe(batch) {
+      apiServer?.consume(batch);
+    },
+    observes: () => apiServer !== undefined,
+    takeDeltas() {
+      const out: FamilyDeltas[] = [];
+      for (const e of emitters) {
+        const d: FamilyDeltas = { name: e.family.name, prefixes: [], tails: [], values: [], touched: [], overflow: overflowed.get(e.family.name) ?? 0 };
+        e.family.takeValues((p, t, v, at) => {
+          d.prefixes.push(p);
+          d.tails.push(t);
+          d.values.push(v);
+          d.touched.push(at);
+        });
+        if (d.values.length || d.overflow) out.push(d);
+      }
+      overflowed.clear();
+      return out;
+    },
+    merge(deltas) {
+      let n = 0;
+      for (const d of deltas) {
+        const e = emitters.find((x) => x.family.name === d.name);
+        if (e === undefined) continue;
+        const fam = e.family;
+        for (let i = 0; i < d.values.length; i++) {
+          const at = d.touched[i] as number;
+          const x = fam.index(d.prefixes[i] as string, d.tails[i] as string, at);
+          fam.values[x] = (fam.values[x] as number) + (d.values[i] as number);
+          if ((fam.touched[x] as number) < at) fam.touched[x] = at;
+        }
+        if (d.overflow) opts.metrics.counter(metricsModuleSeriesOverflow).inc({ metric: d.name }, d.overflow);
+        n += d.values.length;
+      }
+      return n;
+    },
     forgetPods: (gone) => drain(forgetPodsInSteps(gone, Infinity)),
     forgetPodsInSteps,
     families: () => [...emitters.map((e) => e.family.name), ...(apiServer ? API_SERVER_FAMILIES.map((d) => d.name) : [])],
