@@ -1,24 +1,24 @@
 /**
- * The pipeline's worker threads (workers.ts, worker-thread.ts): counts across workers equal to the
+ * The pipeline's worker threads (src/pipeline/workers.ts, worker-thread.ts): counts across workers equal to the
  * same records counted on the main thread; this thread's consumers get the flows in drain order and
  * they are not counted twice; a worker that dies is restarted and what it held is counted lost; a
  * full hand-off counts what it refuses; stopping merges the last counts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { testAgentConfig } from '../../test/ebpf/fake-context.js';
-import { IpCache } from '../cache/index.js';
-import { cacheLookup, createEnricher } from '../enricher/index.js';
-import type { Flow, FlowBatch, RawRecordSink } from '../flow/index.js';
-import { silentLogger } from '../log/index.js';
-import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { annotationSpec, createMetricsModule, type MetricsModule } from '../metrics/module/index.js';
-import { kernelClock } from '../plugins/linux/ebpf-shared/clock.js';
-import { PACKET_EVENT_SIZE, createPacketDecoder } from '../plugins/linux/packetparser/decode.js';
-import { RAW_DECODER_MODULE } from '../plugins/linux/packetparser/raw-decoder.js';
-import { startNodePipeline } from './index.js';
-import { SLOT_HEADER } from './handoff.js';
-import { startPipelineWorkers } from './workers.js';
+import { testAgentConfig } from '../ebpf/fake-context.js';
+import { IpCache } from '../../src/cache/index.js';
+import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
+import type { Flow, FlowBatch, RawRecordSink } from '../../src/flow/index.js';
+import { silentLogger } from '../../src/log/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import { annotationSpec, createMetricsModule, type MetricsModule } from '../../src/metrics/module/index.js';
+import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
+import { PACKET_EVENT_SIZE, createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
+import { RAW_DECODER_MODULE } from '../../src/plugins/linux/packetparser/raw-decoder.js';
+import { startNodePipeline } from '../../src/pipeline/index.js';
+import { SLOT_HEADER } from '../../src/pipeline/handoff.js';
+import { startPipelineWorkers } from '../../src/pipeline/workers.js';
 
 const OFFSET = 1.7e12;
 const spec = annotationSpec(['ns-a', 'ns-b']);
