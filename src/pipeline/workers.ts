@@ -255,7 +255,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
         },
       };
     },
-    async flushNow(timeoutMs = 2000) {
+    async flushNow(timeoutMs = 10_000) {
       syncSpec();
       const live = slots.filter((s) => s.alive);
       const seqs = live.map(() => ++flushSeq);
