@@ -57,9 +57,10 @@ let undecoded = 0;
 let stopping = false;
 
 function flush(seq: number): void {
-  const msg: FromWorker = { t: 'deltas', generation, families: module.takeDeltas(), records, undecoded, seq };
+  const families = module.takeDeltas();
+  const msg: FromWorker = { t: 'deltas', generation, families, records, undecoded, seq };
   undecoded = 0;
-  port?.postMessage(msg);
+  port?.postMessage(msg, families.flatMap((f) => [f.index.buffer, f.values.buffer, f.touched.buffer] as ArrayBuffer[]));
 }
 
 /** Decodes and counts published slots, at most `max`; returns how many, or -1 when a slot waits for its decoder. */

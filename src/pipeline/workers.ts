@@ -19,7 +19,7 @@ import type { IpCache, IpCacheChange } from '../cache/index.js';
 import type { FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
-import type { MetricsModule } from '../metrics/module/index.js';
+import { DeltaMerger, type MetricsModule } from '../metrics/module/index.js';
 import { DEFAULT_HANDOFF, HandoffWriter, createHandoffBuffer, type HandoffShape } from './handoff.js';
 import type { FromWorker, ToWorker, WorkerInit } from './worker-thread.js';
 
@@ -79,6 +79,8 @@ interface Slot {
   counted: number;
   alive: boolean;
   exited: Promise<void>;
+  /** Its series indexes → the main thread's. */
+  merger: DeltaMerger;
 }
 
 export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers {
@@ -138,7 +140,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     if (m.undecoded) lost.inc({ type: catalog.lostEventTypes.parser, reason: 'pipeline_worker' }, m.undecoded);
     if (m.generation === o.module.generation() && m.families.length) {
       const t0 = performance.now();
-      st.seriesMerged += o.module.merge(m.families);
+      st.seriesMerged += o.module.merge(m.families, s.merger);
       st.mergeMs += performance.now() - t0;
     }
     st.merges++;
@@ -150,7 +152,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     const init: WorkerInit = { sab, shape, remoteContext: o.remoteContext, nodeName: o.nodeName, enrich: o.cache !== undefined, flushMs };
     const worker = new Worker(url, { workerData: init });
     let exited: () => void = () => undefined;
-    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)) };
+    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger() };
     slots[i] = s;
     worker.on('message', (m: FromWorker) => onMessage(s, m));
     worker.on('error', (e) => o.log.error('a pipeline worker threw', { worker: i, error: errorFields(e) }));
@@ -227,15 +229,21 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       const id = sources.push(ref) - 1;
       for (const s of slots) post(s, { t: 'source', id, source: ref.source, module: ref.module, options: ref.options });
       let open: Slot | undefined;
+      /** Every hand-off was full: the rest of this drain is counted lost without looking again. */
+      let refusing = false;
       return {
         param: 0,
         push(view, offset, size) {
           let s = open;
           if (s === undefined || !s.writer.fits(size)) {
             if (s !== undefined) publish(s);
-            syncSpec(); // the spec goes out before the first slot that needs it
-            s = open = pick(id, this.param);
+            open = undefined;
+            if (!refusing) {
+              syncSpec(); // the spec goes out before the first slot that needs it
+              s = open = pick(id, this.param);
+            }
             if (s === undefined || !s.writer.fits(size)) {
+              refusing = s === undefined;
               st.lostBacklog++;
               return;
             }
@@ -245,6 +253,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
         flush() {
           if (open !== undefined) publish(open);
           open = undefined;
+          refusing = false;
           syncSpec();
         },
         get wantsFlows() {

@@ -13,6 +13,7 @@ import type { MetricsRegistry } from '../registry.js';
 import { SeriesFamily, drain, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
+import { DeltaMerger, DeltaTaker, type FamilyDeltas } from './handover.js';
 import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, wantsApiServer, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from '../spec.js';
@@ -20,6 +21,7 @@ import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } 
 export { validateMetricsSpec, describeIssues, annotationSpec, sameSpec, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
 export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from '../spec.js';
 export type { GonePods } from './forget.js';
+export { DeltaMerger, type FamilyDeltas } from './handover.js';
 
 export interface MetricsModuleOptions {
   readonly metrics: MetricsRegistry;
@@ -39,16 +41,6 @@ export interface MetricsModuleOptions {
   readonly handsOver?: boolean;
 }
 
-/** One family's counts since the last hand-over (series by prefix and tail, see series.ts). */
-export interface FamilyDeltas {
-  readonly name: string;
-  readonly prefixes: string[];
-  readonly tails: string[];
-  readonly values: number[];
-  readonly touched: number[];
-  /** Flows folded into the overflow series. */
-  overflow: number;
-}
 
 export interface MetricsModule extends FlowConsumer, Disposable {
   /** Applies a spec (undefined: advanced metrics off). An unchanged spec is a no-op. */
@@ -74,10 +66,10 @@ export interface MetricsModule extends FlowConsumer, Disposable {
   observe(batch: FlowBatch): void;
   /** Whether `observe` wants flows (the spec has node_apiserver_* metrics and addresses are known). */
   observes(): boolean;
-  /** A worker's counts since the last call, each family's series set back to 0. */
+  /** A worker's counts since the last call, each family's series set back to 0 (handover.ts). */
   takeDeltas(): FamilyDeltas[];
-  /** Adds a worker's counts (taken under this module's current spec) to the families; returns series merged. */
-  merge(deltas: readonly FamilyDeltas[]): number;
+  /** Adds a worker's counts (taken under this module's current spec) to the families, through that worker's merger; returns series merged. */
+  merge(deltas: readonly FamilyDeltas[], from: DeltaMerger): number;
 }
 
 const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
@@ -93,6 +85,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   let generation = 0;
   /** Overflowed flows per family since the last takeDeltas (handsOver only). */
   const overflowed = new Map<string, number>();
+  const taker = new DeltaTaker();
 
   function sweep(): void {
     const t = now();
@@ -134,6 +127,7 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       spec = next;
       generation++;
       overflowed.clear();
+      taker.reset();
       if (!next) return;
       const overflow = opts.metrics.counter(metricsModuleSeriesOverflow);
       const removals: RemovalCount = { n: 0 };
@@ -173,32 +167,19 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
     takeDeltas() {
       const out: FamilyDeltas[] = [];
       for (const e of emitters) {
-        const d: FamilyDeltas = { name: e.family.name, prefixes: [], tails: [], values: [], touched: [], overflow: overflowed.get(e.family.name) ?? 0 };
-        e.family.takeValues((p, t, v, at) => {
-          d.prefixes.push(p);
-          d.tails.push(t);
-          d.values.push(v);
-          d.touched.push(at);
-        });
-        if (d.values.length || d.overflow) out.push(d);
+        const d = taker.take(e.family, overflowed.get(e.family.name) ?? 0);
+        if (d) out.push(d);
       }
       overflowed.clear();
       return out;
     },
-    merge(deltas) {
+    merge(deltas, from) {
       let n = 0;
       for (const d of deltas) {
         const e = emitters.find((x) => x.family.name === d.name);
         if (e === undefined) continue;
-        const fam = e.family;
-        for (let i = 0; i < d.values.length; i++) {
-          const at = d.touched[i] as number;
-          const x = fam.index(d.prefixes[i] as string, d.tails[i] as string, at);
-          fam.values[x] = (fam.values[x] as number) + (d.values[i] as number);
-          if ((fam.touched[x] as number) < at) fam.touched[x] = at;
-        }
+        n += from.merge(e.family, d);
         if (d.overflow) opts.metrics.counter(metricsModuleSeriesOverflow).inc({ metric: d.name }, d.overflow);
-        n += d.values.length;
       }
       return n;
     },
