@@ -30,6 +30,9 @@ interface Mode {
   readonly pool: PipelineWorkers | undefined;
   readonly samples: number[];
   readonly mainNsPerRecord: number[];
+  /** The process's CPU time (every thread) per record, and its CPU time over wall time. */
+  readonly cpuNsPerRecord: number[];
+  readonly cores: number[];
   records: number;
 }
 
@@ -38,13 +41,14 @@ globalThis.gc?.();
 const rss0 = process.memoryUsage().rss;
 const modes: Mode[] = MODES.map((n) => {
   const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n);
-  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], records: 0 };
+  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], records: 0 };
 });
 await sleep(300); // workers started, decoder modules loaded
 let cursor = 0;
 
 async function round(m: Mode, ms: number, keep = true): Promise<void> {
   globalThis.gc?.();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const end = t0 + ms;
   let records = 0;
@@ -60,7 +64,7 @@ async function round(m: Mode, ms: number, keep = true): Promise<void> {
     const counted0 = pool.stats().counted;
     while (performance.now() < end) {
       if (handoffRoom(pool) < slotsFor(DRAIN)) {
-        await new Promise((r) => setImmediate(r)); // the drain would find no room: wait for the workers (nothing lost)
+        await sleep(1); // the drain would find no room: wait for the workers (nothing lost), without taking a core from them
         continue;
       }
       const t = performance.now();
@@ -72,7 +76,11 @@ async function round(m: Mode, ms: number, keep = true): Promise<void> {
     if (pool.stats().counted - counted0 !== records) throw new Error(`${m.workers} workers: ${records} handed, ${pool.stats().counted - counted0} counted`);
   }
   const s = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuS = (cpu.user + cpu.system) / 1e6;
   if (!keep) return;
+  m.cpuNsPerRecord.push((cpuS * 1e9) / records);
+  m.cores.push(cpuS / s);
   m.samples.push(records / s);
   m.mainNsPerRecord.push((mainMs * 1e6) / records);
   m.records += records;
@@ -93,7 +101,7 @@ for (const m of modes) {
   const st = m.pool?.stats();
   results.push({
     workers: m.workers, flowsPerSec: Math.round(median(m.samples)), rounds: m.samples.map(Math.round),
-    mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), records: m.records, series: await advSeries(m.metrics),
+    mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), cpuNsPerRecord: Math.round(median(m.cpuNsPerRecord)), coresUsed: +median(m.cores).toFixed(2), records: m.records, series: await advSeries(m.metrics),
     ...(st ? { lost: st.lostBacklog + st.lostExit, merges: st.merges, seriesMerged: st.seriesMerged, mergeMsTotal: +st.mergeMs.toFixed(1), mergeNsPerSeries: Math.round((st.mergeMs * 1e6) / Math.max(1, st.seriesMerged)) } : {}),
   });
 }
@@ -102,7 +110,7 @@ const rate = (n: number): number | undefined => results.find((r) => r.workers ==
 const [zero, one, two] = [rate(0), rate(1), rate(2)];
 const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a && b ? +(a / b).toFixed(2) : undefined);
 const workerThreads = MODES.reduce((a, n) => a + n, 0);
-for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record\n`);
+for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record  CPU ${String(r['cpuNsPerRecord'])} ns/record on ${String(r['coresUsed'])} cores\n`);
 console.log(JSON.stringify({
   bench: 'pipeline/workers', fixture: 'packetparser records, remote context, annotation set (8 metrics)', cores: availableParallelism(), cpu: cpus()[0]?.model, node: process.version,
   rounds: ROUNDS, roundMs: ROUND_MS, drain: DRAIN, loadavg1m: { min: Math.min(...loads), max: Math.max(...loads) },

@@ -44,6 +44,7 @@ export class HandoffWriter {
   readonly #ctrl: Int32Array;
   readonly #state: Int32Array;
   readonly #view: DataView;
+  readonly #bytes: Uint8Array;
   readonly #dataAt: number;
   readonly #slots: number;
   readonly #slotBytes: number;
@@ -60,6 +61,7 @@ export class HandoffWriter {
     this.#state = l.state;
     this.#dataAt = l.dataAt;
     this.#view = new DataView(sab);
+    this.#bytes = new Uint8Array(sab);
     this.#slots = shape.slots;
     this.#slotBytes = shape.slotBytes;
   }
@@ -106,9 +108,7 @@ export class HandoffWriter {
     let p = this.#at + this.#pos;
     v.setUint32(p, size, true);
     p += 4;
-    const words = size >>> 2;
-    for (let i = 0; i < words; i++) v.setUint32(p + 4 * i, src.getUint32(offset + 4 * i, true), true);
-    for (let i = words << 2; i < size; i++) v.setUint8(p + i, src.getUint8(offset + i));
+    this.#bytes.set(new Uint8Array(src.buffer, src.byteOffset + offset, size), p);
     this.#pos += 4 + ((size + 3) & ~3);
     this.#count++;
   }
