@@ -51,7 +51,7 @@ export function workersPipeline(workers: number): WorkersMode {
   const { metrics, module } = moduleOf();
   const pool = startPipelineWorkers({
     workers, module, cache: fx.cache, remoteContext: true, nodeName: THIS_NODE, metrics, log: silentLogger,
-    onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 1000,
+    onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 1000,
   });
   const sink = pool.openRaw({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {} });
   sink.param = OFFSET_MS;

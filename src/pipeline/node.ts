@@ -100,7 +100,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
     const { startPipelineWorkers } = await import('./workers.js');
     workers = startPipelineWorkers({
       workers: workerCount, module, cache: watches?.cache, remoteContext: o.agent.remoteContext, nodeName: watches?.nodeName ?? '',
-      metrics: o.metrics, log, onThread, wantsFlows: () => others.length > 0 || module.observes(),
+      metrics: o.metrics, log, onThread, wantsFlows: () => others.length > 0 || module.observes(), fallback: flows,
     });
     const pool = workers;
     const inThread = flows;

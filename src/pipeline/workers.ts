@@ -35,6 +35,12 @@ export interface PipelineWorkersOptions {
   readonly onThread: FlowConsumer;
   /** Whether `onThread` wants flows now (sources decode here only then). */
   readonly wantsFlows: () => boolean;
+  /**
+   * The whole pipeline on this thread (enricher, Metrics Module, the other consumers): the sources'
+   * flows go there while no worker runs (between a worker's death and its restart, or for good after
+   * workers failed to start QUICK_FAILURES times in a row).
+   */
+  readonly fallback: FlowConsumer;
   /** How often workers hand their counts over (default 1000 ms). */
   readonly flushMs?: number;
   readonly shape?: HandoffShape;
@@ -71,6 +77,10 @@ export interface PipelineWorkers extends AsyncDisposable {
   threads(): readonly (Worker | undefined)[];
 }
 
+/** Workers that end within QUICK_MS of their start this many times in a row are not started again. */
+const QUICK_FAILURES = 5;
+const QUICK_MS = 5000;
+
 interface Slot {
   worker: Worker | undefined;
   writer: HandoffWriter;
@@ -94,6 +104,9 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
   let sentGeneration = -1;
   let stopping = false;
   const restarts: NodeJS.Timeout[] = [];
+  let quickFailures = 0;
+  let gaveUp = false;
+  const alive = (): boolean => slots.some((s) => s.alive);
   const st = { handed: 0, counted: 0, lostBacklog: 0, lostExit: 0, restarts: 0, merges: 0, seriesMerged: 0, mergeMs: 0 };
   const reported = { backlog: 0, exit: 0 };
   const lost = o.metrics.counter(catalog.lostEventsCounter);
@@ -151,6 +164,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     const sab = createHandoffBuffer(shape);
     const init: WorkerInit = { sab, shape, remoteContext: o.remoteContext, nodeName: o.nodeName, enrich: o.cache !== undefined, flushMs };
     const worker = new Worker(url, { workerData: init });
+    const startedAt = performance.now();
     let exited: () => void = () => undefined;
     const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger() };
     slots[i] = s;
@@ -167,6 +181,12 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
         reported.exit = st.lostExit;
       }
       if (stopping) return;
+      quickFailures = performance.now() - startedAt < QUICK_MS ? quickFailures + 1 : 0;
+      if (quickFailures >= QUICK_FAILURES) {
+        if (!gaveUp) o.log.error('pipeline workers keep failing at start; flows are decoded, enriched and counted on the main thread', { failures: quickFailures, code });
+        gaveUp = true;
+        return;
+      }
       o.log.error('a pipeline worker exited; starting it again', { worker: i, code, recordsLost: gone, restartMs: o.restartMs ?? 1000 });
       const t = setTimeout(() => {
         restarts.splice(restarts.indexOf(t), 1);
@@ -231,6 +251,8 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       let open: Slot | undefined;
       /** Every hand-off was full: the rest of this drain is counted lost without looking again. */
       let refusing = false;
+      /** What `wantsFlows` last answered: the source decodes this drain here too. */
+      let decodedHere = false;
       return {
         param: 0,
         push(view, offset, size) {
@@ -244,7 +266,8 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
             }
             if (s === undefined || !s.writer.fits(size)) {
               refusing = s === undefined;
-              st.lostBacklog++;
+              // With no worker running, a drain decoded here is counted here (fallback): not lost.
+              if (!(decodedHere && s === undefined && !alive())) st.lostBacklog++;
               return;
             }
           }
@@ -257,10 +280,12 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
           syncSpec();
         },
         get wantsFlows() {
-          return o.wantsFlows();
+          decodedHere = !alive() || o.wantsFlows();
+          return decodedHere;
         },
         consume(batch: FlowBatch) {
-          o.onThread.consume(batch);
+          if (alive()) o.onThread.consume(batch);
+          else o.fallback.consume(batch);
         },
       };
     },

@@ -108,7 +108,7 @@ describe('pipeline workers', () => {
     const off = moduleOf();
     await using pool = startPipelineWorkers({
       workers: 2, module: off.module, cache, remoteContext: true, nodeName: 'node-0', metrics: off.metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 60_000,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
     });
     pushAll(pool.openRaw(ref), v, 300);
     await pool.flushNow();
@@ -126,7 +126,7 @@ describe('pipeline workers', () => {
     const { metrics, module } = moduleOf();
     await using pool = startPipelineWorkers({
       workers: 1, module, cache, remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 60_000,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
     });
     cache.upsertPod({ kind: 'pod', namespace: 'ns-a', name: 'late', ips: ['20.0.0.7'], nodeIP: undefined, labels: {}, annotations: {}, owners: [], workloads: [] });
     await new Promise((r) => setImmediate(r)); // the cache's changes go out once per turn
@@ -171,7 +171,7 @@ describe('pipeline workers', () => {
     const { metrics, module } = moduleOf();
     await using pool = startPipelineWorkers({
       workers: 1, module, cache: podCache(), remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 60_000, restartMs: 50,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000, restartMs: 50,
     });
     pushAll(pool.openRaw(ref), records(1000), 250);
     await until('the worker read its hand-off', () => pool.backlogs()[0] === 0);
@@ -192,7 +192,7 @@ describe('pipeline workers', () => {
     const { metrics, module } = moduleOf();
     const pool = startPipelineWorkers({
       workers: 1, module, cache: undefined, remoteContext: true, nodeName: '', metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 50, shape: { slots: 2, slotBytes: 4096 },
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 50, shape: { slots: 2, slotBytes: 4096 },
     });
     // A decoder module that never finishes loading: the worker reads nothing.
     const sink = pool.openRaw({ source: 'stuck', module: 'data:text/javascript,await new Promise(() => {})', options: {} });
@@ -211,12 +211,34 @@ describe('pipeline workers', () => {
     assert.equal(pool.stats().lostExit, 2 * perSlot, 'what it held when it stopped is counted too');
   });
 
+  it('workers that cannot start: after five quick failures the flows are counted on the main thread, none lost', async () => {
+    const { metrics, module } = moduleOf();
+    const fallback = moduleOf();
+    await using pool = startPipelineWorkers({
+      workers: 1, module, cache: undefined, remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: fallback.module, restartMs: 10,
+      workerUrl: new URL('data:text/javascript,process.exit(3)'),
+    });
+    await until('the workers given up', () => pool.stats().restarts === 4 && pool.stats().workers === 0);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(pool.stats().restarts, 4, 'not started again');
+    const sink = pool.openRaw(ref);
+    assert.equal(sink.wantsFlows, true, 'no worker: the source decodes here');
+    const v = records(800, 4);
+    pushAll(sink, v, 200);
+    sink.consume({ source: 'packetparser', flows: decodeAll(v) });
+    assert.equal(pool.stats().lostBacklog, 0);
+    const check = moduleOf();
+    check.module.consume({ source: 'packetparser', flows: decodeAll(v) });
+    assert.deepEqual(await adv(fallback.metrics), await adv(check.metrics));
+  });
+
   it('stopping hands the last counts over before the workers exit', async () => {
     const v = records(5000, 9);
     const { metrics, module } = moduleOf();
     const pool = startPipelineWorkers({
       workers: 2, module, cache: podCache(), remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, flushMs: 60_000,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
     });
     const threads = pool.threads();
     const exits = threads.map((w) => new Promise<number>((r) => w?.once('exit', r)));
