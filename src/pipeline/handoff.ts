@@ -34,20 +34,28 @@ export function createHandoffBuffer(shape: HandoffShape = DEFAULT_HANDOFF): Shar
   return new SharedArrayBuffer(CTRL_BYTES + 4 * shape.slots + shape.slots * shape.slotBytes);
 }
 
-function layout(sab: SharedArrayBuffer, shape: HandoffShape): { ctrl: Int32Array; state: Int32Array; dataAt: number } {
+/** Both sides' view of the buffer. */
+interface Layout {
+  readonly ctrl: Int32Array;
+  readonly state: Int32Array;
+  readonly view: DataView;
+  readonly bytes: Uint8Array;
+  readonly dataAt: number;
+  readonly slots: number;
+  readonly slotBytes: number;
+}
+
+function layout(sab: SharedArrayBuffer, shape: HandoffShape): Layout {
   const dataAt = CTRL_BYTES + 4 * shape.slots;
   if (sab.byteLength !== dataAt + shape.slots * shape.slotBytes) throw new Error('hand-off buffer and shape disagree');
-  return { ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), dataAt };
+  return {
+    ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), view: new DataView(sab), bytes: new Uint8Array(sab),
+    dataAt, slots: shape.slots, slotBytes: shape.slotBytes,
+  };
 }
 
 export class HandoffWriter {
-  readonly #ctrl: Int32Array;
-  readonly #state: Int32Array;
-  readonly #view: DataView;
-  readonly #bytes: Uint8Array;
-  readonly #dataAt: number;
-  readonly #slots: number;
-  readonly #slotBytes: number;
+  readonly #l: Layout;
   /** Slots published so far. */
   #written = 0;
   /** The open slot's byte offset, or -1. */
@@ -56,19 +64,12 @@ export class HandoffWriter {
   #count = 0;
 
   constructor(sab: SharedArrayBuffer, shape: HandoffShape = DEFAULT_HANDOFF) {
-    const l = layout(sab, shape);
-    this.#ctrl = l.ctrl;
-    this.#state = l.state;
-    this.#dataAt = l.dataAt;
-    this.#view = new DataView(sab);
-    this.#bytes = new Uint8Array(sab);
-    this.#slots = shape.slots;
-    this.#slotBytes = shape.slotBytes;
+    this.#l = layout(sab, shape);
   }
 
   /** Slots published and not yet read. */
   backlog(): number {
-    return this.#written - Atomics.load(this.#ctrl, READ) + (this.#at >= 0 ? 1 : 0);
+    return this.#written - Atomics.load(this.#l.ctrl, READ) + (this.#at >= 0 ? 1 : 0);
   }
 
   get isOpen(): boolean {
@@ -82,7 +83,7 @@ export class HandoffWriter {
 
   /** Whether a record of `size` bytes fits in the open slot. */
   fits(size: number): boolean {
-    return this.#at >= 0 && this.#pos + 4 + ((size + 3) & ~3) <= this.#slotBytes;
+    return this.#at >= 0 && this.#pos + 4 + ((size + 3) & ~3) <= this.#l.slotBytes;
   }
 
   /**
@@ -91,12 +92,12 @@ export class HandoffWriter {
    */
   open(source: number, param: number, generation = 0): boolean {
     if (this.#at >= 0) throw new Error('a hand-off slot is already open');
-    const slot = this.#written % this.#slots;
-    if (Atomics.load(this.#state, slot) !== 0) return false;
-    this.#at = this.#dataAt + slot * this.#slotBytes;
-    this.#view.setUint32(this.#at + 4, source, true);
-    this.#view.setUint32(this.#at + 8, generation, true);
-    this.#view.setFloat64(this.#at + 16, param, true);
+    const slot = this.#written % this.#l.slots;
+    if (Atomics.load(this.#l.state, slot) !== 0) return false;
+    this.#at = this.#l.dataAt + slot * this.#l.slotBytes;
+    this.#l.view.setUint32(this.#at + 4, source, true);
+    this.#l.view.setUint32(this.#at + 8, generation, true);
+    this.#l.view.setFloat64(this.#at + 16, param, true);
     this.#pos = SLOT_HEADER;
     this.#count = 0;
     return true;
@@ -104,11 +105,11 @@ export class HandoffWriter {
 
   /** Copies one record into the open slot (the caller checked `fits`). */
   write(src: DataView, offset: number, size: number): void {
-    const v = this.#view;
+    const v = this.#l.view;
     let p = this.#at + this.#pos;
     v.setUint32(p, size, true);
     p += 4;
-    this.#bytes.set(new Uint8Array(src.buffer, src.byteOffset + offset, size), p);
+    this.#l.bytes.set(new Uint8Array(src.buffer, src.byteOffset + offset, size), p);
     this.#pos += 4 + ((size + 3) & ~3);
     this.#count++;
   }
@@ -116,13 +117,13 @@ export class HandoffWriter {
   /** Publishes the open slot (nothing when none is open). */
   publish(): void {
     if (this.#at < 0) return;
-    this.#view.setUint32(this.#at, this.#count, true);
-    const slot = this.#written % this.#slots;
+    this.#l.view.setUint32(this.#at, this.#count, true);
+    const slot = this.#written % this.#l.slots;
     this.#at = -1;
     this.#written++;
-    Atomics.store(this.#state, slot, 1);
-    Atomics.add(this.#ctrl, WAKE, 1);
-    Atomics.notify(this.#ctrl, WAKE);
+    Atomics.store(this.#l.state, slot, 1);
+    Atomics.add(this.#l.ctrl, WAKE, 1);
+    Atomics.notify(this.#l.ctrl, WAKE);
   }
 }
 
@@ -137,30 +138,19 @@ export interface SlotRecords {
 }
 
 export class HandoffReader {
-  readonly #ctrl: Int32Array;
-  readonly #state: Int32Array;
-  readonly #view: DataView;
-  readonly #dataAt: number;
-  readonly #slots: number;
-  readonly #slotBytes: number;
+  readonly #l: Layout;
   #read = 0;
 
   constructor(sab: SharedArrayBuffer, shape: HandoffShape = DEFAULT_HANDOFF) {
-    const l = layout(sab, shape);
-    this.#ctrl = l.ctrl;
-    this.#state = l.state;
-    this.#dataAt = l.dataAt;
-    this.#view = new DataView(sab);
-    this.#slots = shape.slots;
-    this.#slotBytes = shape.slotBytes;
+    this.#l = layout(sab, shape);
   }
 
   /** The next published slot, or undefined; `release()` frees it. */
   peek(): SlotRecords | undefined {
-    const slot = this.#read % this.#slots;
-    if (Atomics.load(this.#state, slot) !== 1) return undefined;
-    const at = this.#dataAt + slot * this.#slotBytes;
-    const v = this.#view;
+    const slot = this.#read % this.#l.slots;
+    if (Atomics.load(this.#l.state, slot) !== 1) return undefined;
+    const at = this.#l.dataAt + slot * this.#l.slotBytes;
+    const v = this.#l.view;
     const count = v.getUint32(at, true);
     return {
       source: v.getUint32(at + 4, true),
@@ -180,24 +170,24 @@ export class HandoffReader {
 
   /** Frees the slot `peek` returned. */
   release(): void {
-    const slot = this.#read % this.#slots;
+    const slot = this.#read % this.#l.slots;
     this.#read++;
-    Atomics.store(this.#state, slot, 0);
-    Atomics.add(this.#ctrl, READ, 1);
+    Atomics.store(this.#l.state, slot, 0);
+    Atomics.add(this.#l.ctrl, READ, 1);
   }
 
   /** Ends a pending `wait` at once (the reader's own thread: a stop request). */
   interrupt(): void {
-    Atomics.add(this.#ctrl, WAKE, 1);
-    Atomics.notify(this.#ctrl, WAKE);
+    Atomics.add(this.#l.ctrl, WAKE, 1);
+    Atomics.notify(this.#l.ctrl, WAKE);
   }
 
   /** Resolves when the writer publishes again (or after `timeoutMs`); call when `peek` found nothing. */
   async wait(timeoutMs: number): Promise<void> {
-    const seq = Atomics.load(this.#ctrl, WAKE);
+    const seq = Atomics.load(this.#l.ctrl, WAKE);
     if (this.peek() !== undefined) return;
     // Atomics.waitAsync (ES2024; Node 16+) is not in this project's TypeScript lib.
-    const w = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.#ctrl, WAKE, seq, timeoutMs);
+    const w = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.#l.ctrl, WAKE, seq, timeoutMs);
     if (w.async) await w.value;
   }
 }
