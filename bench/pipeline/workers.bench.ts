@@ -33,6 +33,9 @@ interface Mode {
   /** The process's CPU time (every thread) per record, and its CPU time over wall time. */
   readonly cpuNsPerRecord: number[];
   readonly cores: number[];
+  /** CPU time per record of the main thread alone, and of the worker threads. */
+  readonly mainCpuNs: number[];
+  readonly workerCpuNs: number[];
   records: number;
 }
 
@@ -41,7 +44,7 @@ globalThis.gc?.();
 const rss0 = process.memoryUsage().rss;
 const modes: Mode[] = MODES.map((n) => {
   const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n);
-  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], records: 0 };
+  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], mainCpuNs: [], workerCpuNs: [], records: 0 };
 });
 await sleep(300); // workers started, decoder modules loaded
 let cursor = 0;
@@ -49,6 +52,8 @@ let cursor = 0;
 async function round(m: Mode, ms: number, keep = true): Promise<void> {
   globalThis.gc?.();
   const cpu0 = process.cpuUsage();
+  const main0 = process.threadCpuUsage();
+  const workerCpu0 = m.pool?.stats().workerCpuMs ?? 0;
   const t0 = performance.now();
   const end = t0 + ms;
   let records = 0;
@@ -78,7 +83,10 @@ async function round(m: Mode, ms: number, keep = true): Promise<void> {
   const s = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const cpuS = (cpu.user + cpu.system) / 1e6;
+  const main = process.threadCpuUsage(main0);
   if (!keep) return;
+  m.mainCpuNs.push(((main.user + main.system) * 1000) / records);
+  m.workerCpuNs.push((((m.pool?.stats().workerCpuMs ?? 0) - workerCpu0) * 1e6) / records);
   m.cpuNsPerRecord.push((cpuS * 1e9) / records);
   m.cores.push(cpuS / s);
   m.samples.push(records / s);
@@ -101,7 +109,8 @@ for (const m of modes) {
   const st = m.pool?.stats();
   results.push({
     workers: m.workers, flowsPerSec: Math.round(median(m.samples)), rounds: m.samples.map(Math.round),
-    mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), cpuNsPerRecord: Math.round(median(m.cpuNsPerRecord)), coresUsed: +median(m.cores).toFixed(2), records: m.records, series: await advSeries(m.metrics),
+    mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), cpuNsPerRecord: Math.round(median(m.cpuNsPerRecord)), coresUsed: +median(m.cores).toFixed(2),
+    mainThreadCpuNsPerRecord: Math.round(median(m.mainCpuNs)), workerThreadsCpuNsPerRecord: Math.round(median(m.workerCpuNs)), records: m.records, series: await advSeries(m.metrics),
     ...(st ? { lost: st.lostBacklog + st.lostExit, merges: st.merges, seriesMerged: st.seriesMerged, mergeMsTotal: +st.mergeMs.toFixed(1), mergeNsPerSeries: Math.round((st.mergeMs * 1e6) / Math.max(1, st.seriesMerged)) } : {}),
   });
 }
@@ -110,6 +119,13 @@ const rate = (n: number): number | undefined => results.find((r) => r.workers ==
 const [zero, one, two] = [rate(0), rate(1), rate(2)];
 const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a && b ? +(a / b).toFixed(2) : undefined);
 const workerThreads = MODES.reduce((a, n) => a + n, 0);
+// What each mode would carry on free cores, from its CPU per record (derived, not measured: on a
+// shared machine the cores a process gets vary; the measured rates above are the figures).
+for (const r of results) {
+  const mainNs = r['mainThreadCpuNsPerRecord'] as number;
+  const workerNs = r['workerThreadsCpuNsPerRecord'] as number;
+  r['onFreeCoresFlowsPerSec'] = r.workers === 0 ? Math.round(1e9 / mainNs) : Math.round(Math.min(1e9 / mainNs, (r.workers * 1e9) / Math.max(1, workerNs)));
+}
 for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record  CPU ${String(r['cpuNsPerRecord'])} ns/record on ${String(r['coresUsed'])} cores\n`);
 console.log(JSON.stringify({
   bench: 'pipeline/workers', fixture: 'packetparser records, remote context, annotation set (8 metrics)', cores: availableParallelism(), cpu: cpus()[0]?.model, node: process.version,

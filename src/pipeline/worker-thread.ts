@@ -32,7 +32,11 @@ export type ToWorker =
   | { readonly t: 'stop' };
 
 export type FromWorker =
-  | { readonly t: 'deltas'; readonly generation: number; readonly families: FamilyDeltas[]; readonly records: number; readonly undecoded: number; readonly seq: number }
+  | {
+    readonly t: 'deltas'; readonly generation: number; readonly families: FamilyDeltas[]; readonly records: number; readonly undecoded: number; readonly seq: number;
+    /** This thread's CPU time so far (µs, user + system). */
+    readonly cpuUs: number;
+  }
   | { readonly t: 'failed'; readonly error: string };
 
 /** A worker's series idle this long are dropped from its own tables (their counts were handed over long before). */
@@ -58,7 +62,8 @@ let stopping = false;
 
 function flush(seq: number): void {
   const families = module.takeDeltas();
-  const msg: FromWorker = { t: 'deltas', generation, families, records, undecoded, seq };
+  const cpu = process.threadCpuUsage();
+  const msg: FromWorker = { t: 'deltas', generation, families, records, undecoded, seq, cpuUs: cpu.user + cpu.system };
   undecoded = 0;
   port?.postMessage(msg, families.flatMap((f) => [f.index.buffer, f.values.buffer, f.touched.buffer] as ArrayBuffer[]));
 }

@@ -59,11 +59,13 @@ export interface PipelineWorkerStats {
   readonly lostExit: number;
   readonly restarts: number;
   readonly merges: number;
-  /** Series merged, and the time merging took (ms), since the start. */
+  /** Series merged, and the main thread's CPU time merging took (ms), since the start. */
   readonly seriesMerged: number;
   readonly mergeMs: number;
   /** Records each worker (by slot) counted, since it was last started. */
   readonly perWorker: readonly number[];
+  /** CPU time of the worker threads (ms, as of their last hand-over), every incarnation. */
+  readonly workerCpuMs: number;
 }
 
 export interface PipelineWorkers extends AsyncDisposable {
@@ -91,6 +93,8 @@ interface Slot {
   exited: Promise<void>;
   /** Its series indexes → the main thread's. */
   merger: DeltaMerger;
+  /** Its CPU time at its last hand-over (µs). */
+  cpuUs: number;
 }
 
 export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers {
@@ -107,7 +111,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
   let quickFailures = 0;
   let gaveUp = false;
   const alive = (): boolean => slots.some((s) => s.alive);
-  const st = { handed: 0, counted: 0, lostBacklog: 0, lostExit: 0, restarts: 0, merges: 0, seriesMerged: 0, mergeMs: 0 };
+  const st = { handed: 0, counted: 0, lostBacklog: 0, lostExit: 0, restarts: 0, merges: 0, seriesMerged: 0, mergeMs: 0, workerCpuMs: 0 };
   const reported = { backlog: 0, exit: 0 };
   const lost = o.metrics.counter(catalog.lostEventsCounter);
 
@@ -150,11 +154,14 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     }
     st.counted += m.records - s.counted;
     s.counted = m.records;
+    st.workerCpuMs += (m.cpuUs - s.cpuUs) / 1000;
+    s.cpuUs = m.cpuUs;
     if (m.undecoded) lost.inc({ type: catalog.lostEventTypes.parser, reason: 'pipeline_worker' }, m.undecoded);
     if (m.generation === o.module.generation() && m.families.length) {
-      const t0 = performance.now();
+      const t0 = process.threadCpuUsage();
       st.seriesMerged += o.module.merge(m.families, s.merger);
-      st.mergeMs += performance.now() - t0;
+      const t = process.threadCpuUsage(t0);
+      st.mergeMs += (t.user + t.system) / 1000;
     }
     st.merges++;
     if (m.seq > 0) waiters.get(m.seq)?.();
@@ -166,7 +173,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     const worker = new Worker(url, { workerData: init });
     const startedAt = performance.now();
     let exited: () => void = () => undefined;
-    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger() };
+    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger(), cpuUs: 0 };
     slots[i] = s;
     worker.on('message', (m: FromWorker) => onMessage(s, m));
     worker.on('error', (e) => o.log.error('a pipeline worker threw', { worker: i, error: errorFields(e) }));
