@@ -30,7 +30,7 @@ import type { SpecController } from './pod-level-spec.js';
 import { guarded } from './stages.js';
 import type { NodeWatches } from './watches.js';
 import type { PipelineWorkers } from './workers.js';
-import { resolvePipelineWorkers } from './worker-count.js';
+import { resolvePipelineWorkers, startedFromSnapshot } from './worker-count.js';
 
 /** A consumer of enriched flows; `name` is its stage in lost_events_counter when it throws. */
 export interface NamedConsumer {
@@ -90,7 +90,11 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   // Worker threads (pipelineWorkers): sources that can hand raw records over have them decoded,
   // enriched and counted there; only the counting (the Metrics Module) moves, the other consumers
   // get those flows here, in drain order, as before (workers.ts).
-  const workerCount = resolvePipelineWorkers(o.agent.pipelineWorkers);
+  let workerCount = resolvePipelineWorkers(o.agent.pipelineWorkers);
+  if (workerCount > 0 && startedFromSnapshot()) {
+    log.warn('pipelineWorkers needs an agent started without the start-up snapshot (the image: command node /app/retina-agent.mjs): Node 22 aborts the process when a worker starts after --snapshot-blob; flows are counted on the main thread', { setting: o.agent.pipelineWorkers });
+    workerCount = 0;
+  }
   let workers: PipelineWorkers | undefined;
   if (flows && podLevel && workerCount > 0) {
     const module = podLevel.module;

@@ -12,3 +12,13 @@ export function resolvePipelineWorkers(setting: number | 'auto', cores: number =
   if (setting !== 'auto') return setting;
   return cores <= 2 ? 0 : Math.min(cores - 1, AUTO_MAX);
 }
+
+/**
+ * Whether this process was started from a start-up snapshot (the image's agent: `--snapshot-blob`):
+ * in Node 22 a worker thread started there aborts the whole process ("Assertion failed:
+ * shutdown_wrap_template_.IsEmpty()", seen with the agent's snapshot; a minimal snapshot whose worker
+ * loads node:v8 does the same), so the pipeline then runs without workers.
+ */
+export function startedFromSnapshot(execArgv: readonly string[] = process.execArgv): boolean {
+  return execArgv.some((a) => a === '--snapshot-blob' || a.startsWith('--snapshot-blob='));
+}

@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { IpCache, applyIpCacheChange, type IpCacheChange } from '../cache/index.js';
 import { cacheLookup, createEnricher } from '../enricher/index.js';
 import type { Flow, RawDecoder, RawDecoderModule } from '../flow/index.js';
-import { createMetricsRegistry } from '../metrics/index.js';
+import type { MetricsRegistry } from '../metrics/index.js';
 import { createMetricsModule, type FamilyDeltas, type MetricsSpec } from '../metrics/module/index.js';
 import { HandoffReader, type HandoffShape } from './handoff.js';
 
@@ -46,10 +46,21 @@ const init = workerData as WorkerInit;
 const port = parentPort;
 if (!port) throw new Error('worker-thread.ts runs as a worker thread');
 
+/**
+ * The worker's module exposes nothing (its families are handed over, the main thread's are served),
+ * so it gets a registry that keeps nothing, and prom-client is not loaded here: prom-client loads
+ * node:v8, and a worker that loads node:v8 aborts a process started from a start-up snapshot, as
+ * the image's agent is (Node 22: "Assertion failed: shutdown_wrap_template_.IsEmpty()").
+ */
+const noCounter = { inc: (): void => undefined };
+const keepsNothing = {
+  attach: () => undefined, detach: () => undefined, counter: () => noCounter, reset: () => undefined, remove: () => undefined,
+} as unknown as MetricsRegistry;
+
 const reader = new HandoffReader(init.sab, init.shape);
 const cache = new IpCache();
 const module = createMetricsModule({
-  metrics: createMetricsRegistry({ processMetrics: false }), remoteContext: init.remoteContext, nodeName: init.nodeName, handsOver: true,
+  metrics: keepsNothing, remoteContext: init.remoteContext, nodeName: init.nodeName, handsOver: true,
   ...(init.maxSeriesPerMetric ? { maxSeriesPerMetric: init.maxSeriesPerMetric } : {}),
 });
 const next = init.enrich ? createEnricher(cacheLookup(cache), module) : module;
