@@ -12,7 +12,7 @@ import { DEFAULT_HANDOFF, SLOT_HEADER } from '../../src/pipeline/handoff.js';
 import { startPipelineWorkers, type PipelineWorkers } from '../../src/pipeline/workers.js';
 import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
 import { createPacketDecoder, PACKET_EVENT_SIZE } from '../../src/plugins/linux/packetparser/decode.js';
-import { RAW_DECODER_MODULE } from '../../src/plugins/linux/packetparser/raw-decoder.js';
+import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { buildFixture, THIS_NODE, type Rec } from './fixture.js';
 
 export const OFFSET_MS = 1.7e12;
@@ -47,13 +47,13 @@ export interface WorkersMode {
   readonly handle: (at: number, n: number) => void;
 }
 
-export function workersPipeline(workers: number): WorkersMode {
+export function workersPipeline(workers: number, partitioned = true): WorkersMode {
   const { metrics, module } = moduleOf();
   const pool = startPipelineWorkers({
     workers, module, cache: fx.cache, remoteContext: true, nodeName: THIS_NODE, metrics, log: silentLogger,
     onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 1000,
   });
-  const sink = pool.openRaw({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {} });
+  const sink = pool.openRaw({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, ...(partitioned ? { partitionKey: RAW_PARTITION_KEY } : {}) });
   sink.param = OFFSET_MS;
   return { metrics, pool, sink, handle: (at, n) => {
     for (let k = 0; k < n; k++) sink.push(fx.pp, offsets[(at + k) % offsets.length] as number, PACKET_EVENT_SIZE);

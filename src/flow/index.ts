@@ -91,6 +91,12 @@ export interface RawDecoderRef {
   /** URL of an ES module exporting `createRawDecoder(options): RawDecoder`. */
   readonly module: string;
   readonly options: unknown;
+  /**
+   * The bytes of a record that pick its worker (a hash of them), so that the records of one
+   * series go to one worker (packetparser: the source and destination addresses); without it, each
+   * slot goes to the least backlogged worker.
+   */
+  readonly partitionKey?: { readonly offset: number; readonly length: number };
 }
 
 /** What a raw decoder module's `createRawDecoder` returns (it runs in a worker thread). */

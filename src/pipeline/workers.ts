@@ -95,6 +95,16 @@ interface Slot {
   merger: DeltaMerger;
   /** Its CPU time at its last hand-over (µs). */
   cpuUs: number;
+  /** The source whose records its open slot holds. */
+  owner: number;
+}
+
+/** Which of `n` workers a record goes to, by a hash of its `length` key bytes at `offset` (FNV-1a over 32-bit words). */
+function partition(v: DataView, offset: number, length: number, n: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i + 4 <= length; i += 4) h = Math.imul(h ^ v.getUint32(offset + i, true), 0x01000193);
+  h ^= h >>> 15;
+  return (h >>> 0) % n;
 }
 
 export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers {
@@ -173,7 +183,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     const worker = new Worker(url, { workerData: init });
     const startedAt = performance.now();
     let exited: () => void = () => undefined;
-    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger(), cpuUs: 0 };
+    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger(), cpuUs: 0, owner: -1 };
     slots[i] = s;
     worker.on('message', (m: FromWorker) => onMessage(s, m));
     worker.on('error', (e) => o.log.error('a pipeline worker threw', { worker: i, error: errorFields(e) }));
@@ -181,7 +191,9 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       s.alive = false;
       s.worker = undefined;
       exited();
-      const gone = s.handed - s.counted;
+      // Its records never published (a slot still open) are lost with it, like those it held.
+      const gone = s.handed - s.counted + (s.writer.isOpen ? s.writer.pending : 0);
+      s.owner = -1;
       if (gone > 0) {
         st.lostExit += gone;
         lost.inc({ type: catalog.lostEventTypes.pipeline, reason: 'worker_exit' }, gone);
@@ -255,34 +267,53 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     openRaw(ref) {
       const id = sources.push(ref) - 1;
       for (const s of slots) post(s, { t: 'source', id, source: ref.source, module: ref.module, options: ref.options });
-      let open: Slot | undefined;
+      const key = ref.partitionKey;
+      /** The slot this source filled last (without a partition key). */
+      let last: Slot | undefined;
       /** Every hand-off was full: the rest of this drain is counted lost without looking again. */
       let refusing = false;
       /** What `wantsFlows` last answered: the source decodes this drain here too. */
       let decodedHere = false;
+      const mine = (s: Slot | undefined): s is Slot => s !== undefined && s.owner === id && s.writer.isOpen;
+      /** A slot of this source with room for `size` bytes: the preferred one, else any; or undefined. */
+      const slotFor = (preferred: Slot | undefined, size: number, param: number): Slot | undefined => {
+        if (mine(preferred)) {
+          if (preferred.writer.fits(size)) return preferred;
+          publish(preferred);
+        }
+        if (refusing) return undefined;
+        syncSpec(); // the spec goes out before the first slot that needs it
+        const g = o.module.generation();
+        if (key !== undefined && preferred !== undefined && preferred.alive) {
+          if (preferred.writer.isOpen) publish(preferred); // another source's
+          if (preferred.writer.open(id, param, g)) return own(preferred);
+        }
+        // The partition's worker is full or gone: another one (the counts stay exact, only its tables grow).
+        const s = pick(id, param);
+        return s && own(s);
+      };
+      const own = (s: Slot): Slot => {
+        s.owner = id;
+        return s;
+      };
+      const n = (): number => slots.length;
       return {
         param: 0,
         push(view, offset, size) {
-          let s = open;
+          const preferred = key !== undefined && size >= key.offset + key.length ? slots[partition(view, offset + key.offset, key.length, n())] : last;
+          const s = slotFor(preferred, size, this.param);
           if (s === undefined || !s.writer.fits(size)) {
-            if (s !== undefined) publish(s);
-            open = undefined;
-            if (!refusing) {
-              syncSpec(); // the spec goes out before the first slot that needs it
-              s = open = pick(id, this.param);
-            }
-            if (s === undefined || !s.writer.fits(size)) {
-              refusing = s === undefined;
-              // With no worker running, a drain decoded here is counted here (fallback): not lost.
-              if (!(decodedHere && s === undefined && !alive())) st.lostBacklog++;
-              return;
-            }
+            refusing ||= s === undefined;
+            // With no worker running, a drain decoded here is counted here (fallback): not lost.
+            if (!(decodedHere && s === undefined && !alive())) st.lostBacklog++;
+            return;
           }
+          last = s;
           s.writer.write(view, offset, size);
         },
         flush() {
-          if (open !== undefined) publish(open);
-          open = undefined;
+          for (const s of slots) if (mine(s)) publish(s);
+          last = undefined;
           refusing = false;
           syncSpec();
         },

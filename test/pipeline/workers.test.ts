@@ -15,21 +15,21 @@ import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/i
 import { annotationSpec, createMetricsModule, type MetricsModule } from '../../src/metrics/module/index.js';
 import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
 import { PACKET_EVENT_SIZE, createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
-import { RAW_DECODER_MODULE } from '../../src/plugins/linux/packetparser/raw-decoder.js';
+import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { startNodePipeline } from '../../src/pipeline/index.js';
 import { SLOT_HEADER } from '../../src/pipeline/handoff.js';
 import { startPipelineWorkers } from '../../src/pipeline/workers.js';
 
 const OFFSET = 1.7e12;
 const spec = annotationSpec(['ns-a', 'ns-b']);
-const ref = { source: 'packetparser', module: RAW_DECODER_MODULE, options: {} };
+const ref = { source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, partitionKey: RAW_PARTITION_KEY };
 
 function podCache(): IpCache {
   const c = new IpCache();
   for (let i = 1; i <= 20; i++) {
     c.upsertPod({
       kind: 'pod', namespace: i % 2 ? 'ns-a' : 'ns-b', name: `p${i}`, ips: [`10.1.0.${i}`], nodeIP: undefined, labels: {}, annotations: {},
-      owners: [], workloads: [{ kind: 'Deployment', name: `w${i % 5}` }],
+      owners: [], workloads: [{ kind: 'Deployment', name: `w${i % 5}` }], nodeName: i <= 10 ? 'node-0' : 'node-1', // known nodes, as in a cluster (architecture.md: pods of unknown nodes are learnt per worker)
     });
   }
   return c;
@@ -110,9 +110,10 @@ describe('pipeline workers', () => {
       workers: 2, module: off.module, cache, remoteContext: true, nodeName: 'node-0', metrics: off.metrics, log: silentLogger,
       onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
     });
-    pushAll(pool.openRaw(ref), v, 300);
+    pushAll(pool.openRaw(ref), v, 2000); // drains of 2000: each fills a slot or two per worker, so the hand-offs never fill
     await pool.flushNow();
     const st = pool.stats();
+    assert.equal(st.lostBacklog, 0);
     assert.equal(st.handed, 20_000);
     assert.equal(st.counted, 20_000);
     assert.ok(st.perWorker.every((n) => n > 0), `both workers took records: ${st.perWorker.join(', ')}`);

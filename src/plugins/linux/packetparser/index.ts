@@ -16,7 +16,7 @@ import { defaultRouteInterfaces } from '../packetforward/routes.js';
 import { packetparserConfig, type PacketparserConfig } from './config.js';
 import { kernelClock, type KernelClock } from '../ebpf-shared/clock.js';
 import { createPacketDecoder, type PacketDecoder } from './decode.js';
-import { RAW_DECODER_MODULE } from './raw-decoder.js';
+import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from './raw-decoder.js';
 import {
   CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
   addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
@@ -114,7 +114,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const decode = createPacketDecoder({ clock });
     // With pipeline workers, records are copied to them raw (decoded, enriched and counted there);
     // this thread decodes them as well only for its own consumers (Hubble, exporters).
-    const raw = ctx.flows.openRaw?.({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {} });
+    const raw = ctx.flows.openRaw?.({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, partitionKey: RAW_PARTITION_KEY });
     const ring = raw ? wireRaw(s, ctx, obj, raw, decode, clock) : wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
       onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),

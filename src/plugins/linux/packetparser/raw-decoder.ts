@@ -26,3 +26,6 @@ export function createRawDecoder(options: unknown): RawDecoder {
 
 /** The reference a plugin hands to `ctx.flows.openRaw`. */
 export const RAW_DECODER_MODULE = new URL('./raw-decoder.js', import.meta.url).href;
+
+/** A record's source and destination addresses (packet_event.h: 16 bytes each from offset 8): one pair's records go to one worker. */
+export const RAW_PARTITION_KEY = { offset: 8, length: 32 } as const;
