@@ -64,8 +64,8 @@ export function workersPipeline(workers: number, partitioned = true): WorkersMod
 /** Hand-off slots a drain of `n` packetparser records takes. */
 export const slotsFor = (n: number): number => Math.ceil((n * (PACKET_EVENT_SIZE + 4)) / (DEFAULT_HANDOFF.slotBytes - SLOT_HEADER)) + 1;
 
-/** Free slots of the worker with the most room (the sink publishes to the least backlogged). */
-export const handoffRoom = (pool: PipelineWorkers): number => Math.max(0, ...pool.backlogs().map((b) => DEFAULT_HANDOFF.slots - b));
+/** Free slots of the worker with the least room (records are routed by their peers: each worker gets part of every drain). */
+export const handoffRoom = (pool: PipelineWorkers): number => Math.min(...pool.backlogs().map((b) => DEFAULT_HANDOFF.slots - b));
 
 export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 

@@ -67,6 +67,7 @@ async function round(m: Mode, ms: number, keep = true): Promise<void> {
     mainMs = performance.now() - t0;
   } else {
     const counted0 = pool.stats().counted;
+    const lost0 = pool.stats().lostBacklog;
     while (performance.now() < end) {
       if (handoffRoom(pool) < slotsFor(DRAIN)) {
         await sleep(1); // the drain would find no room: wait for the workers (nothing lost), without taking a core from them
@@ -78,7 +79,8 @@ async function round(m: Mode, ms: number, keep = true): Promise<void> {
       records += DRAIN;
     }
     await pool.flushNow(60_000);
-    if (pool.stats().counted - counted0 !== records) throw new Error(`${m.workers} workers: ${records} handed, ${pool.stats().counted - counted0} counted`);
+    const st = pool.stats();
+    if (st.counted - counted0 !== records || st.lostBacklog !== lost0) throw new Error(`${m.workers} workers: ${records} handed, ${st.counted - counted0} counted, ${st.lostBacklog - lost0} refused`);
   }
   const s = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
