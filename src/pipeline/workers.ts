@@ -16,11 +16,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { IpCache, IpCacheChange } from '../cache/index.js';
-import type { FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
+import type { FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
 import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { DeltaMerger, type MetricsModule } from '../metrics/module/index.js';
 import { DEFAULT_HANDOFF, HandoffWriter, createHandoffBuffer, type HandoffShape } from './handoff.js';
+import { createRawSink, type SinkPool, type SinkSlot } from './raw-sink.js';
 import type { FromWorker, ToWorker, WorkerInit } from './worker-thread.js';
 
 export interface PipelineWorkersOptions {
@@ -83,29 +84,18 @@ export interface PipelineWorkers extends AsyncDisposable {
 const QUICK_FAILURES = 5;
 const QUICK_MS = 5000;
 
-interface Slot {
+interface Slot extends SinkSlot {
   worker: Worker | undefined;
-  writer: HandoffWriter;
   /** Records published to this worker, and counted by it (its last deltas). */
   handed: number;
   counted: number;
-  alive: boolean;
   exited: Promise<void>;
   /** Its series indexes → the main thread's. */
   merger: DeltaMerger;
   /** Its CPU time at its last hand-over (µs). */
   cpuUs: number;
-  /** The source whose records its open slot holds. */
-  owner: number;
 }
 
-/** Which of `n` workers a record goes to, by a hash of its `length` key bytes at `offset` (FNV-1a over 32-bit words). */
-function partition(v: DataView, offset: number, length: number, n: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i + 4 <= length; i += 4) h = Math.imul(h ^ v.getUint32(offset + i, true), 0x01000193);
-  h ^= h >>> 15;
-  return (h >>> 0) % n;
-}
 
 export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers {
   const shape = o.shape ?? DEFAULT_HANDOFF;
@@ -253,6 +243,13 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     st.handed += n;
   };
 
+  const sinkPool: SinkPool = {
+    slots, pick, publish, syncSpec, alive,
+    generation: () => o.module.generation(),
+    refused: () => void st.lostBacklog++,
+    wantsFlows: o.wantsFlows, onThread: o.onThread, fallback: o.fallback,
+  };
+
   // Lost records are counted once per interval, not per record.
   const report = setInterval(() => {
     syncSpec();
@@ -267,65 +264,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     openRaw(ref) {
       const id = sources.push(ref) - 1;
       for (const s of slots) post(s, { t: 'source', id, source: ref.source, module: ref.module, options: ref.options });
-      const key = ref.partitionKey;
-      /** The slot this source filled last (without a partition key). */
-      let last: Slot | undefined;
-      /** Every hand-off was full: the rest of this drain is counted lost without looking again. */
-      let refusing = false;
-      /** What `wantsFlows` last answered: the source decodes this drain here too. */
-      let decodedHere = false;
-      const mine = (s: Slot | undefined): s is Slot => s !== undefined && s.owner === id && s.writer.isOpen;
-      /** A slot of this source with room for `size` bytes: the preferred one, else any; or undefined. */
-      const slotFor = (preferred: Slot | undefined, size: number, param: number): Slot | undefined => {
-        if (mine(preferred)) {
-          if (preferred.writer.fits(size)) return preferred;
-          publish(preferred);
-        }
-        if (refusing) return undefined;
-        syncSpec(); // the spec goes out before the first slot that needs it
-        const g = o.module.generation();
-        if (key !== undefined && preferred !== undefined && preferred.alive) {
-          if (preferred.writer.isOpen) publish(preferred); // another source's
-          if (preferred.writer.open(id, param, g)) return own(preferred);
-        }
-        // The partition's worker is full or gone: another one (the counts stay exact, only its tables grow).
-        const s = pick(id, param);
-        return s && own(s);
-      };
-      const own = (s: Slot): Slot => {
-        s.owner = id;
-        return s;
-      };
-      const n = (): number => slots.length;
-      return {
-        param: 0,
-        push(view, offset, size) {
-          const preferred = key !== undefined && size >= key.offset + key.length ? slots[partition(view, offset + key.offset, key.length, n())] : last;
-          const s = slotFor(preferred, size, this.param);
-          if (s === undefined || !s.writer.fits(size)) {
-            refusing ||= s === undefined;
-            // With no worker running, a drain decoded here is counted here (fallback): not lost.
-            if (!(decodedHere && s === undefined && !alive())) st.lostBacklog++;
-            return;
-          }
-          last = s;
-          s.writer.write(view, offset, size);
-        },
-        flush() {
-          for (const s of slots) if (mine(s)) publish(s);
-          last = undefined;
-          refusing = false;
-          syncSpec();
-        },
-        get wantsFlows() {
-          decodedHere = !alive() || o.wantsFlows();
-          return decodedHere;
-        },
-        consume(batch: FlowBatch) {
-          if (alive()) o.onThread.consume(batch);
-          else o.fallback.consume(batch);
-        },
-      };
+      return createRawSink(id, ref, sinkPool);
     },
     async flushNow(timeoutMs = 10_000) {
       syncSpec();
