@@ -64,7 +64,8 @@ const module = createMetricsModule({
   ...(init.maxSeriesPerMetric ? { maxSeriesPerMetric: init.maxSeriesPerMetric } : {}),
 });
 const next = init.enrich ? createEnricher(cacheLookup(cache), module) : module;
-const decoders: (RawDecoder | undefined)[] = [];
+/** By source: its decoder, undefined while it loads, null when it failed to (its records count as undecoded). */
+const decoders: (RawDecoder | null | undefined)[] = [];
 const names: string[] = [];
 let generation = 0;
 let records = 0;
@@ -88,6 +89,13 @@ function processSlots(max: number): number {
     const dec = decoders[slot.source];
     // Its 'source' message (an import) or its spec is on its way: the slot waits for them.
     if (dec === undefined || slot.generation > generation) return n === 0 ? -1 : n;
+    if (dec === null) {
+      undecoded += slot.count;
+      records += slot.count;
+      reader.release();
+      n++;
+      continue;
+    }
     dec.batch(slot.param);
     const flows: Flow[] = [];
     slot.forEach((v, off, size) => {
@@ -129,7 +137,10 @@ port.on('message', (m: ToWorker) => {
       names[m.id] = m.source;
       void (import(m.module) as Promise<RawDecoderModule>).then(
         (mod) => void (decoders[m.id] = mod.createRawDecoder(m.options)),
-        (e: unknown) => port.postMessage({ t: 'failed', error: `decoder ${m.module}: ${(e as Error).message}` } satisfies FromWorker),
+        (e: unknown) => {
+          decoders[m.id] = null;
+          port.postMessage({ t: 'failed', error: `decoder ${m.module}: ${(e as Error).message}` } satisfies FromWorker);
+        },
       );
       return;
     case 'cache':

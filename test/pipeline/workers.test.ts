@@ -212,6 +212,24 @@ describe('pipeline workers', () => {
     assert.equal(pool.stats().lostExit, 2 * perSlot, 'what it held when it stopped is counted too');
   });
 
+  it('a decoder module that cannot load: its records count as undecoded, the others go on', async () => {
+    const { metrics, module } = moduleOf();
+    await using pool = startPipelineWorkers({
+      workers: 1, module, cache: podCache(), remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
+    });
+    pushAll(pool.openRaw({ source: 'broken', module: 'data:text/javascript,throw new Error("no")', options: {} }), records(300, 2), 300);
+    const v = records(500, 3);
+    pushAll(pool.openRaw(ref), v, 500);
+    await until('both sources counted', () => pool.stats().counted === 800, 10_000).catch(() => undefined);
+    await pool.flushNow();
+    assert.equal(pool.stats().counted, 800);
+    assert.match((await metrics.expose()).body, /lost_events_counter\{type="parser",reason="pipeline_worker"\} 300/);
+    const check = moduleOf();
+    createEnricher(cacheLookup(podCache()), check.module).consume({ source: 'packetparser', flows: decodeAll(v) });
+    assert.deepEqual(await adv(metrics), await adv(check.metrics));
+  });
+
   it('workers that cannot start: after five quick failures the flows are counted on the main thread, none lost', async () => {
     const { metrics, module } = moduleOf();
     const fallback = moduleOf();
