@@ -21,7 +21,7 @@ import { errorFields, type Logger } from '../log/index.js';
 import { catalog, type MetricsRegistry } from '../metrics/index.js';
 import { DeltaMerger, type MetricsModule } from '../metrics/module/index.js';
 import { DEFAULT_HANDOFF, HandoffWriter, createHandoffBuffer, type HandoffShape } from './handoff.js';
-import { createRawSink, type SinkPool, type SinkSlot } from './raw-sink.js';
+import { LINGER_MS, createRawSink, type SinkPool, type SinkSlot } from './raw-sink.js';
 import type { FromWorker, ToWorker, WorkerInit } from './worker-thread.js';
 
 export interface PipelineWorkersOptions {
@@ -173,7 +173,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     const worker = new Worker(url, { workerData: init });
     const startedAt = performance.now();
     let exited: () => void = () => undefined;
-    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger(), cpuUs: 0, owner: -1 };
+    const s: Slot = { worker, writer: new HandoffWriter(sab, shape), handed: 0, counted: 0, alive: true, exited: new Promise((r) => (exited = r)), merger: new DeltaMerger(), cpuUs: 0, owner: -1, openedAt: 0 };
     slots[i] = s;
     worker.on('message', (m: FromWorker) => onMessage(s, m));
     worker.on('error', (e) => o.log.error('a pipeline worker threw', { worker: i, error: errorFields(e) }));
@@ -250,6 +250,13 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     wantsFlows: o.wantsFlows, onThread: o.onThread, fallback: o.fallback,
   };
 
+  // Slots left open by drains that came no more (raw-sink.ts: LINGER_MS) go out now.
+  const publishOpen = (olderThan: number): void => {
+    for (const s of slots) if (s.alive && s.writer.isOpen && s.openedAt <= olderThan) publish(s);
+  };
+  const linger = setInterval(() => publishOpen(performance.now() - LINGER_MS), LINGER_MS);
+  linger.unref();
+
   // Lost records are counted once per interval, not per record.
   const report = setInterval(() => {
     syncSpec();
@@ -267,6 +274,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       return createRawSink(id, ref, sinkPool);
     },
     async flushNow(timeoutMs = 10_000) {
+      publishOpen(Infinity);
       syncSpec();
       const live = slots.filter((s) => s.alive);
       const seqs = live.map(() => ++flushSeq);
@@ -292,6 +300,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       if (stopping) return;
       stopping = true;
       clearInterval(report);
+      clearInterval(linger);
       for (const t of restarts) clearTimeout(t);
       cacheSub?.[Symbol.dispose]();
       clearImmediate(posting);
