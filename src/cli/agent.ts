@@ -160,10 +160,19 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         protoFiles: hubbleProtos, protoDir: packageFile('proto'), informers: watches?.factory, metrics, log,
       }), 'the flow-log export stopped with errors')
       : undefined;
+    // Cilium's hubble_* metrics (hubble.metrics.enabled), served on their own port.
+    const hubbleMetrics = agent.hubbleMetrics.metrics.length || agent.hubbleMetrics.refused.length
+      ? await (await import('./agent-hubble-metrics.js')).startHubbleMetrics({ agent, metrics, log, nodeName: k8s?.nodeName ?? env['NODE_NAME'] })
+      : undefined;
+    if (hubbleMetrics) own(hubbleMetrics, 'the hubble metrics server stopped with errors');
     await breathe();
-    // The flow pipeline: plugins -> enricher -> Metrics Module (enablePodLevel), the Hubble ring, the flow logs.
+    // The flow pipeline: plugins -> enricher -> Metrics Module (enablePodLevel), the Hubble ring, the Hubble metrics, the flow logs.
     const pipeline = own(await startNodePipeline({
-      agent, metrics, log, watches, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
+      agent, metrics, log, watches, consumers: [
+        ...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []),
+        ...(hubbleMetrics ? [{ name: 'hubble_metrics', consumer: hubbleMetrics.metrics, forget: hubbleMetrics.metrics }] : []),
+        ...(flowLogs?.consumers ?? []),
+      ],
     }), PIPELINE_STOPPED);
     try {
       await hubble?.listen();

@@ -11,6 +11,7 @@ import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
 import { flowLogsConfig, flowLogsKeys, type FlowLogsConfig } from './flow-logs.js';
 import { flowLogsOtlpConfig, flowLogsOtlpKeys, type FlowLogsOtlpConfig } from './flowlogs-otlp.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
+import { hubbleMetricsConfig, hubbleMetricsKeys, type HubbleMetricsConfig } from './hubble-metrics.js';
 
 export interface AgentConfig {
   readonly apiServerHost: string;
@@ -34,6 +35,10 @@ export interface AgentConfig {
   readonly metricsSecurity: MetricsSecurityConfig;
   /** The Hubble gRPC service (off by default). */
   readonly hubble: HubbleConfig;
+  /** Cilium's hubble_* metrics (hubble.metrics.enabled; off while it names none). */
+  readonly hubbleMetrics: HubbleMetricsConfig;
+  /** Pod label keys added to adv_* and hubble_* series (metricsPodLabelsAllowlist). */
+  readonly metricsPodLabels: readonly string[];
   /** Stored flow logs: hubble.export (static, dynamic) and flowLogs (ContainerNetworkLog); each off by default. */
   readonly flowLogs: FlowLogsConfig;
   /** Flow logs to an OpenTelemetry collector (off while its endpoint is ''). */
@@ -86,6 +91,7 @@ export function agentKeys(plugins: PluginChoice) {
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
+    ...hubbleMetricsKeys(),
     ...flowLogsKeys(plugins.os),
     ...flowLogsOtlpKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
@@ -115,6 +121,8 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
+    hubbleMetrics: hubbleMetricsConfig(keys, v),
+    metricsPodLabels: Object.freeze([...v.get(keys.metricsPodLabelsAllowlist)]),
     flowLogs: flowLogsConfig(keys, v),
     flowLogsOtlp: flowLogsOtlpConfig(keys, v),
   });
@@ -125,8 +133,8 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
  * flow-log exporter (hubble.export static or dynamic, flowLogs). Decided once, by the flow pipeline (src/pipeline/node.ts), which gives
  * plugins a flow sink (PluginContext.flows) only then; the config checks read it for their warnings.
  */
-export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'>; readonly flowLogs?: FlowLogsConfig }): boolean {
-  return a.enablePodLevel || a.hubble?.enabled === true || flowLogsWanted(a.flowLogs);
+export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'>; readonly flowLogs?: FlowLogsConfig; readonly hubbleMetrics?: Pick<HubbleMetricsConfig, 'metrics'> }): boolean {
+  return a.enablePodLevel || a.hubble?.enabled === true || flowLogsWanted(a.flowLogs) || (a.hubbleMetrics?.metrics.length ?? 0) > 0;
 }
 
 /** Whether any flow-log exporter is configured. */

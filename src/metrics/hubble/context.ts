@@ -1,0 +1,231 @@
+/**
+ * Cilium's context options on our enriched flows: the label names an entry's options add
+ * (labelsContext, sourceContext, destinationContext, and the pod-label allowlist) and their values
+ * for one flow, memoised per side (an endpoint object, or an IP the enricher did not know, and the
+ * flow's direction when the entry has per-direction overrides).
+ *
+ * Values follow Cilium's pkg/hubble/metrics/api/context.go, read from our Endpoint instead of
+ * Cilium's: `pod` is `namespace/name`, `pod-name` the name, `pod-short` the name without its
+ * ReplicaSet and pod hashes, `workload-name` the workload (a Deployment, not its ReplicaSet), `app`
+ * the first of the labels app.kubernetes.io/name, app, k8s-app (in the order Cilium's sorted label
+ * list meets them), `identity` the pod's labels as Cilium writes them (`k8s:key=value`, sorted, with
+ * `k8s:io.kubernetes.pod.namespace`), `reserved-identity` the reserved label Cilium would give the
+ * address (below), `dns` the flow's DNS names (our flows carry none: empty, so the next identifier
+ * of a `a|b` list is used), `ip` the address. An empty value falls through to the next identifier
+ * of the list, as in Cilium.
+ *
+ * Reserved identities from what the enricher knows: no endpoint at all is `reserved:world` (an
+ * address outside the cluster), a node is `reserved:host` (this node) or `reserved:remote-node`, an
+ * API-server address `reserved:kube-apiserver`; pods and Services have none.
+ */
+import type { ContextIdentifier, HubbleContextLabel, HubbleMetricSpec } from '../../config/index.js';
+import type { Endpoint, Flow, TrafficDirection } from '../../flow/index.js';
+import { SEP, cleanLabelValue } from '../series.js';
+
+export const WORLD = 'reserved:world';
+const NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+/** Cilium's app labels, in the order a sorted `k8s:key=value` list meets them. */
+const APP_LABELS = ['app.kubernetes.io/name', 'app', 'k8s-app'];
+const SHORT_POD = /^(.+?)(-[a-z0-9]+){1,2}$/;
+
+export interface Reserved {
+  /** This agent's node: its address is `reserved:host`, other nodes' `reserved:remote-node`. */
+  readonly nodeName: string | undefined;
+  readonly isApiServer: ((ip: string) => boolean) | undefined;
+}
+
+type Side = 'source' | 'destination';
+
+interface SideSpec {
+  readonly side: Side;
+  /** labelsContext labels of this side, without the side's prefix: ip, pod, namespace, workload, app. */
+  readonly labels: readonly string[];
+  /** The side's context identifiers (undefined: no `source`/`destination` label). */
+  readonly ids: readonly ContextIdentifier[] | undefined;
+  readonly egress: readonly ContextIdentifier[] | undefined;
+  readonly ingress: readonly ContextIdentifier[] | undefined;
+  readonly podLabels: readonly string[];
+}
+
+/** Cilium's app label value of an endpoint ('' without one). */
+export function appOf(ep: Endpoint | undefined): string {
+  if (!ep) return '';
+  for (const k of APP_LABELS) {
+    const v = ep.labels[k];
+    if (v) return v;
+  }
+  return '';
+}
+
+const identities = new WeakMap<Endpoint, string>();
+
+/** Cilium's identity labels of a pod endpoint, joined by `,` (as the `identity` context writes them). */
+export function identityOf(ep: Endpoint): string {
+  let s = identities.get(ep);
+  if (s === undefined) {
+    const labels = Object.keys(ep.labels).map((k) => `k8s:${k}=${ep.labels[k] ?? ''}`);
+    if (ep.podName && ep.namespace && ep.labels[NAMESPACE_LABEL] === undefined) labels.push(`k8s:${NAMESPACE_LABEL}=${ep.namespace}`);
+    identities.set(ep, (s = labels.sort().join(',')));
+  }
+  return s;
+}
+
+export function reservedOf(ep: Endpoint | undefined, ip: string, r: Reserved): string {
+  if (r.isApiServer?.(ip)) return 'reserved:kube-apiserver';
+  if (ep === undefined) return WORLD;
+  if (!ep.podName && !ep.service && ep.nodeName) return r.nodeName === undefined || ep.nodeName === r.nodeName ? 'reserved:host' : 'reserved:remote-node';
+  return '';
+}
+
+function idValue(id: ContextIdentifier, ep: Endpoint | undefined, ip: string, r: Reserved): string {
+  switch (id) {
+    case 'namespace': return ep?.namespace ?? '';
+    case 'pod': {
+      const name = ep?.podName ?? '';
+      return ep?.namespace ? `${ep.namespace}/${name}` : name;
+    }
+    case 'pod-short': {
+      const name = (ep?.podName ?? '').replace(SHORT_POD, '$1');
+      return ep?.namespace ? `${ep.namespace}/${name}` : name;
+    }
+    case 'pod-name': return ep?.podName ?? '';
+    case 'workload-name': return ep?.workloadName ?? '';
+    case 'app': return appOf(ep);
+    case 'ip': return ip;
+    case 'identity': {
+      const reserved = reservedOf(ep, ip, r);
+      return reserved || (ep ? identityOf(ep) : '');
+    }
+    case 'reserved-identity': return reservedOf(ep, ip, r);
+    case 'dns': return '';
+  }
+}
+
+function labelValue(l: string, ep: Endpoint | undefined, ip: string): string {
+  switch (l) {
+    case 'ip': return ip;
+    case 'pod': return ep?.podName ?? '';
+    case 'namespace': return ep?.namespace ?? '';
+    case 'workload': return ep?.workloadName ?? '';
+    default: return appOf(ep);
+  }
+}
+
+const DIRECTIONS: readonly TrafficDirection[] = ['INGRESS', 'EGRESS', 'UNKNOWN'];
+
+/** One side's memoised values (each preceded by SEP). */
+class SideValues {
+  /** By direction index (one memo without per-direction overrides): endpoint → ip → fragment. */
+  readonly #byEp: WeakMap<Endpoint, Map<string, string>>[];
+  readonly #byIp: Map<string, string>[];
+  readonly #perDirection: boolean;
+
+  constructor(readonly spec: SideSpec, readonly reserved: Reserved) {
+    this.#perDirection = spec.ids !== undefined && (spec.egress !== undefined || spec.ingress !== undefined);
+    const n = this.#perDirection ? DIRECTIONS.length : 1;
+    this.#byEp = Array.from({ length: n }, () => new WeakMap());
+    this.#byIp = Array.from({ length: n }, () => new Map());
+  }
+
+  get empty(): boolean {
+    return this.spec.labels.length === 0 && this.spec.ids === undefined && this.spec.podLabels.length === 0;
+  }
+
+  #make(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): string {
+    const s = this.spec;
+    let out = '';
+    for (const l of s.labels) out += SEP + cleanLabelValue(labelValue(l, ep, ip));
+    if (s.ids !== undefined) {
+      const ids = (direction === 'INGRESS' ? s.ingress : direction === 'EGRESS' ? s.egress : undefined) ?? s.ids;
+      let v = '';
+      for (const id of ids) {
+        v = idValue(id, ep, ip, this.reserved);
+        if (v !== '') break;
+      }
+      out += SEP + cleanLabelValue(v);
+    }
+    for (const k of s.podLabels) out += SEP + cleanLabelValue(ep?.labels[k] ?? '');
+    return out;
+  }
+
+  get(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): string {
+    const d = this.#perDirection ? DIRECTIONS.indexOf(direction) : 0;
+    if (ep === undefined) {
+      const memo = this.#byIp[d] as Map<string, string>;
+      let v = memo.get(ip);
+      if (v === undefined) {
+        // Addresses outside the cluster are unbounded: the memo starts afresh past 65 536 of them.
+        if (memo.size >= 65_536) memo.clear();
+        memo.set(ip, (v = this.#make(undefined, ip, direction)));
+      }
+      return v;
+    }
+    const memo = this.#byEp[d] as WeakMap<Endpoint, Map<string, string>>;
+    let ips = memo.get(ep);
+    if (ips === undefined) memo.set(ep, (ips = new Map()));
+    let v = ips.get(ip);
+    if (v === undefined) ips.set(ip, (v = this.#make(ep, ip, direction)));
+    return v;
+  }
+}
+
+/** Where a pod's identity sits in a family's tail (split at SEP: context label k at index k + 1). */
+export interface PodCheck {
+  readonly kind: 'nsname' | 'name' | 'ip' | 'pair';
+  readonly at: number;
+  /** For `pair`: the namespace's index. */
+  readonly ns: number;
+}
+
+/** The context labels of one metric entry: their names, and their values for a flow. */
+export class HubbleContext {
+  readonly names: readonly string[];
+  readonly #src: SideValues;
+  readonly #dst: SideValues;
+  readonly #direction: boolean;
+  readonly checks: readonly PodCheck[];
+
+  constructor(m: HubbleMetricSpec, podLabels: readonly string[], podLabelNames: readonly string[], reserved: Reserved) {
+    const side = (s: Side): SideSpec => ({
+      side: s,
+      labels: m.labels.filter((l) => l.startsWith(s + '_')).map((l) => l.slice(s.length + 1)),
+      ids: (s === 'source' ? m.source : m.destination).length ? (s === 'source' ? m.source : m.destination) : undefined,
+      egress: s === 'source' ? m.sourceEgress : m.destinationEgress,
+      ingress: s === 'source' ? m.sourceIngress : m.destinationIngress,
+      podLabels,
+    });
+    this.#src = new SideValues(side('source'), reserved);
+    this.#dst = new SideValues(side('destination'), reserved);
+    this.#direction = m.labels.includes('traffic_direction' as HubbleContextLabel);
+    const names: string[] = [];
+    for (const sv of [this.#src, this.#dst]) {
+      const s = sv.spec.side;
+      for (const l of sv.spec.labels) names.push(`${s}_${l}`);
+      if (sv.spec.ids !== undefined) names.push(s);
+      for (const n of podLabelNames) names.push(`${s}_${n}`);
+    }
+    if (this.#direction) names.push('traffic_direction');
+    this.names = names;
+    const checks: PodCheck[] = [];
+    const at = (n: string): number => names.indexOf(n) + 1;
+    for (const s of ['source', 'destination'] as const) {
+      const ids = new Set([...(s === 'source' ? [m.source, m.sourceEgress, m.sourceIngress] : [m.destination, m.destinationEgress, m.destinationIngress]).flatMap((l) => l ?? [])]);
+      if (at(s) > 0) {
+        if (ids.has('pod')) checks.push({ kind: 'nsname', at: at(s), ns: 0 });
+        if (ids.has('pod-name')) checks.push({ kind: 'name', at: at(s), ns: 0 });
+        if (ids.has('ip')) checks.push({ kind: 'ip', at: at(s), ns: 0 });
+      }
+      if (at(`${s}_pod`) > 0) checks.push(at(`${s}_namespace`) > 0 ? { kind: 'pair', at: at(`${s}_pod`), ns: at(`${s}_namespace`) } : { kind: 'name', at: at(`${s}_pod`), ns: 0 });
+      if (at(`${s}_ip`) > 0) checks.push({ kind: 'ip', at: at(`${s}_ip`), ns: 0 });
+    }
+    this.checks = checks;
+  }
+
+  /** The tail (context values, each after SEP) of a flow. */
+  tail(f: Readonly<Flow>): string {
+    let t = this.#src.empty ? '' : this.#src.get(f.source, f.srcIp, f.direction);
+    if (!this.#dst.empty) t += this.#dst.get(f.destination, f.dstIp, f.direction);
+    if (this.#direction) t += SEP + (f.direction === 'INGRESS' ? 'ingress' : f.direction === 'EGRESS' ? 'egress' : 'unknown');
+    return t;
+  }
+}
