@@ -10,7 +10,7 @@
  */
 import { InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
-import { parseListenAddress } from './hubble.js';
+import { listenAddressKey } from './hubble.js';
 import type { KeySpec } from './schema.js';
 
 /** Cilium's context identifiers (pkg/hubble/metrics/api/context.go). */
@@ -169,17 +169,8 @@ const enabledKey: KeySpec<readonly string[]> = {
   },
 };
 
-const listenKey: KeySpec<{ host: string; port: number }> = {
-  key: 'hubble.metrics.listenAddress', default: { host: '', port: 9965 }, defaultText: ':9965',
-  doc: 'Ours (Cilium\'s hubble-metrics-server): where hubble_* metrics are served (GET /metrics), when hubble.metrics.enabled names any.',
-  allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
-  schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
-  parse(raw) {
-    const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
-    if (!a) throw new InvalidValue();
-    return a;
-  },
-};
+const listenKey = listenAddressKey('hubble.metrics.listenAddress', 9965,
+  'Ours (Cilium\'s hubble-metrics-server): where hubble_* metrics are served (GET /metrics), when hubble.metrics.enabled names any.');
 
 /** The most pod-label keys metrics may carry: each one multiplies a family's series by its values' count at worst. */
 export const MAX_POD_LABEL_KEYS = 8;

@@ -28,17 +28,21 @@ export function parseListenAddress(s: string): { host: string; port: number } | 
   return { host: m[1] ?? m[2] ?? '', port };
 }
 
-const listenKey: KeySpec<{ host: string; port: number }> = {
-  key: 'hubble.listenAddress', default: { host: '', port: 4244 }, defaultText: ':4244',
-  doc: 'Ours: where the Hubble gRPC service (Observer, Peer) listens: host:port, or :port for every address.',
-  allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
-  schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
-  parse(raw) {
-    const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
-    if (!a) throw new InvalidValue();
-    return a;
-  },
-};
+/** A `host:port` key (`hubble.listenAddress`, `hubble.metrics.listenAddress`), every address by default. */
+export function listenAddressKey(key: string, port: number, doc: string): KeySpec<{ host: string; port: number }> {
+  return {
+    key, default: { host: '', port }, defaultText: `:${port}`, doc,
+    allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
+    schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
+    parse(raw) {
+      const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
+      if (!a) throw new InvalidValue();
+      return a;
+    },
+  };
+}
+
+const listenKey = listenAddressKey('hubble.listenAddress', 4244, 'Ours: where the Hubble gRPC service (Observer, Peer) listens: host:port, or :port for every address.');
 
 export function hubbleKeys() {
   return {

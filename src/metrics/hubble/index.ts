@@ -22,8 +22,7 @@ import {
   hubbleDnsQueries, hubbleDnsResponseTypes, hubbleDnsResponses, hubbleDrop, hubbleFlowsProcessed, hubbleFlowsToWorld, hubblePortDistribution,
   hubbleTcpFlags, type MetricDef,
 } from '../catalog.js';
-import type { GonePods } from '../module/forget.js';
-import { goneSets, type GoneSets } from '../module/forget.js';
+import { goneSets, type GonePods, type GoneSets } from '../gone.js';
 import type { MetricsRegistry } from '../registry.js';
 import { SEP, SeriesFamily, cleanLabelValue, drain } from '../series.js';
 import { HubbleContext, WORLD, reservedOf, type PodCheck, type Reserved } from './context.js';
