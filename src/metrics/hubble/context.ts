@@ -112,26 +112,49 @@ function labelValue(l: string, ep: Endpoint | undefined, ip: string): string {
 }
 
 const DIRECTIONS: readonly TrafficDirection[] = ['INGRESS', 'EGRESS', 'UNKNOWN'];
+const DIRECTION_VALUES = [SEP + 'ingress', SEP + 'egress', SEP + 'unknown'] as const;
+const directionIndex = (d: TrafficDirection): number => (d === 'INGRESS' ? 0 : d === 'EGRESS' ? 1 : 2);
 
-/** One side's memoised values (each preceded by SEP). */
+/**
+ * One side's values (each preceded by SEP), made once per (endpoint or address, direction) and kept
+ * as one object, so that a flow finds its tail through object-keyed Maps and the tail string is the
+ * same string object every time (its hash computed once, not per flow).
+ */
+export class Frag {
+  /** Source fragments only: destination fragment → tails by direction index (one slot without traffic_direction). */
+  pairs: Map<Frag, (Tail | undefined)[]> | undefined = undefined;
+  constructor(readonly s: string) {}
+}
+
+/** A flow's context values as one object: families find their series through it by identity. */
+export class Tail {
+  constructor(readonly s: string) {}
+}
+
+/** One side's memoised fragments. */
 class SideValues {
-  /** By direction index (one memo without per-direction overrides): endpoint → ip → fragment. */
-  readonly #byEp: WeakMap<Endpoint, Map<string, string>>[];
-  readonly #byIp: Map<string, string>[];
+  /** By direction index (one memo without per-direction overrides): endpoint → address → fragment. */
+  #byEp: WeakMap<Endpoint, Map<string, Frag>>[];
+  #byIp: Map<string, Frag>[];
   readonly #perDirection: boolean;
+  readonly #empty: Frag | undefined;
 
-  constructor(readonly spec: SideSpec, readonly reserved: Reserved) {
+  constructor(readonly spec: SideSpec, readonly reserved: Reserved, private readonly budget: { used: number }) {
     this.#perDirection = spec.ids !== undefined && (spec.egress !== undefined || spec.ingress !== undefined);
+    this.#byEp = [];
+    this.#byIp = [];
+    this.reset();
+    this.#empty = spec.labels.length === 0 && spec.ids === undefined && spec.podLabels.length === 0 ? new Frag('') : undefined;
+  }
+
+  reset(): void {
     const n = this.#perDirection ? DIRECTIONS.length : 1;
     this.#byEp = Array.from({ length: n }, () => new WeakMap());
     this.#byIp = Array.from({ length: n }, () => new Map());
   }
 
-  get empty(): boolean {
-    return this.spec.labels.length === 0 && this.spec.ids === undefined && this.spec.podLabels.length === 0;
-  }
-
-  #make(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): string {
+  #make(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): Frag {
+    this.budget.used++;
     const s = this.spec;
     let out = '';
     for (const l of s.labels) out += SEP + cleanLabelValue(labelValue(l, ep, ip));
@@ -145,22 +168,19 @@ class SideValues {
       out += SEP + cleanLabelValue(v);
     }
     for (const k of s.podLabels) out += SEP + cleanLabelValue(ep?.labels[k] ?? '');
-    return out;
+    return new Frag(out);
   }
 
-  get(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): string {
-    const d = this.#perDirection ? DIRECTIONS.indexOf(direction) : 0;
+  get(ep: Endpoint | undefined, ip: string, direction: TrafficDirection): Frag {
+    if (this.#empty !== undefined) return this.#empty;
+    const d = this.#perDirection ? directionIndex(direction) : 0;
     if (ep === undefined) {
-      const memo = this.#byIp[d] as Map<string, string>;
+      const memo = this.#byIp[d] as Map<string, Frag>;
       let v = memo.get(ip);
-      if (v === undefined) {
-        // Addresses outside the cluster are unbounded: the memo starts afresh past 65 536 of them.
-        if (memo.size >= 65_536) memo.clear();
-        memo.set(ip, (v = this.#make(undefined, ip, direction)));
-      }
+      if (v === undefined) memo.set(ip, (v = this.#make(undefined, ip, direction)));
       return v;
     }
-    const memo = this.#byEp[d] as WeakMap<Endpoint, Map<string, string>>;
+    const memo = this.#byEp[d] as WeakMap<Endpoint, Map<string, Frag>>;
     let ips = memo.get(ep);
     if (ips === undefined) memo.set(ep, (ips = new Map()));
     let v = ips.get(ip);
@@ -184,8 +204,22 @@ export class HubbleContext {
   readonly #dst: SideValues;
   readonly #direction: boolean;
   readonly checks: readonly PodCheck[];
+  /** Fragments and tails made since the memos were last dropped. */
+  readonly #budget = { used: 0 };
+  readonly #maxMemo: number;
+  /** The last flow asked for and its tail: handlers sharing this context compute a flow's tail once. */
+  #lastFlow: Readonly<Flow> | undefined = undefined;
+  #lastTail: Tail = new Tail('');
+  /** Moves when the memos start afresh: whoever keeps Tails drops them then. */
+  generation = 0;
 
-  constructor(m: HubbleMetricSpec, podLabels: readonly string[], podLabelNames: readonly string[], reserved: Reserved) {
+  /** A signature of what the labels depend on: entries with the same one share a context. */
+  static signature(m: HubbleMetricSpec): string {
+    return JSON.stringify([m.labels, m.source, m.destination, m.sourceEgress, m.sourceIngress, m.destinationEgress, m.destinationIngress]);
+  }
+
+  constructor(m: HubbleMetricSpec, podLabels: readonly string[], podLabelNames: readonly string[], reserved: Reserved, maxMemo = 1 << 18) {
+    this.#maxMemo = maxMemo;
     const side = (s: Side): SideSpec => ({
       side: s,
       labels: m.labels.filter((l) => l.startsWith(s + '_')).map((l) => l.slice(s.length + 1)),
@@ -194,8 +228,8 @@ export class HubbleContext {
       ingress: s === 'source' ? m.sourceIngress : m.destinationIngress,
       podLabels,
     });
-    this.#src = new SideValues(side('source'), reserved);
-    this.#dst = new SideValues(side('destination'), reserved);
+    this.#src = new SideValues(side('source'), reserved, this.#budget);
+    this.#dst = new SideValues(side('destination'), reserved, this.#budget);
     this.#direction = m.labels.includes('traffic_direction' as HubbleContextLabel);
     const names: string[] = [];
     for (const sv of [this.#src, this.#dst]) {
@@ -221,11 +255,41 @@ export class HubbleContext {
     this.checks = checks;
   }
 
-  /** The tail (context values, each after SEP) of a flow. */
-  tail(f: Readonly<Flow>): string {
-    let t = this.#src.empty ? '' : this.#src.get(f.source, f.srcIp, f.direction);
-    if (!this.#dst.empty) t += this.#dst.get(f.destination, f.dstIp, f.direction);
-    if (this.#direction) t += SEP + (f.direction === 'INGRESS' ? 'ingress' : f.direction === 'EGRESS' ? 'egress' : 'unknown');
+  /**
+   * The tail (context values, each after SEP) of a flow: the same Tail object for the same
+   * (source, destination, direction), found through object-keyed Maps. Past `maxMemo` fragments and
+   * tails (addresses outside the cluster are unbounded) the memos start afresh.
+   */
+  tail(f: Readonly<Flow>): Tail {
+    if (f === this.#lastFlow) return this.#lastTail;
+    return this.#tail(f);
+  }
+
+  /** Forgets the last flow (at each batch: a producer may hand the same object again, changed). */
+  newBatch(): void {
+    this.#lastFlow = undefined;
+  }
+
+  #tail(f: Readonly<Flow>): Tail {
+    if (this.#budget.used > this.#maxMemo) {
+      this.#src.reset();
+      this.#dst.reset();
+      this.#budget.used = 0;
+      this.generation++;
+    }
+    const src = this.#src.get(f.source, f.srcIp, f.direction);
+    const dst = this.#dst.get(f.destination, f.dstIp, f.direction);
+    const pairs = (src.pairs ??= new Map());
+    let tails = pairs.get(dst);
+    if (tails === undefined) pairs.set(dst, (tails = this.#direction ? [undefined, undefined, undefined] : [undefined]));
+    const d = this.#direction ? directionIndex(f.direction) : 0;
+    let t = tails[d];
+    if (t === undefined) {
+      this.#budget.used++;
+      tails[d] = t = new Tail(src.s + dst.s + (this.#direction ? DIRECTION_VALUES[d] : ''));
+    }
+    this.#lastFlow = f;
+    this.#lastTail = t;
     return t;
   }
 }

@@ -25,7 +25,7 @@ import {
 import { goneSets, type GonePods, type GoneSets } from '../gone.js';
 import type { MetricsRegistry } from '../registry.js';
 import { SEP, SeriesFamily, cleanLabelValue, drain } from '../series.js';
-import { HubbleContext, WORLD, reservedOf, type PodCheck, type Reserved } from './context.js';
+import { HubbleContext, WORLD, reservedOf, type PodCheck, type Reserved, type Tail } from './context.js';
 
 export { identityOf, appOf, reservedOf } from './context.js';
 
@@ -76,6 +76,22 @@ const RCODE_NAMES: Readonly<Record<string, string>> = {
   NXRRSET: 'RR Set that should exist does not', NOTAUTH: 'Not Authorized', NOTZONE: 'Name not contained in zone',
 };
 
+/** The DNS families' fixed values around `qtypes`: `rcode` before and `ips_returned` after it, or the record type before. */
+class DnsHead {
+  constructor(readonly lead: string, readonly trail: string) {}
+}
+/** A query's rcode and ips_returned: empty and 0, as Cilium's. */
+const QUERY_HEAD = new DnsHead('', SEP + '0');
+const TYPE_A = new DnsHead('A', '');
+const TYPE_AAAA = new DnsHead('AAAA', '');
+const responseHeads = new Map<string, DnsHead[]>();
+/** A response's `rcode` (Cilium's name) and `ips_returned`, made once per pair (rcodes are 12 bits: at most 4 096 of them). */
+function responseHead(rcode: string, ips: number): DnsHead {
+  let byN = responseHeads.get(rcode);
+  if (byN === undefined) responseHeads.set(rcode, (byN = []));
+  return (byN[ips] ??= new DnsHead(RCODE_NAMES[rcode] ?? cleanLabelValue(rcode), SEP + String(ips)));
+}
+
 /** hubble_drop_total's reason: Cilium's where ours means the same, else our (kernel or PktMon) name. */
 export function dropReason(reason: string): string {
   if (reason === 'NETFILTER_DROP') return 'POLICY_DENIED';
@@ -83,9 +99,42 @@ export function dropReason(reason: string): string {
 }
 
 const hubbleVerdict = (f: Readonly<Flow>): string => (f.verdict === 'DROPPED' ? 'DROPPED' : 'FORWARDED');
+const VERDICT_CODE: Readonly<Record<Flow['verdict'], number>> = { FORWARDED: 0, DROPPED: 1, RETRANSMISSION: 2, DNS: 3 };
+const OBSERVATION_CODE: Readonly<Record<string, number>> = { UNKNOWN: 0, TO_ENDPOINT: 1, FROM_ENDPOINT: 2, TO_NETWORK: 3, FROM_NETWORK: 4, TO_STACK: 5 };
+const tcpPrefixes = (family: string): readonly [Prefix, Prefix, Prefix, Prefix] =>
+  [new Prefix(`FIN${SEP}${family}`), new Prefix(`SYN${SEP}${family}`), new Prefix(`SYN-ACK${SEP}${family}`), new Prefix(`RST${SEP}${family}`)];
 const fqdn = (n: string): string => (n === '' || n.endsWith('.') ? n : n + '.');
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
-const isIpAnswer = (a: string): 4 | 6 | 0 => (IPV4.test(a) ? 4 : a.includes(':') && /^[0-9a-fA-F:.]+$/.test(a) ? 6 : 0);
+const IPV6 = /^[0-9a-fA-F:.]+$/;
+const isIpAnswer = (a: string): 4 | 6 | 0 => (IPV4.test(a) ? 4 : a.includes(':') && IPV6.test(a) ? 6 : 0);
+
+/**
+ * A family's fixed label values (SEP-joined), made once, with the series each tail reached under
+ * them: a flow finds its series with one identity-keyed Map read. The indexes are good while the
+ * family removed nothing and the context's memos were not dropped (then they are forgotten).
+ */
+class Prefix {
+  readonly byTail = new Map<Tail, number>();
+  removals = 0;
+  generation = 0;
+  constructor(readonly s: string) {}
+}
+
+/** Adds `delta` to the series of (prefix, tail) in `fam`, through the prefix's cached index. */
+function addTo(fam: SeriesFamily, ctx: HubbleContext, p: Prefix, tail: Tail, delta: number, now: number): void {
+  if (p.removals !== fam.removals.n || p.generation !== ctx.generation || p.byTail.size > 65_536) {
+    p.byTail.clear();
+    p.removals = fam.removals.n;
+    p.generation = ctx.generation;
+  }
+  let i = p.byTail.get(tail);
+  if (i === undefined) {
+    i = fam.index(p.s, tail.s, now);
+    // The overflow series' index is not kept: each new label set past the budget must be counted.
+    if (!fam.isOverflow(i)) p.byTail.set(tail, i);
+  }
+  fam.values[i] = (fam.values[i] as number) + delta;
+}
 
 /** One entry's handler: which flows it counts, into which of its families, with which fixed labels. */
 interface Handler {
@@ -107,43 +156,63 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
     maxSeries, ...(o.onOverflow ? { onOverflow: (n: number) => o.onOverflow?.(def.name, n) } : {}),
   });
 
+  const contexts = new Map<string, HubbleContext>();
   for (const m of o.metrics) {
-    const ctx = new HubbleContext(m, podKeys, podNames, reserved);
+    const sig = HubbleContext.signature(m);
+    let ctx = contexts.get(sig);
+    if (ctx === undefined) contexts.set(sig, (ctx = new HubbleContext(m, podKeys, podNames, reserved, 4 * maxSeries + 65_536)));
     switch (m.name) {
       case 'flow': {
         const fam = family(hubbleFlowsProcessed, [], ctx);
+        const prefixes = new Map<number, Prefix>();
         handlers.push({
           families: [fam], ctx,
           count(f, t) {
-            const type = f.verdict === 'DROPPED' ? 'Drop' : f.verdict === 'DNS' ? 'L7' : 'Trace';
-            const subtype = type === 'Trace' ? TRACE_SUBTYPE[f.observationPoint] ?? 'to-endpoint' : type === 'L7' && f.dns ? 'DNS' : '';
-            fam.add(flowProtocol(f) + SEP + type + SEP + subtype + SEP + hubbleVerdict(f), ctx.tail(f), 1, t);
+            const key = (f.proto & 0xff) | (VERDICT_CODE[f.verdict] << 8) | ((OBSERVATION_CODE[f.observationPoint] ?? 0) << 10) | (f.dns ? 1 << 14 : 0);
+            let prefix = prefixes.get(key);
+            if (prefix === undefined) {
+              const type = f.verdict === 'DROPPED' ? 'Drop' : f.verdict === 'DNS' ? 'L7' : 'Trace';
+              const subtype = type === 'Trace' ? TRACE_SUBTYPE[f.observationPoint] ?? 'to-endpoint' : type === 'L7' && f.dns ? 'DNS' : '';
+              prefixes.set(key, (prefix = new Prefix(flowProtocol(f) + SEP + type + SEP + subtype + SEP + hubbleVerdict(f))));
+            }
+            addTo(fam, ctx, prefix, ctx.tail(f), 1, t);
           },
         });
         break;
       }
       case 'drop': {
         const fam = family(hubbleDrop, [], ctx);
+        const prefixes = new Map<string, Map<number, Prefix>>();
         handlers.push({
           families: [fam], ctx,
           count(f, t) {
-            if (f.verdict === 'DROPPED') fam.add(cleanLabelValue(dropReason(f.dropReason)) + SEP + flowProtocol(f), ctx.tail(f), f.packets || 1, t);
+            if (f.verdict !== 'DROPPED') return;
+            let byProto = prefixes.get(f.dropReason);
+            if (byProto === undefined) prefixes.set(f.dropReason, (byProto = new Map()));
+            let prefix = byProto.get(f.proto);
+            if (prefix === undefined) byProto.set(f.proto, (prefix = new Prefix(cleanLabelValue(dropReason(f.dropReason)) + SEP + flowProtocol(f))));
+            addTo(fam, ctx, prefix, ctx.tail(f), f.packets || 1, t);
           },
         });
         break;
       }
       case 'tcp': {
         const fam = family(hubbleTcpFlags, [], ctx);
+        const p4 = tcpPrefixes('IPv4');
+        const p6 = tcpPrefixes('IPv6');
         handlers.push({
           families: [fam], ctx,
           count(f, t) {
             // FORWARDED only, as Cilium; a retransmission is another event of a packet already counted.
             if (f.verdict !== 'FORWARDED' || f.proto !== 6) return;
-            const family4 = f.ipVersion === 6 ? 'IPv6' : 'IPv4';
+            const p = f.ipVersion === 6 ? p6 : p4;
             const c = f.tcpFlagCounts;
             let fin: number; let syn: number; let synack: number; let rst: number;
             if (c !== undefined) {
-              [fin, syn, synack, rst] = [c[0] ?? 0, c[1] ?? 0, c[2] ?? 0, c[3] ?? 0];
+              fin = c[0] ?? 0;
+              syn = c[1] ?? 0;
+              synack = c[2] ?? 0;
+              rst = c[3] ?? 0;
             } else {
               const n = f.packets || 1;
               const b = f.tcpFlags;
@@ -153,10 +222,10 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
               rst = b & 4 ? n : 0;
             }
             const tail = ctx.tail(f);
-            if (fin) fam.add('FIN' + SEP + family4, tail, fin, t);
-            if (syn) fam.add('SYN' + SEP + family4, tail, syn, t);
-            if (synack) fam.add('SYN-ACK' + SEP + family4, tail, synack, t);
-            if (rst) fam.add('RST' + SEP + family4, tail, rst, t);
+            if (fin) addTo(fam, ctx, p[0], tail, fin, t);
+            if (syn) addTo(fam, ctx, p[1], tail, syn, t);
+            if (synack) addTo(fam, ctx, p[2], tail, synack, t);
+            if (rst) addTo(fam, ctx, p[3], tail, rst, t);
           },
         });
         break;
@@ -168,6 +237,21 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
         const queries = family(hubbleDnsQueries, extra, ctx);
         const responses = family(hubbleDnsResponses, extra, ctx);
         const types = family(hubbleDnsResponseTypes, extra, ctx);
+        // Prefixes by their parts (no string built per message): `head` is rcode and ips_returned, or the record type.
+        const prefixes = new Map<DnsHead, Map<string, Map<string, Prefix>>>();
+        const prefixOf = (head: DnsHead, qtype: string, name: string): Prefix => {
+          let byType = prefixes.get(head);
+          if (byType === undefined) prefixes.set(head, (byType = new Map()));
+          let byName = byType.get(qtype);
+          if (byName === undefined) byType.set(qtype, (byName = new Map()));
+          const key = query ? name : '';
+          let p = byName.get(key);
+          if (p === undefined) {
+            if (byName.size >= 65_536) byName.clear();
+            byName.set(key, (p = new Prefix(head.lead + SEP + cleanLabelValue(qtype) + head.trail + (query ? SEP + cleanLabelValue(fqdn(name)) : ''))));
+          }
+          return p;
+        };
         handlers.push({
           families: [queries, responses, types], ctx,
           count(f, t) {
@@ -175,10 +259,8 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
             if (f.verdict !== 'DNS' || d === undefined) return;
             if (ignoreAAAA && d.qtype === 'AAAA') return;
             const tail = ctx.tail(f);
-            const q = query ? SEP + cleanLabelValue(fqdn(d.query)) : '';
-            const qtypes = cleanLabelValue(d.qtype);
             if (!d.isResponse) {
-              queries.add('' + SEP + qtypes + SEP + '0' + q, tail, 1, t);
+              addTo(queries, ctx, prefixOf(QUERY_HEAD, d.qtype, d.query), tail, 1, t);
               return;
             }
             let v4 = 0;
@@ -188,24 +270,28 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
               if (k === 4) v4++;
               else if (k === 6) v6++;
             }
-            const rcode = RCODE_NAMES[d.rcode] ?? cleanLabelValue(d.rcode);
-            responses.add(rcode + SEP + qtypes + SEP + String(v4 + v6) + q, tail, 1, t);
+            addTo(responses, ctx, prefixOf(responseHead(d.rcode, v4 + v6), d.qtype, d.query), tail, 1, t);
             // Our DNS records carry the answers' addresses, not their record types: A and AAAA from the addresses.
-            if (v4) types.add('A' + SEP + qtypes + q, tail, v4, t);
-            if (v6) types.add('AAAA' + SEP + qtypes + q, tail, v6, t);
+            if (v4) addTo(types, ctx, prefixOf(TYPE_A, d.qtype, d.query), tail, v4, t);
+            if (v6) addTo(types, ctx, prefixOf(TYPE_AAAA, d.qtype, d.query), tail, v6, t);
           },
         });
         break;
       }
       case 'port-distribution': {
         const fam = family(hubblePortDistribution, [], ctx);
+        const prefixes = new Map<number, Prefix>();
         handlers.push({
           families: [fam], ctx,
           count(f, t) {
             if (f.verdict !== 'FORWARDED' || f.isReply !== false) return;
             const p = f.proto;
-            if (p === 6 || p === 17 || p === 132) fam.add(flowProtocol(f) + SEP + String(f.dstPort), ctx.tail(f), 1, t);
-            else if (p === 1 || p === 58) fam.add(flowProtocol(f) + SEP + '0', ctx.tail(f), 1, t);
+            const l4 = p === 6 || p === 17 || p === 132;
+            if (!l4 && p !== 1 && p !== 58) return;
+            const key = p * 65_536 + (l4 ? f.dstPort : 0);
+            let prefix = prefixes.get(key);
+            if (prefix === undefined) prefixes.set(key, (prefix = new Prefix(flowProtocol(f) + SEP + (l4 ? String(f.dstPort) : '0'))));
+            addTo(fam, ctx, prefix, ctx.tail(f), 1, t);
           },
         });
         break;
@@ -215,6 +301,7 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
         const withPort = m.flags.has('port');
         const synOnly = m.flags.has('syn-only');
         const fam = family(hubbleFlowsToWorld, withPort ? ['port'] : [], ctx);
+        const prefixes = new Map<number, Prefix>();
         handlers.push({
           families: [fam], ctx,
           count(f, t) {
@@ -226,8 +313,11 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
             const reply = f.isReply === true;
             if (!dropped && reply) return;
             if (synOnly && (p !== 6 || !(f.tcpFlags & 2) || reply)) return;
-            const port = withPort ? SEP + (p === 6 || p === 17 || p === 132 ? String(f.dstPort) : '') : '';
-            fam.add(flowProtocol(f) + SEP + hubbleVerdict(f) + port, ctx.tail(f), 1, t);
+            const l4 = p === 6 || p === 17 || p === 132;
+            const key = (p * 65_536 + (withPort && l4 ? f.dstPort : 0)) * 2 + (dropped ? 1 : 0);
+            let prefix = prefixes.get(key);
+            if (prefix === undefined) prefixes.set(key, (prefix = new Prefix(flowProtocol(f) + SEP + hubbleVerdict(f) + (withPort ? SEP + (l4 ? String(f.dstPort) : '') : ''))));
+            addTo(fam, ctx, prefix, ctx.tail(f), 1, t);
           },
         });
         break;
@@ -251,9 +341,11 @@ export function createHubbleMetrics(o: HubbleMetricsOptions): HubbleMetrics {
     return n;
   }
 
+  const ctxs = [...contexts.values()];
   return {
     consume(batch: FlowBatch): void {
       const t = now();
+      for (const c of ctxs) c.newBatch();
       for (const f of batch.flows) {
         for (const h of handlers) h.count(f, t);
       }
