@@ -44,7 +44,7 @@ export interface HubbleMetricSpec {
   readonly name: HubbleMetricName;
   readonly source: readonly ContextIdentifier[];
   readonly destination: readonly ContextIdentifier[];
-  /** Cilium's per-direction overrides of source/destination (used only when sourceContext/destinationContext is set, as in Cilium). */
+  /** Cilium's per-direction overrides of source/destination (flows of that traffic direction use them instead). */
   readonly sourceEgress: readonly ContextIdentifier[] | undefined;
   readonly sourceIngress: readonly ContextIdentifier[] | undefined;
   readonly destinationEgress: readonly ContextIdentifier[] | undefined;

@@ -40,7 +40,10 @@ interface SideSpec {
   readonly side: Side;
   /** labelsContext labels of this side, without the side's prefix: ip, pod, namespace, workload, app. */
   readonly labels: readonly string[];
-  /** The side's context identifiers (undefined: no `source`/`destination` label). */
+  /**
+   * The side's context identifiers for flows of no overriding direction (`sourceContext`; [] when only
+   * the per-direction ones are set), or undefined when none of the three is set: no `source` label.
+   */
   readonly ids: readonly ContextIdentifier[] | undefined;
   readonly egress: readonly ContextIdentifier[] | undefined;
   readonly ingress: readonly ContextIdentifier[] | undefined;
@@ -189,6 +192,15 @@ class SideValues {
   }
 }
 
+/**
+ * A side has its label when any of its three context options is set (Retina's Hubble chart sets only
+ * `sourceEgressContext=pod;destinationIngressContext=pod`): flows of another direction then take the
+ * plain option's identifiers, or none (an empty value).
+ */
+function sideIds(plain: readonly ContextIdentifier[], egress: readonly ContextIdentifier[] | undefined, ingress: readonly ContextIdentifier[] | undefined): readonly ContextIdentifier[] | undefined {
+  return plain.length || egress?.length || ingress?.length ? plain : undefined;
+}
+
 /** Where a pod's identity sits in a family's tail (split at SEP: context label k at index k + 1). */
 export interface PodCheck {
   readonly kind: 'nsname' | 'name' | 'ip' | 'pair';
@@ -223,7 +235,7 @@ export class HubbleContext {
     const side = (s: Side): SideSpec => ({
       side: s,
       labels: m.labels.filter((l) => l.startsWith(s + '_')).map((l) => l.slice(s.length + 1)),
-      ids: (s === 'source' ? m.source : m.destination).length ? (s === 'source' ? m.source : m.destination) : undefined,
+      ids: sideIds(s === 'source' ? m.source : m.destination, s === 'source' ? m.sourceEgress : m.destinationEgress, s === 'source' ? m.sourceIngress : m.destinationIngress),
       egress: s === 'source' ? m.sourceEgress : m.destinationEgress,
       ingress: s === 'source' ? m.sourceIngress : m.destinationIngress,
       podLabels,

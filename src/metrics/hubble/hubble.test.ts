@@ -129,6 +129,13 @@ describe('hubble metrics: Cilium families and labels', () => {
     assert.deepEqual([hosts?.['source'], hosts?.['destination']], ['reserved:host', ''], 'this node is reserved:host; a node has no pod-short');
   });
 
+  it('Retina\'s Hubble chart default: per-direction contexts alone give both labels, filled for their direction only', async () => {
+    const { hm, text } = setup(['flow:sourceEgressContext=pod;destinationIngressContext=pod']);
+    hm.consume({ source: 't', flows: [fwd({ direction: 'EGRESS' }), fwd({ direction: 'INGRESS' }), fwd({ direction: 'UNKNOWN' })] });
+    const s = series(await text(), 'hubble_flows_processed_total').map((x) => [x.labels['source'], x.labels['destination'], x.value]).sort();
+    assert.deepEqual(s, [['', '', 1], ['', 'data/db-0', 1], ['shop/web-5d4f8c9b7-x2x9q', '', 1]]);
+  });
+
   it('pod labels (metricsPodLabelsAllowlist) on both sides as source_/destination_label_<key>', async () => {
     const { hm, text } = setup(['drop:sourceContext=pod'], ['team', 'app.kubernetes.io/name']);
     hm.consume({ source: 't', flows: [fwd({ verdict: 'DROPPED', dropReason: 'NO_SOCKET' }), fwd({ verdict: 'DROPPED', dropReason: 'NO_SOCKET', source: undefined })] });
