@@ -14,7 +14,7 @@ import { listenAddressKey } from './hubble.js';
 import type { KeySpec } from './schema.js';
 
 /** Cilium's context identifiers (pkg/hubble/metrics/api/context.go). */
-export const CONTEXT_IDENTIFIERS = ['identity', 'namespace', 'pod', 'pod-short', 'pod-name', 'dns', 'ip', 'reserved-identity', 'workload-name', 'app'] as const;
+export const CONTEXT_IDENTIFIERS = ['identity', 'namespace', 'pod', 'pod-short', 'pod-name', 'dns', 'ip', 'reserved-identity', 'workload', 'workload-name', 'app'] as const;
 export type ContextIdentifier = (typeof CONTEXT_IDENTIFIERS)[number];
 
 /** Cilium's `labelsContext` labels, in Cilium's order (the order label values come in). */

@@ -6,7 +6,8 @@
  *
  * Values follow Cilium's pkg/hubble/metrics/api/context.go, read from our Endpoint instead of
  * Cilium's: `pod` is `namespace/name`, `pod-name` the name, `pod-short` the name without its
- * ReplicaSet and pod hashes, `workload-name` the workload (a Deployment, not its ReplicaSet), `app`
+ * ReplicaSet and pod hashes, `workload-name` the workload (a Deployment, not its ReplicaSet),
+ * `workload` the same behind `namespace/`, `app`
  * the first of the labels app.kubernetes.io/name, app, k8s-app (in the order Cilium's sorted label
  * list meets them), `identity` the pod's labels as Cilium writes them (`k8s:key=value`, sorted, with
  * `k8s:io.kubernetes.pod.namespace`), `reserved-identity` the reserved label Cilium would give the
@@ -92,6 +93,10 @@ function idValue(id: ContextIdentifier, ep: Endpoint | undefined, ip: string, r:
       return ep?.namespace ? `${ep.namespace}/${name}` : name;
     }
     case 'pod-name': return ep?.podName ?? '';
+    case 'workload': {
+      const name = ep?.workloadName ?? '';
+      return name && ep?.namespace ? `${ep.namespace}/${name}` : name;
+    }
     case 'workload-name': return ep?.workloadName ?? '';
     case 'app': return appOf(ep);
     case 'ip': return ip;

@@ -58,14 +58,14 @@ describe('hubble metrics: Cilium families and labels', () => {
   });
 
   it('drop: reason (NETFILTER_DROP as POLICY_DENIED) and protocol, counted per drop', async () => {
-    const { hm, text } = setup(['drop:sourceContext=namespace;destinationContext=workload-name']);
+    const { hm, text } = setup(['drop:sourceContext=namespace;destinationContext=workload']);
     hm.consume({ source: 't', flows: [
       fwd({ verdict: 'DROPPED', dropReason: 'NETFILTER_DROP' }), fwd({ verdict: 'DROPPED', dropReason: 'NETFILTER_DROP' }),
       fwd({ verdict: 'DROPPED', dropReason: 'NO_SOCKET', proto: 17 }), fwd(),
     ] });
     const s = series(await text(), 'hubble_drop_total');
     assert.deepEqual(s.map((x) => [x.labels['reason'], x.labels['protocol'], x.labels['source'], x.labels['destination'], x.value]).sort(), [
-      ['NO_SOCKET', 'UDP', 'shop', 'db', 1], ['POLICY_DENIED', 'TCP', 'shop', 'db', 2],
+      ['NO_SOCKET', 'UDP', 'shop', 'data/db', 1], ['POLICY_DENIED', 'TCP', 'shop', 'data/db', 2],
     ]);
   });
 
