@@ -8,7 +8,8 @@
  * Driven by the same plans as the writer (json.ts `jsonPlans`): RFC 3339 times (any offset, up to 9
  * fraction digits) to Timestamps, bare wrapper values to `{value}`, decimal-string 64-bit integers to
  * numbers, base64 to bytes, enum numbers to their names (a name stays a name); protojson's lowerCamel
- * JSON names are read as well as the proto names; keys flow.proto lacks are left out. What protojson
+ * JSON names are read as well as the proto names; keys flow.proto lacks stay (every reader of these
+ * objects passes them over). What protojson
  * leaves out (proto3 zero values) stays absent, which every reader of these objects takes as zero.
  * Throws TypeError on a value of the wrong type (the caller skips the line).
  */
@@ -16,8 +17,11 @@ import type { PackageDefinition } from '@grpc/proto-loader';
 import { jsonPlans, type Field, type Kind, type Plan } from './json.js';
 
 export interface FlowJsonReader {
-  /** The flow.Flow object of a protojson flow (a parsed JSON object). */
-  flow(json: Readonly<Record<string, unknown>>): Record<string, unknown>;
+  /**
+   * The flow.Flow object of a protojson flow: the parsed JSON object itself, read in place (so hand in
+   * a fresh parse, not one shared with anything else).
+   */
+  flow(json: Record<string, unknown>): Record<string, unknown>;
 }
 
 /** The last second parsed (stored flows come in time order: most lines share it). */
@@ -113,7 +117,7 @@ export function createFlowJsonReader(def: PackageDefinition, type = 'flow.Flow')
     switch (f.kind) {
       case 'message':
         if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new TypeError(`${f.name}: not an object`);
-        return message(f.sub as Plan, v as Record<string, unknown>);
+        return message(f.sub as Plan, v as Record<string, unknown>); // the same object, its fields read in place
       case 'timestamp': {
         const t = typeof v === 'string' ? parseRfc3339(v) : undefined;
         if (t === undefined) throw new TypeError(`${f.name}: not an RFC 3339 time`);
@@ -123,21 +127,40 @@ export function createFlowJsonReader(def: PackageDefinition, type = 'flow.Flow')
       default: return scalar(f.kind, v, f);
     }
   };
+  // In place: the parsed JSON is the reader's to change (a fresh JSON.parse), and most of it (strings,
+  // numbers, bools, enum names, lists of them) is already what the objects hold; only times, wrappers,
+  // 64-bit strings, enum numbers, bytes and lowerCamel keys change. Keys flow.proto lacks stay and
+  // every reader of these objects passes them over (as it does proto-loader's oneof names).
   const message = (p: Plan, obj: Record<string, unknown>): Record<string, unknown> => {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(obj)) {
+    const keys = Object.keys(obj);
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k] as string;
       const v = obj[key];
-      if (v === undefined || v === null) continue;
-      const f = fieldOf(p, key);
-      if (f === undefined) continue;
+      let f = p.lookup[key];
+      if (f === undefined) {
+        f = fieldOf(p, key);
+        if (f === undefined) continue;
+        delete obj[key];
+        if (obj[f.name] !== undefined) continue; // both spellings: the proto name wins
+      }
+      if (v === null || v === undefined) {
+        obj[f.name] = undefined;
+        continue;
+      }
       if (f.repeated) {
         if (!Array.isArray(v)) throw new TypeError(`${f.name}: not a list`);
-        out[f.name] = v.map((item: unknown) => value(f, item));
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i];
+          const out = value(f, x);
+          if (out !== x) v[i] = out;
+        }
+        if (f.name !== key) obj[f.name] = v;
       } else {
-        out[f.name] = value(f, v);
+        const out = value(f, v);
+        if (out !== v || f.name !== key) obj[f.name] = out;
       }
     }
-    return out;
+    return obj;
   };
   return { flow: (json) => message(root, json as Record<string, unknown>) };
 }

@@ -60,7 +60,7 @@ export interface GetFlowsDeps {
   /** The stored flow-log history read beyond the ring (history.ts; hubble.history.fromExport), or undefined. */
   readonly history?: StoredFlowSource | undefined;
   /** A stored protojson flow as a Hubble flow object (proto.ts `readFlowJson`). */
-  readonly readFlow?: (json: Readonly<Record<string, unknown>>) => HubbleObject;
+  readonly readFlow?: (json: Record<string, unknown>) => HubbleObject;
 }
 
 export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<void> {

@@ -42,7 +42,7 @@ export interface StoredReadRequest {
   /** The request's time (ms): the end of the stored part when the ring holds no flow the store keeps. */
   readonly nowMs: number;
   /** A stored `flow` (protojson) as a Hubble flow object (throws on a bad one). */
-  readonly readFlow: (json: Readonly<Record<string, unknown>>) => HubbleObject;
+  readonly readFlow: (json: Record<string, unknown>) => HubbleObject;
   readonly cancelled: () => boolean;
   /** Flows put in time order at a time (default 512). */
   readonly sortWindow?: number;

@@ -23,8 +23,8 @@ export interface HubbleProtos {
   readonly fieldMask: (paths: readonly string[]) => FieldMask | undefined;
   /** Compiles a FlowFilter's CEL expressions (cel.ts; its descriptors are made on the first use). */
   readonly cel: CelCompiler;
-  /** A protojson flow.Flow (a stored flow-log line's `flow`) as a Hubble flow object (json-read.ts; throws on a bad one). */
-  readonly readFlowJson: (json: Readonly<Record<string, unknown>>) => HubbleObject;
+  /** A protojson flow.Flow (a stored flow-log line's `flow`, freshly parsed: read in place) as a Hubble flow object (json-read.ts; throws on a bad one). */
+  readonly readFlowJson: (json: Record<string, unknown>) => HubbleObject;
   /** Client constructors, for tests and tools. */
   readonly ObserverClient: grpc.ServiceClientConstructor;
   readonly PeerClient: grpc.ServiceClientConstructor;
