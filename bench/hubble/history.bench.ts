@@ -7,6 +7,7 @@
  * (rotated at 4 MiB, `compress` on for one copy, off for the other), a ring of 1 024 after them.
  * - `serverFlowsPerSec`: src/server/hubble/history.ts `readStoredFlows` with every flow selected,
  *   each encoded as its GetFlowsResponse frame (encode.ts), no socket: the agent's side alone;
+ *   `serverCpuUsPerFlow` the same as CPU time (user + system) per flow, steadier on a busy machine;
  *   `serverDropsPerSec`: the same read with `--verdict DROPPED` (10% pass): lines read per second
  *   when most are filtered out.
  * - `cliFlowsPerSec`: the real `hubble observe --since <far back> -o jsonpb` (Cilium 1.18.4), its
@@ -76,8 +77,9 @@ async function store(label: 'plain' | 'gzip'): Promise<Store> {
 }
 
 /** Stored flows (up to the ring) through the matcher and the frame encoder, per second; how many passed. */
-async function serverRate(s: Store, matcher: FlowMatcher): Promise<{ perSec: number; sent: number; lines: number }> {
+async function serverRate(s: Store, matcher: FlowMatcher): Promise<{ perSec: number; cpuUsPerLine: number; sent: number; lines: number }> {
   const stats = { lines: 0, bad: 0 };
+  const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   let sent = 0;
   let bytes = 0;
@@ -89,7 +91,8 @@ async function serverRate(s: Store, matcher: FlowMatcher): Promise<{ perSec: num
   }
   if (bytes === 0 && sent > 0) throw new Error('nothing encoded');
   const s_ = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { perSec: Math.round(stats.lines / s_), sent, lines: stats.lines };
+  const cpu = process.cpuUsage(cpu0);
+  return { perSec: Math.round(stats.lines / s_), cpuUsPerLine: Number(((cpu.user + cpu.system) / stats.lines).toFixed(2)), sent, lines: stats.lines };
 }
 
 function tools(): string | undefined {
@@ -126,7 +129,9 @@ const stores = { plain: await store('plain'), gzip: await store('gzip') };
 const all = compileFlowFilters([], [], flowProtos.enums);
 const drops = compileFlowFilters([{ verdict: ['DROPPED'] }], [], flowProtos.enums);
 const bin = tools();
-const results: Record<'plain' | 'gzip', { server: number[]; drops: number[]; cli: number[] }> = { plain: { server: [], drops: [], cli: [] }, gzip: { server: [], drops: [], cli: [] } };
+const results: Record<'plain' | 'gzip', { server: number[]; cpu: number[]; drops: number[]; dropsCpu: number[]; cli: number[] }> = {
+  plain: { server: [], cpu: [], drops: [], dropsCpu: [], cli: [] }, gzip: { server: [], cpu: [], drops: [], dropsCpu: [], cli: [] },
+};
 for (let r = 0; r < ROUNDS; r++) {
   // ABBA: plain, gzip, gzip, plain.
   for (const label of ['plain', 'gzip', 'gzip', 'plain'] as const) {
@@ -134,7 +139,10 @@ for (let r = 0; r < ROUNDS; r++) {
     const a = await serverRate(s, all);
     if (a.sent !== N - s.ring.length) throw new Error(`${label}: ${a.sent} stored flows read, not ${N - s.ring.length}`);
     results[label].server.push(a.perSec);
-    results[label].drops.push((await serverRate(s, drops)).perSec);
+    results[label].cpu.push(a.cpuUsPerLine);
+    const d = await serverRate(s, drops);
+    results[label].drops.push(d.perSec);
+    results[label].dropsCpu.push(d.cpuUsPerLine);
     if (bin) results[label].cli.push(await cliRate(s, bin));
   }
 }
@@ -145,7 +153,9 @@ process.stdout.write(JSON.stringify({
   fixture: `${N} enriched flows (bench/hubble/flows.ts) in the static exporter's files, rotated at 4 MiB; a ring of 1024`,
   files: { plain: { count: stores.plain.files, bytes: stores.plain.bytes }, gzip: { count: stores.gzip.files, bytes: stores.gzip.bytes } },
   serverFlowsPerSec: { plain: med(results.plain.server), gzip: med(results.gzip.server), plainRange: range(results.plain.server), gzipRange: range(results.gzip.server) },
+  serverCpuUsPerFlow: { plain: med(results.plain.cpu), gzip: med(results.gzip.cpu) },
   serverDropsPerSec: { plain: med(results.plain.drops), gzip: med(results.gzip.drops) },
+  serverDropsCpuUsPerLine: { plain: med(results.plain.dropsCpu), gzip: med(results.gzip.dropsCpu) },
   cliFlowsPerSec: bin ? { plain: med(results.plain.cli), gzip: med(results.gzip.cli), plainRange: range(results.plain.cli), gzipRange: range(results.gzip.cli) } : 'hubble CLI not built',
   conditions: { node: process.version, rounds: ROUNDS, load: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))) },
 }) + '\n');

@@ -12,12 +12,14 @@
  * - through Hubble Relay: both nodes' histories merged in time order (`--since`), `--first N` per node;
  * - a node whose export keeps only drops refuses `--since` (FailedPrecondition, saying why) and
  *   answers `--since --verdict DROPPED` from its files;
- * - `--follow --since`: the files, then the ring, then new flows as they come.
+ * - `--follow --since`: the files, then the ring, then new flows as they come;
+ * - the agent itself (bin/retina-agent) wires it: restarted over an earlier run's files, it answers
+ *   `--since` from them; `hubble.history.fromExport` without the static exporter exits 2 naming the key.
  * Never skips: it fails when the hubble tools are not built.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -29,7 +31,7 @@ import { hubbleProtoFiles, loadFlowProtos } from '../../src/flow/hubble/index.js
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type FlowRing, type HubblePeer, type HubbleServer } from '../../src/server/hubble/index.js';
-import { freePort } from '../e2e/agent-process.js';
+import { AgentProcess, agentEnv, freePort } from '../e2e/agent-process.js';
 import { eventually } from './harness.js';
 import { HUBBLE_CLIS, hubble, hubbleTools } from './hubble-tools.js';
 
@@ -213,6 +215,29 @@ describe('hubble observe --since/--until/--first/--last beyond the ring, from th
     } finally {
       c.kill('SIGINT');
     }
+  });
+
+  it('the agent: restarted over an earlier run\'s files, it answers --since from them; without the static exporter it refuses to start', async () => {
+    const b = nodes[1] as Node;
+    const files = join(dir, 'agent');
+    cpSync(b.dir, files, { recursive: true });
+    const port = await freePort();
+    const config = (lines: string[]): string => {
+      const path = join(dir, `agent-${lines.length}.yaml`);
+      writeFileSync(path, ['apiServer:', '  host: 127.0.0.1', '  port: 0', 'enabledPlugin: []', 'hubble:', '  enabled: true', `  listenAddress: "127.0.46.4:${port}"`, '  history:', '    fromExport: true', ...lines, ''].join('\n'));
+      return path;
+    };
+    await using agent = new AgentProcess({ args: ['--config', config(['  export:', '    static:', '      enabled: true', `      filePath: ${join(files, 'events.log')}`])], env: agentEnv({ NODE_NAME: 'node-b' }) });
+    await agent.listening(30_000);
+    await agent.waitForLog((l) => l.msg === 'hubble server listening', 'hubble server listening', 30_000);
+    // The ring is empty (no plugin): every stored flow, in order, through the agent's own wiring.
+    const got = jsonFlows(await hubble(hubbleTools(''), ['observe', '--server', `127.0.46.4:${port}`, '-o', 'json', '--since', iso(-60)], 60_000));
+    assert.deepEqual(ports(got), range(0, N));
+    assert.ok(got.every((f) => f['node_name'] === 'node-b'));
+    await using bad = new AgentProcess({ args: ['--config', config([])], env: agentEnv() });
+    const exit = await bad.waitExit(30_000);
+    assert.equal(exit.code, 2, bad.stderr);
+    assert.match(bad.stderr, /hubble\.history\.fromExport.*the static exporter's files are the history/);
   });
 });
 
