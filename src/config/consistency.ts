@@ -62,6 +62,9 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enabledPlugin'], problem: `${shown(f)} has no effect: only packetparser reads it, and ${why}` });
     }
   }
+  if (agent.hubble.historyFromExport && !agent.hubble.enabled) {
+    out.push({ keys: [keys.hubbleHistoryFromExport.key, keys.hubbleEnabled.key], problem: `${keys.hubbleHistoryFromExport.key} has no effect while ${keys.hubbleEnabled.key} is false: no Hubble server reads the history` });
+  }
   if (values.sourceOf(keys.metricsInterval.key) !== 'default' && values.sourceOf(keys.metricsIntervalDuration.key) !== 'default') {
     out.push({ keys: ['metricsInterval', 'metricsIntervalDuration'], problem: 'both are set: metricsIntervalDuration is used and the deprecated metricsInterval is ignored (as in Retina)' });
   }

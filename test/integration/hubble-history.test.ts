@@ -172,7 +172,7 @@ describe('hubble observe --since/--until/--first/--last beyond the ring, from th
   });
 
   for (const cli of HUBBLE_CLIS) {
-    it(`through Hubble Relay: both nodes' histories merged by time; --first N per node (${cli.label})`, async () => {
+    it(`through Hubble Relay: both nodes' histories merged by time; --first N and --last N per node (${cli.label})`, async () => {
       if (relay === undefined) {
         const tools = hubbleTools('');
         const port = await freePort();
@@ -195,6 +195,9 @@ describe('hubble observe --since/--until/--first/--last beyond the ring, from th
       assert.deepEqual(firsts.map((f) => `${f['node_name']}:${f['l4']['UDP']['source_port'] ?? 0}`), ['node-a:0', 'node-b:0', 'node-a:1', 'node-b:1', 'node-a:2', 'node-b:2']);
       const window = jsonFlows(await observe(tools, relayAddr, '-o', 'json', '--since', iso(500), '--until', iso(504)));
       assert.deepEqual(ports(window), [500, 500, 501, 501, 502, 502, 503, 503, 504]);
+      // --last N per node, from the files (before the ring): node B's flows are half a second after A's.
+      const lasts = jsonFlows(await observe(tools, relayAddr, '-o', 'json', '--until', iso(1000), '--last', '2'));
+      assert.deepEqual(lasts.map((f) => `${f['node_name']}:${f['l4']['UDP']['source_port'] ?? 0}`), ['node-b:998', 'node-a:999', 'node-b:999', 'node-a:1000']);
     });
   }
 
