@@ -66,10 +66,13 @@ async function pipeline(name: string, n: number, ringSize: number, allowList: Re
 test('the stored part ends where the ring begins: every older flow once, in order, none of the ring\'s', async () => {
   const { ring, history } = await pipeline('seam', 1000, 100);
   const stats: StoredReadStats = { lines: 0, bad: 0 };
-  const got = await read({ ring, since: { seconds: 0, nanos: 0 } }, history, stats);
+  let made = 0;
+  const counted = { ...history, lineOf: (f: Flow): string | undefined => (made++, history.lineOf(f)) };
+  const got = await read({ ring, since: { seconds: 0, nanos: 0 } }, counted, stats);
   assert.deepEqual(got, Array.from({ length: 900 }, (_, i) => i));
   assert.equal(stats.bad, 0);
   assert.ok(stats.lines <= 901, `read up to the seam, not on: ${stats.lines}`);
+  assert.equal(made, 1, 'the seam is the ring\'s oldest flow: one ring flow\'s line made, not the ring\'s 100');
   // The line the exporter wrote is the line the history makes for a ring flow.
   assert.equal(history.lineOf(ring[0] as Flow), JSON.stringify(flowRecord(toHubbleFlow(ring[0] as Flow, 'node-a'), protos.json, undefined)));
   // since/until per flow, filters on the read-back flows.

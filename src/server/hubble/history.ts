@@ -12,7 +12,8 @@
  * Order: the files' order (the pipeline's), put in time order within a window of `sortWindow` flows
  * (flows of different plugins reach the pipeline slightly out of time order, across a backup boundary
  * too), so that Hubble Relay, which merges nodes by time, gets each node's stream in time order.
- * Memory: a chunk of lines, the window, and the seam's lines (one per ring flow the store keeps).
+ * Memory: a chunk of lines, the window, and the seam's lines (one per ring flow the store keeps, as
+ * far as reading reaches into the ring's times).
  */
 import type { Flow } from '../../flow/index.js';
 import { parseRfc3339, type FlowMatcher, type HubbleObject } from '../../flow/hubble/index.js';
@@ -125,23 +126,24 @@ class TimeHeap {
 export async function* readStoredFlows(src: StoredFlowSource, req: StoredReadRequest, stats: StoredReadStats = { lines: 0, bad: 0 }): AsyncGenerator<PickedFlow[], void, undefined> {
   const window = req.sortWindow ?? 512;
   const slack = req.slackMs ?? 60_000;
-  let ringMin = Infinity;
-  for (const f of req.ring) if (f.timeMs < ringMin) ringMin = f.timeMs;
-  /** The lines of the ring's flows the store keeps: made when a line reaches the ring's times. */
-  let seam: Set<string> | undefined;
-  const seamLines = (): Set<string> => {
-    const s = new Set<string>();
-    for (const f of req.ring) {
-      const line = src.lineOf(f);
-      if (line !== undefined) s.add(line);
+  /**
+   * The lines of the ring's flows the store keeps, up to the time of the line read: a line that is a
+   * ring flow's has its time, so a ring flow's line is made only once reading reaches its time (the
+   * seam is usually among the ring's oldest: a few lines made, not the ring's).
+   */
+  const byTime = [...req.ring].sort((a, b) => a.timeMs - b.timeMs);
+  const seam = new Set<string>();
+  let next = 0;
+  /** Whether no flow of the ring is kept by the store (known once every ring flow's line is made): the stored part then ends at the request's time. */
+  let noneKept = byTime.length === 0;
+  const reach = (ms: number): void => {
+    for (; next < byTime.length && (byTime[next] as Readonly<Flow>).timeMs <= ms; next++) {
+      const line = src.lineOf(byTime[next] as Readonly<Flow>);
+      if (line !== undefined) seam.add(line);
     }
-    return s;
+    if (next === byTime.length && seam.size === 0) noneKept = true;
   };
-  let endMs = Infinity;
-  if (req.ring.length === 0) {
-    seam = new Set();
-    endMs = req.nowMs;
-  }
+  const ringMin = byTime[0]?.timeMs ?? Infinity;
   const untilMs = req.until === undefined ? Infinity : msOf(req.until) + slack;
   const heap = new TimeHeap();
   const sinceMs = req.since === undefined ? undefined : msOf(req.since);
@@ -168,16 +170,13 @@ export async function* readStoredFlows(src: StoredFlowSource, req: StoredReadReq
       }
       const ms = msOf(t);
       if (ms >= ringMin) {
-        if (seam === undefined) {
-          seam = seamLines();
-          if (seam.size === 0) endMs = req.nowMs;
-        }
+        reach(ms);
         if (seam.has(line)) {
           done = true;
           break;
         }
       }
-      if (ms > endMs || ms > untilMs) {
+      if ((noneKept && ms > req.nowMs) || ms > untilMs) {
         done = true;
         break;
       }
