@@ -11,14 +11,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/index.js';
 import type { Encoder } from './encode.js';
 import { checkFilterLimits, compileFlowFilters, FieldMaskError, FilterError, type FieldMask, type FilterLimits, type FlowMatcher } from '../../flow/hubble/index.js';
-import { createEncodedFlows, grpcFrame, grpcSink, rawSink, rawStreamOf, type FlowSink, type PickedFlow } from './frames.js';
+import { createEncodedFlows, grpcFrame, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
 import { timestamp, timestampMs, toHubbleFlow, uncoveredBy, type HubbleObject } from '../../flow/hubble/index.js';
 import type { Flow } from '../../flow/index.js';
 import type { CelCompiler } from './cel.js';
 import { carriedPaths, createProjection, maskPaths, type FlowProjection } from './field-mask.js';
 import type { FlowRing } from './ring.js';
 import type { FlowEnums } from './proto.js';
-import { readStoredFlows, type StoredFlowSource, type StoredReadStats } from './history.js';
+import { readStoredFlows, sendForward, sendLast, type StoredFlowSource, type StoredReadStats } from './history.js';
 
 export type FlowsCall = grpc.ServerWritableStream<HubbleObject, HubbleObject>;
 
@@ -286,36 +286,3 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
 
 /** A request's FlowFilter list (absent: none). */
 const asFilters = (v: unknown): Readonly<Record<string, unknown>>[] => (Array.isArray(v) ? (v as Readonly<Record<string, unknown>>[]) : []);
-
-/** Sends stored flows in order, at most `number` (0: all); how many were sent, or undefined when cancelled. */
-async function sendForward(stored: AsyncGenerator<PickedFlow[]>, number: number, sink: FlowSink, cancelled: () => boolean): Promise<number | undefined> {
-  let sent = 0;
-  for await (const batch of stored) {
-    for (const p of batch) {
-      if (cancelled()) return undefined;
-      if (number > 0 && sent >= number) return sent;
-      sent++;
-      if (sink.add(p)) await sink.flush();
-    }
-  }
-  return cancelled() ? undefined : sent;
-}
-
-/** Sends the last `want` stored flows (kept in a ring of `want` while reading); how many, or undefined when cancelled. */
-async function sendLast(stored: AsyncGenerator<PickedFlow[]>, want: number, sink: FlowSink, cancelled: () => boolean): Promise<number | undefined> {
-  const last: PickedFlow[] = [];
-  let n = 0;
-  for await (const batch of stored) {
-    for (const p of batch) {
-      last[n % want] = p;
-      n++;
-    }
-  }
-  if (cancelled()) return undefined;
-  const start = n <= want ? 0 : n % want;
-  for (let i = 0; i < Math.min(n, want); i++) {
-    if (cancelled()) return undefined;
-    if (sink.add(last[(start + i) % want] as PickedFlow)) await sink.flush();
-  }
-  return Math.min(n, want);
-}

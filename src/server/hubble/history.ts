@@ -17,7 +17,7 @@
  */
 import type { Flow } from '../../flow/index.js';
 import { parseRfc3339, type FlowMatcher, type HubbleObject } from '../../flow/hubble/index.js';
-import type { PickedFlow } from './frames.js';
+import type { FlowSink, PickedFlow } from './frames.js';
 
 /** The stored flows a Hubble server reads beyond its ring (src/export/history.ts `createExportHistory`). */
 export interface StoredFlowSource {
@@ -201,4 +201,37 @@ export async function* readStoredFlows(src: StoredFlowSource, req: StoredReadReq
   const rest: PickedFlow[] = [];
   for (let p = heap.pop(); p !== undefined; p = heap.pop()) rest.push(p);
   if (rest.length && !req.cancelled()) yield rest;
+}
+
+/** Sends stored flows in order, at most `number` (0: all); how many were sent, or undefined when cancelled. */
+export async function sendForward(stored: AsyncGenerator<PickedFlow[]>, number: number, sink: FlowSink, cancelled: () => boolean): Promise<number | undefined> {
+  let sent = 0;
+  for await (const batch of stored) {
+    for (const p of batch) {
+      if (cancelled()) return undefined;
+      if (number > 0 && sent >= number) return sent;
+      sent++;
+      if (sink.add(p)) await sink.flush();
+    }
+  }
+  return cancelled() ? undefined : sent;
+}
+
+/** Sends the last `want` stored flows (kept in a ring of `want` while reading); how many, or undefined when cancelled. */
+export async function sendLast(stored: AsyncGenerator<PickedFlow[]>, want: number, sink: FlowSink, cancelled: () => boolean): Promise<number | undefined> {
+  const last: PickedFlow[] = [];
+  let n = 0;
+  for await (const batch of stored) {
+    for (const p of batch) {
+      last[n % want] = p;
+      n++;
+    }
+  }
+  if (cancelled()) return undefined;
+  const start = n <= want ? 0 : n % want;
+  for (let i = 0; i < Math.min(n, want); i++) {
+    if (cancelled()) return undefined;
+    if (sink.add(last[(start + i) % want] as PickedFlow)) await sink.flush();
+  }
+  return Math.min(n, want);
 }
