@@ -5,9 +5,9 @@
 import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
 import { LOG_LEVELS, type LogLevel } from '../log/line/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
-import { InvalidValue } from './errors.js';
+import { ConfigErrors, InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
-import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
+import { historyProblems, hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
 import { flowLogsConfig, flowLogsKeys, type FlowLogsConfig } from './flow-logs.js';
 import { flowLogsOtlpConfig, flowLogsOtlpKeys, type FlowLogsOtlpConfig } from './flowlogs-otlp.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
@@ -101,6 +101,9 @@ export type AgentKeys = ReturnType<typeof agentKeys>;
 
 export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
   const useLegacy = v.sourceOf(keys.metricsIntervalDuration.key) === 'default' && v.sourceOf(keys.metricsInterval.key) !== 'default';
+  const flowLogs = flowLogsConfig(keys, v);
+  const history = historyProblems(keys, v, flowLogs.static);
+  if (history.length > 0) throw new ConfigErrors(history);
   return Object.freeze({
     apiServerHost: v.get(keys.apiServerHost),
     apiServerPort: v.get(keys.apiServerPort),
@@ -123,7 +126,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     hubble: hubbleConfig(keys, v),
     hubbleMetrics: hubbleMetricsConfig(keys, v),
     metricsPodLabels: Object.freeze([...v.get(keys.metricsPodLabelsAllowlist)]),
-    flowLogs: flowLogsConfig(keys, v),
+    flowLogs,
     flowLogsOtlp: flowLogsOtlpConfig(keys, v),
   });
 }

@@ -66,6 +66,11 @@ describe('contradictory keys are reported at start, naming the keys', () => {
       assert.deepEqual(w, [], c);
     }
   });
+  it('hubble.history.fromExport without hubble.enabled: named (nothing reads the history)', () => {
+    const w = warnings('hubble:\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n');
+    assert.deepEqual(w.map((x) => x.keys), [['hubble.history.fromExport', 'hubble.enabled']]);
+    assert.deepEqual(warnings('hubble:\n  enabled: true\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n'), []);
+  });
   it('packetparser listed while nothing wants flows: its keys are named with the reason', () => {
     const w = warnings('enabledPlugin: [packetparser]\ndataAggregationLevel: high\n');
     assert.deepEqual(w.map((x) => x.keys), [['enabledPlugin', 'enablePodLevel'], ['dataAggregationLevel', 'enabledPlugin']]);

@@ -65,6 +65,9 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
   if (agent.metricsPodLabels.length > 0 && !agent.enablePodLevel && agent.hubbleMetrics.metrics.length === 0) {
     out.push({ keys: [keys.metricsPodLabelsAllowlist.key, 'enablePodLevel'], problem: `${shown('metricsPodLabelsAllowlist')} has no effect: only adv_* (enablePodLevel) and hubble_* (hubble.metrics.enabled) series carry pod labels, and both are off` });
   }
+  if (agent.hubble.historyFromExport && !agent.hubble.enabled) {
+    out.push({ keys: [keys.hubbleHistoryFromExport.key, keys.hubbleEnabled.key], problem: `${keys.hubbleHistoryFromExport.key} has no effect while ${keys.hubbleEnabled.key} is false: no Hubble server reads the history` });
+  }
   if (values.sourceOf(keys.metricsInterval.key) !== 'default' && values.sourceOf(keys.metricsIntervalDuration.key) !== 'default') {
     out.push({ keys: ['metricsInterval', 'metricsIntervalDuration'], problem: 'both are set: metricsIntervalDuration is used and the deprecated metricsInterval is ignored (as in Retina)' });
   }
