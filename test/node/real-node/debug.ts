@@ -70,7 +70,7 @@ export function debugCases(s: RealNodeSuite): void {
     const { cli, srv } = s.pods;
     assert.ok(cli && srv && shellRef, 'the pods of the advanced-remote case and the shell image');
     const t0 = Date.now();
-    const trace = kubectlRetina(['bpftrace', NODE_NAME, '-n', ns, '--image', shellRef, '--drops', '--rst', '--errors', '--ip', `${srv.ip},${srv.ip6}`, '--duration', '25s', '-o', 'json'], s.node.kubeconfig);
+    const trace = kubectlRetina(['bpftrace', NODE_NAME, '-n', ns, '--image', shellRef, '--drops', '--rst', '--errors', '--ip', `${srv.ip},${srv.ip6}`, '--duration', '40s', '-o', 'json'], s.node.kubeconfig);
     try {
       await eventually('the trace started', 120_000, async () => trace.stdout.includes('"event":"start"') || (trace.child.exitCode !== null && assert.fail(`bpftrace exited: ${trace.stderr}`)), 200);
       const started = Date.now() - t0;
