@@ -25,10 +25,11 @@ debs=.cache/image/shell-debs-$arch
 
 # What an on-call engineer reaches for (Retina's shell/Dockerfile, from Debian 12): tracing (bpftrace 0.17, bpftool),
 # packets (tcpdump), the network stack (iproute2, nftables, iptables, conntrack, ethtool), DNS (dig, nslookup, host),
-# HTTP (curl), ping, nc, socat, jq, procps (ps, top, sysctl), util-linux (mount, nsenter, lsns), and a shell.
-TOOLS=(bash dash coreutils util-linux mount procps grep sed gawk findutils less ncurses-base file
+# HTTP (curl), ping, tracepath, traceroute, nc, socat, jq, procps (ps, top, sysctl), util-linux (mount, nsenter, lsns),
+# hostname, and a shell.
+TOOLS=(bash dash coreutils util-linux mount procps hostname grep sed gawk findutils less ncurses-base file
   bpftrace bpftool tcpdump iproute2 nftables iptables conntrack ethtool bind9-dnsutils curl ca-certificates
-  iputils-ping netcat-openbsd socat jq)
+  iputils-ping iputils-tracepath traceroute netcat-openbsd socat jq)
 # Needed only by maintainer scripts (which never run here) or by dpkg itself: left out.
 SKIP='^(perl|perl-base|perl-modules-.*|libperl.*|lib.*-perl|debconf|dpkg|adduser|passwd|usrmerge|init-system-helpers|libpam-modules.*|libsemanage.*|libsepol2|libdb5.3|libgdbm.*|debianutils|base-files|sensible-utils)$'
 
@@ -58,16 +59,18 @@ mkdir -p "$rootfs/etc/ssl/certs" "$rootfs/tmp" "$rootfs/root" "$rootfs/host" "$r
 cat "$rootfs"/usr/share/ca-certificates/mozilla/*.crt > "$rootfs/etc/ssl/certs/ca-certificates.crt"
 chmod 1777 "$rootfs/tmp"
 ldconfig -r "$rootfs"
-# update-alternatives' jobs (postinsts that do not run here): iptables-nft (Debian 12's default), nc, awk.
+# update-alternatives' jobs (postinsts that do not run here): iptables-nft (Debian 12's default), nc, traceroute, awk.
 for t in iptables ip6tables iptables-save ip6tables-save iptables-restore ip6tables-restore; do ln -sfn xtables-nft-multi "$rootfs/usr/sbin/$t"; done
 ln -sfn nc.openbsd "$rootfs/bin/nc"
+ln -sfn traceroute.db "$rootfs/usr/bin/traceroute"
+ln -sfn traceroute6.db "$rootfs/usr/bin/traceroute6"
 ln -sfn gawk "$rootfs/usr/bin/awk"
 printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' > "$rootfs/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$rootfs/etc/group"
 printf 'hosts: files dns\n' > "$rootfs/etc/nsswitch.conf"
 printf "PS1='retina-shell \\\\w# '\n" > "$rootfs/root/.bashrc"
 # Every tool must start in the image's own root (a missing library shows here, not on a node).
-for t in bash bpftrace bpftool tcpdump ip nft iptables conntrack ethtool dig curl ping nc socat jq ps; do
+for t in bash hostname bpftrace bpftool tcpdump ip nft iptables conntrack ethtool dig curl ping tracepath traceroute nc socat jq ps; do
   chroot "$rootfs" /usr/bin/env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin sh -c "command -v $t" >/dev/null \
     || { echo "shell image: $t is missing from the image" >&2; exit 1; }
 done

@@ -163,7 +163,7 @@ describe('execInPod', () => {
 });
 
 describe('attachToPod', () => {
-  it('sends stdin on channel 0, the terminal size on 4, closes stdin with [255, 0] on v5, asks for a TTY without stderr', async () => {
+  it('sends stdin on channel 0, the terminal size on 4, stdin\'s end as Ctrl-D to a terminal and as [255, 0] (v5) otherwise, a TTY without stderr', async () => {
     const got: { url?: string; frames: Buffer[] } = { frames: [] };
     const server = createServer();
     server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
@@ -176,7 +176,7 @@ describe('attachToPod', () => {
         got.frames.push(payload);
         // the terminal echoes stdin; stdin's close ends the process, and the server closes the stream
         if (payload[0] === 0) socket.write(serverFrame(0x2, channel(1, payload.subarray(1))));
-        if (payload[0] === 255) socket.end(serverFrame(0x8, Buffer.from([0x03, 0xe8])));
+        if (payload[0] === 255 || (payload[0] === 0 && payload[1] === 4)) socket.end(serverFrame(0x8, Buffer.from([0x03, 0xe8])));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -200,10 +200,18 @@ describe('attachToPod', () => {
       await done;
       assert.equal(got.url, '/api/v1/namespaces/ns/pods/p/attach?container=c&stdout=true&stderr=false&stdin=true&tty=true');
       assert.deepEqual(got.frames.map((f) => [f[0], f.subarray(1).toString()]), [
-        [4, '{"Width":80,"Height":24}'], [0, 'echo hi\n'], [4, '{"Width":120,"Height":24}'], [255, '\u0000'],
+        [4, '{"Width":80,"Height":24}'], [0, 'echo hi\n'], [4, '{"Width":120,"Height":24}'], [0, '\u0004'],
       ]);
-      assert.equal(Buffer.concat(out).toString(), 'echo hi\n');
+      assert.equal(Buffer.concat(out).toString(), 'echo hi\n\u0004');
       assert.equal(resized, undefined, 'the resize listener removed');
+      got.frames.length = 0;
+      const plain = new PassThrough();
+      const closed = attachToPod(cfg, { namespace: 'ns', pod: 'p', container: 'c', stdin: plain, stdout, stderr: new Writable({ write: (_c, _e, cb): void => cb() }) });
+      await new Promise((r) => setTimeout(r, 50));
+      plain.end('x');
+      await closed;
+      assert.match(got.url, /\/attach\?container=c&stdout=true&stderr=true&stdin=true$/);
+      assert.deepEqual(got.frames.map((f) => [...f]), [[0, 120], [255, 0]]);
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

@@ -4,7 +4,8 @@
  * v4.channel.k8s.io, as client-node and kubectl ask for them) over one upgraded HTTP request. Each
  * binary message's first byte is its channel: 1 stdout, 2 stderr, 3 the command's Status (its exit
  * code) at the end. `attachToPod` (pods/attach) and an exec with `stdin` send too: channel 0 carries
- * stdin, 4 the terminal's size ({"Width","Height"}), and on v5 a message [255, 0] closes stdin (its end).
+ * stdin, 4 the terminal's size ({"Width","Height"}), and on v5 a message [255, 0] closes stdin (its end; a
+ * terminal gets Ctrl-D instead).
  * Of RFC 6455 the client side is here: data frames, fragments, ping, close; masked frames out.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -44,7 +45,7 @@ export interface StreamOptions {
   readonly stdout: Writable;
   /** Not asked for with `tty` (a terminal has one output). */
   readonly stderr: Writable;
-  /** Sent to the process's stdin once the stream is up; its end closes stdin (v5; on v4 stdin stays open). */
+  /** Sent to the process's stdin once the stream is up; its end closes stdin (v5; on v4 stdin stays open), or with `tty` is sent as Ctrl-D. */
   readonly stdin?: Readable;
   /** A terminal session: stdout carries the terminal's output, `terminal` its size. */
   readonly tty?: boolean;
@@ -174,8 +175,11 @@ function sendInput(socket: Duplex, o: StreamOptions, v5: boolean): (() => void)[
   const input = o.stdin;
   if (input) {
     const onData = (c: Buffer | string): void => send(STDIN, Buffer.isBuffer(c) ? c : Buffer.from(c));
+    // With a terminal, stdin's end is the terminal's EOF character (Ctrl-D): the shell reads it after what came
+    // before and exits, where closing stdin hangs the terminal up and kills the shell mid-command.
     const onEnd = (): void => {
-      if (v5) send(CLOSE, Buffer.from([STDIN]));
+      if (o.tty) send(STDIN, Buffer.from([0x04]));
+      else if (v5) send(CLOSE, Buffer.from([STDIN]));
     };
     input.on('data', onData);
     input.once('end', onEnd);
