@@ -100,7 +100,9 @@ export function debugCases(s: RealNodeSuite): void {
       assert.ok(events.every((e) => [srv.ip, srv.ip6].includes(e['src_ip'] as string) || [srv.ip, srv.ip6].includes(e['dst_ip'] as string)), 'only the --ip addresses');
       await eventually('the trace pod deleted', 60_000, async () => (await leftovers('retina-trace')).length === 0, 500);
       const nfDrops = events.filter((e) => e['reason'] === 'NETFILTER_DROP' && e['dst_port'] === DENIED).length;
-      console.log(`# bpftrace: started in ${started} ms; ${events.length} events, ${nfDrops} NETFILTER_DROP; e.g. ${JSON.stringify(events.find((e) => e['reason'] === 'NETFILTER_DROP'))}`);
+      const kinds = new Map<string, number>();
+      for (const e of events) kinds.set(`${String(e['type'])} ${String(e['reason'] ?? e['error'] ?? '')} ${String(e['family'])}`, (kinds.get(`${String(e['type'])} ${String(e['reason'] ?? e['error'] ?? '')} ${String(e['family'])}`) ?? 0) + 1);
+      console.log(`# bpftrace: started in ${started} ms; ${events.length} events, ${nfDrops} NETFILTER_DROP; ${[...kinds].map(([k, n]) => `${k}: ${n}`).join(', ')}; e.g. ${JSON.stringify(events.find((e) => e['reason'] === 'NETFILTER_DROP'))}`);
     } finally {
       if (trace.child.exitCode === null) trace.child.kill('SIGKILL');
     }
