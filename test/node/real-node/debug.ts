@@ -1,7 +1,7 @@
 /**
  * Real-node cases, on call (issue 39): `kubectl-retina bpftrace` on the node against scripted faults
- * (an nftables deny from the client pod to the server pod, a closed port on the server pod; IPv4 and
- * IPv6), and `kubectl-retina shell` on the node (a host-network pod) and in the server pod (an ephemeral
+ * (an nftables deny from the client pod to the server pod, a closed port on the server pod, an NFQUEUE
+ * rule with no reader; IPv4 and IPv6), and `kubectl-retina shell` on the node (a host-network pod) and in the server pod (an ephemeral
  * container), each running commands typed on its stdin; every pod they make is gone afterwards. The
  * shell image is `make image`'s (build/image/retina-ts-shell-<arch>.oci.tar), imported into the node's
  * containerd (see test/node/real-node.test.ts for why the areas share one node).
@@ -22,6 +22,7 @@ import type { RealNodeSuite } from './suite.js';
 const SHELL_ARCHIVE = join(ROOT, 'build', 'image', `retina-ts-shell-${process.arch === 'arm64' ? 'arm64' : 'amd64'}.oci.tar`);
 const DENIED = 39_700;
 const CLOSED = 39_701;
+const QUEUED = 39_702;
 
 interface Run {
   readonly child: ChildProcess;
@@ -66,24 +67,30 @@ export function debugCases(s: RealNodeSuite): void {
     t.diagnostic(`shell image ${shellRef}`);
   });
 
-  it('kubectl-retina bpftrace: the nftables deny client -> server seen as NETFILTER_DROP and the closed port as RST_SENT NO_SOCKET and ECONNREFUSED, IPv4 and IPv6, as JSON lines; the trace pod gone afterwards', () => withDrops(async () => {
+  it('kubectl-retina bpftrace: the nftables deny client -> server seen as NETFILTER_DROP and the closed port as RST_SENT and ECONNREFUSED, an unread NFQUEUE as NFQ_DROP, IPv4 and IPv6, as JSON lines; the trace pod gone afterwards', () => withDrops(async () => {
     const { cli, srv } = s.pods;
     assert.ok(cli && srv && shellRef, 'the pods of the advanced-remote case and the shell image');
     const t0 = Date.now();
-    const trace = kubectlRetina(['bpftrace', NODE_NAME, '-n', ns, '--image', shellRef, '--drops', '--rst', '--errors', '--ip', `${srv.ip},${srv.ip6}`, '--duration', '40s', '-o', 'json'], s.node.kubeconfig);
+    const trace = kubectlRetina(['bpftrace', NODE_NAME, '-n', ns, '--image', shellRef, '--drops', '--rst', '--errors', '--nfqueue-drops', '--ip', `${srv.ip},${srv.ip6}`, '--duration', '50s', '-o', 'json'], s.node.kubeconfig);
     try {
       await eventually('the trace started', 120_000, async () => trace.stdout.includes('"event":"start"') || (trace.child.exitCode !== null && assert.fail(`bpftrace exited: ${trace.stderr}`)), 200);
       const started = Date.now() - t0;
       // the faults: the server pod drops TCP from the client to DENIED; nothing listens on CLOSED
+      // and an NFQUEUE rule sends TCP to QUEUED to queue 7, which nothing reads
       srv.ns.run('nft', ['-f', '-'], `table inet rndeny {\n chain input {\n  type filter hook input priority 0;\n  ip saddr ${cli.ip} tcp dport ${DENIED} drop\n  ip6 saddr ${cli.ip6} tcp dport ${DENIED} drop\n }\n}\n`);
+      const queue = ['INPUT', '-p', 'tcp', '--dport', String(QUEUED), '-j', 'NFQUEUE', '--queue-num', '7'];
+      srv.ns.run('iptables', ['-A', ...queue]);
+      srv.ns.run('ip6tables', ['-A', ...queue]);
       try {
         const answers = [];
         for (const ip of [srv.ip, srv.ip6]) {
-          answers.push((await cli.ns.node(CONNECT, [ip, String(DENIED)])).trim(), (await cli.ns.node(CONNECT, [ip, String(CLOSED)])).trim());
+          for (const port of [DENIED, CLOSED, QUEUED]) answers.push((await cli.ns.node(CONNECT, [ip, String(port)])).trim());
         }
-        assert.deepEqual(answers, ['timeout', 'ECONNREFUSED', 'timeout', 'ECONNREFUSED'], 'the faults as the client sees them');
+        assert.deepEqual(answers, ['timeout', 'ECONNREFUSED', 'timeout', 'timeout', 'ECONNREFUSED', 'timeout'], 'the faults as the client sees them');
       } finally {
         srv.ns.run('nft', ['delete', 'table', 'inet', 'rndeny']);
+        srv.ns.run('iptables', ['-D', ...queue]);
+        srv.ns.run('ip6tables', ['-D', ...queue]);
       }
       const code = await trace.done;
       assert.equal(code, 0, trace.stderr);
@@ -96,6 +103,7 @@ export function debugCases(s: RealNodeSuite): void {
         assert.ok(has({ type: 'DROP', family, reason: 'NO_SOCKET', src_ip: c, dst_ip: v, dst_port: CLOSED }), `${family} NO_SOCKET drop of the SYN to ${v}:${CLOSED}`);
         assert.ok(has({ type: 'RST_SENT', family, src_ip: v, src_port: CLOSED, dst_ip: c }), `${family} RST_SENT from ${v}:${CLOSED}`);
         assert.ok(has({ type: 'SOCK_ERR', family, error: 'ECONNREFUSED', errno: 111, src_ip: c, dst_ip: v, dst_port: CLOSED }), `${family} ECONNREFUSED at the client`);
+        assert.ok(has({ type: 'NFQ_DROP', family, location: 'nf_queue', src_ip: c, dst_ip: v, dst_port: QUEUED }), `${family} NFQ_DROP of the SYN to ${v}:${QUEUED}`);
       }
       assert.ok(events.every((e) => [srv.ip, srv.ip6].includes(e['src_ip'] as string) || [srv.ip, srv.ip6].includes(e['dst_ip'] as string)), 'only the --ip addresses');
       await eventually('the trace pod deleted', 60_000, async () => (await leftovers('retina-trace')).length === 0, 500);
