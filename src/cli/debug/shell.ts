@@ -4,7 +4,7 @@
  * shell, as with kubectl attach -it); outside a terminal (a pipe, a script) stdin is sent as it is, and
  * Ctrl-C ends the session. Either way the node's pod is deleted when the session ends.
  */
-import { DebugError, capabilityNames, parseTarget, runShell, type ShellRequest } from '../../debug/index.js';
+import { capabilityNames, parseTarget, runShell, type ShellRequest } from '../../debug/index.js';
 import { parseDurationMs } from '../../config/index.js';
 import { parseFlags, UsageError, type Flags } from '../args.js';
 import { connect } from '../capture/flags.js';
@@ -107,7 +107,7 @@ export async function runShellCommand(argv: readonly string[], env: NodeJS.Proce
     return r.exitCode ?? 0;
   } catch (e) {
     if (stop.by()) return 130;
-    err(e instanceof DebugError ? e.message : (e as Error).message);
+    err((e as Error).message);
     return 1;
   } finally {
     if (tty) process.stdin.setRawMode(false);
