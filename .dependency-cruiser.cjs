@@ -16,6 +16,7 @@ const mayImport = {
   // Stored flow logs (STYLE.md section 13): FlowConsumers handed in by src/cli; the filter compiler from flow/hubble.
   export: ['k8s', 'metrics', 'config', 'flow'],
   capture: ['k8s', 'plugin', 'config'],
+  debug: ['k8s'], // kubectl-retina shell and bpftrace: pods, attach, the bpftrace program and its events
   server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // /metrics, /healthz, /readyz
   'server/hubble': ['k8s', 'metrics', 'config', 'flow'], // the Hubble service: flows in, gRPC out; k8s: peer discovery
   plugin: ['metrics', 'config', 'flow'],

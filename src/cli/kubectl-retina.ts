@@ -1,6 +1,6 @@
 /**
  * Composition root of the kubectl plugin `kubectl-retina` (`kubectl retina ...` once on PATH):
- * `capture create|list|delete|download`, `migrate-values`. kubectl's common flags (--kubeconfig, --context, -n, --as,
+ * `capture create|list|delete|download`, `shell`, `bpftrace`, `migrate-values`. kubectl's common flags (--kubeconfig, --context, -n, --as,
  * ...: src/cli/kube-flags.ts) are taken out of the command line here, wherever they stand, and handed
  * to the subcommand: every subcommand gets them, and one that does not talk to the cluster ignores them.
  */
@@ -8,11 +8,15 @@ import { runCreate } from './capture/create.js';
 import { runDelete } from './capture/delete.js';
 import { runDownload } from './capture/download.js';
 import { runList } from './capture/list.js';
+import { runBpftraceCommand } from './debug/bpftrace.js';
+import { runShellCommand } from './debug/shell.js';
 import { version } from './command.js';
 import { KUBE_FLAGS_USAGE, splitKubeFlags, type KubeFlags } from './kube-flags.js';
 import { runMigrateValues } from './migrate-values.js';
 
 export const USAGE = `usage: kubectl-retina capture <create|list|delete|download> [flags]   (--help on each)
+       kubectl-retina shell (NODE | pods/NAME) [flags]   (a shell with networking tools on a node or in a pod)
+       kubectl-retina bpftrace NODE [flags]              (drops, RSTs, socket errors, retransmits on a node)
        kubectl-retina migrate-values -f RETINA_VALUES [-o OUT]
        kubectl-retina options    (kubectl's flags every subcommand takes: --kubeconfig, --context, -n, --as, ...)
        kubectl-retina version`;
@@ -40,6 +44,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return group === undefined ? 2 : 0;
   }
   if (group === 'migrate-values') return runMigrateValues(args.slice(1));
+  if (group === 'shell') return runShellCommand(args.slice(1), env, kube);
+  if (group === 'bpftrace') return runBpftraceCommand(args.slice(1), env, kube);
   if (group !== 'capture') {
     process.stderr.write(`kubectl-retina: unknown command ${JSON.stringify(group)}\n${USAGE}\n`);
     return 2;

@@ -4,7 +4,8 @@
  *
  *   plugins (sources) ─ctx.flows─▶ enricher ─▶ fanOut ─┬─▶ Metrics Module (enablePodLevel; adv_*)
  *                                     ▲                 ├─▶ Hubble ring (hubble.enabled; handed in)
- *                          IP cache (watches.ts)        └─▶ flow-log exporters (src/export; handed in)
+ *                          IP cache (watches.ts)        ├─▶ Hubble metrics (hubble.metrics.enabled; hubble_*; handed in)
+ *                                                       └─▶ flow-log exporters (src/export; handed in)
  *
  * Whether plugins produce flows is decided here, once (`flowsWanted` of the config): `flows` is the
  * sink plugins get in their context (PluginContext.flows), undefined when nothing consumes flows,
@@ -18,7 +19,7 @@
  * has src/cli hand it in): the pod-level side drives it from the same watches (its spec, deleted
  * pods' series, the API server's addresses), so building it in src/cli would split one wiring in two.
  */
-import { flowsWanted, type AgentConfig } from '../config/index.js';
+import { flowsWanted, podLabelName, type AgentConfig } from '../config/index.js';
 import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
 import { fanOut, type FlowConsumer } from '../flow/index.js';
 import type { RestClient } from '../k8s/index.js';
@@ -36,6 +37,11 @@ import { resolvePipelineWorkers, startedFromSnapshot } from './worker-count.js';
 export interface NamedConsumer {
   readonly name: string;
   readonly consumer: FlowConsumer;
+  /**
+   * A consumer that keeps series per pod (the Hubble metrics): deleted pods' series are removed from
+   * it as from the Metrics Module's (pod-level-forget.ts), when there is a Kubernetes API.
+   */
+  readonly forget?: Pick<MetricsModule, 'forgetPodsInSteps'>;
 }
 
 export interface NodePipelineOptions {
@@ -87,6 +93,12 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   const lookup = watches ? cacheLookup(watches.cache) : noLookup;
   let flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
   if (wanted && !stages.length) log.warn('flows are wanted but no consumer was wired; plugins produce none');
+  const forgetting = o.consumers.filter((c) => c.forget !== undefined);
+  const forgetters = watches && forgetting.length
+    ? await import('./pod-level-forget.js').then((m) => forgetting.map((c) => m.startPodForgetter({
+      pods: watches.watch.pods, cache: watches.cache, module: c.forget as NonNullable<NamedConsumer['forget']>, log: log.child({ consumer: c.name }),
+    })))
+    : [];
   // Worker threads (pipelineWorkers): sources that can hand raw records over have them decoded,
   // enriched and counted there; only the counting (the Metrics Module) moves, the other consumers
   // get those flows here, in drain order, as before (workers.ts).
@@ -104,6 +116,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
     const { startPipelineWorkers } = await import('./workers.js');
     workers = startPipelineWorkers({
       workers: workerCount, module, cache: watches?.cache, remoteContext: o.agent.remoteContext, nodeName: watches?.nodeName ?? '',
+      podLabels: o.agent.metricsPodLabels.map((key) => ({ key, name: podLabelName(key) })),
       metrics: o.metrics, log, onThread, wantsFlows: () => others.length > 0 || module.observes(), fallback: flows,
     });
     const pool = workers;
@@ -117,11 +130,13 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
     module: podLevel?.module,
     spec: podLevel?.spec,
     workers,
-    // The workers (their last counts merged), then the pod-level side (its subscriptions); the watches it read are their owner's.
+    // The workers (their last counts merged), then the consumers' forgetters and the pod-level side (their
+    // subscriptions); the watches they read are their owner's.
     [Symbol.asyncDispose]: async () => {
       try {
         await workers?.[Symbol.asyncDispose]();
       } finally {
+        for (const f of forgetters) f[Symbol.dispose]();
         await podLevel?.[Symbol.asyncDispose]();
       }
     },

@@ -22,6 +22,8 @@ export interface WorkerInit {
   readonly enrich: boolean;
   readonly flushMs: number;
   readonly maxSeriesPerMetric?: number;
+  /** The main thread's module's pod labels (metricsPodLabelsAllowlist): the same label names. */
+  readonly podLabels: readonly { readonly key: string; readonly name: string }[];
 }
 
 export type ToWorker =
@@ -60,7 +62,7 @@ const keepsNothing = {
 const reader = new HandoffReader(init.sab, init.shape);
 const cache = new IpCache();
 const module = createMetricsModule({
-  metrics: keepsNothing, remoteContext: init.remoteContext, nodeName: init.nodeName, handsOver: true,
+  metrics: keepsNothing, remoteContext: init.remoteContext, nodeName: init.nodeName, handsOver: true, podLabels: init.podLabels,
   ...(init.maxSeriesPerMetric ? { maxSeriesPerMetric: init.maxSeriesPerMetric } : {}),
 });
 const next = init.enrich ? createEnricher(cacheLookup(cache), module) : module;

@@ -30,6 +30,8 @@ export interface PipelineWorkersOptions {
   readonly cache: IpCache | undefined;
   readonly remoteContext: boolean;
   readonly nodeName: string;
+  /** The module's pod labels (metricsPodLabelsAllowlist), which the workers' modules must have too. */
+  readonly podLabels?: readonly { readonly key: string; readonly name: string }[];
   readonly metrics: MetricsRegistry;
   readonly log: Logger;
   /** This thread's consumers of the offloaded sources' flows (Hubble, exporters, API-server latency); not counted again. */
@@ -169,7 +171,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
 
   function start(i: number): void {
     const sab = createHandoffBuffer(shape);
-    const init: WorkerInit = { sab, shape, remoteContext: o.remoteContext, nodeName: o.nodeName, enrich: o.cache !== undefined, flushMs };
+    const init: WorkerInit = { sab, shape, remoteContext: o.remoteContext, nodeName: o.nodeName, enrich: o.cache !== undefined, flushMs, podLabels: o.podLabels ?? [] };
     const worker = new Worker(url, { workerData: init });
     const startedAt = performance.now();
     let exited: () => void = () => undefined;

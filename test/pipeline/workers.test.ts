@@ -28,7 +28,7 @@ function podCache(): IpCache {
   const c = new IpCache();
   for (let i = 1; i <= 20; i++) {
     c.upsertPod({
-      kind: 'pod', namespace: i % 2 ? 'ns-a' : 'ns-b', name: `p${i}`, ips: [`10.1.0.${i}`], nodeIP: undefined, labels: {}, annotations: {},
+      kind: 'pod', namespace: i % 2 ? 'ns-a' : 'ns-b', name: `p${i}`, ips: [`10.1.0.${i}`], nodeIP: undefined, labels: { app: `app-${i % 3}` }, annotations: {},
       owners: [], workloads: [{ kind: 'Deployment', name: `w${i % 5}` }], nodeName: i <= 10 ? 'node-0' : 'node-1', // known nodes, as in a cluster (architecture.md: pods of unknown nodes are learnt per worker)
     });
   }
@@ -61,9 +61,12 @@ function records(n: number, seed = 1): DataView {
   return v;
 }
 
-function moduleOf(): { metrics: MetricsRegistry; module: MetricsModule } {
+/** Pod labels (metricsPodLabelsAllowlist) for the first test's modules. */
+const podLabels = [{ key: 'app', name: 'label_app' }];
+
+function moduleOf(labels: typeof podLabels = []): { metrics: MetricsRegistry; module: MetricsModule } {
   const metrics = createMetricsRegistry({ processMetrics: false });
-  const module = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-0' });
+  const module = createMetricsModule({ metrics, remoteContext: true, nodeName: 'node-0', podLabels: labels });
   module.apply(spec);
   return { metrics, module };
 }
@@ -100,14 +103,14 @@ const until = async (what: string, ok: () => boolean, ms = 10_000): Promise<void
 };
 
 describe('pipeline workers', () => {
-  it('two workers count exactly what the main thread counts from the same records', async () => {
+  it('two workers count exactly what the main thread counts from the same records (pod labels too)', async () => {
     const v = records(20_000);
     const cache = podCache();
-    const inThread = moduleOf();
+    const inThread = moduleOf(podLabels);
     createEnricher(cacheLookup(cache), inThread.module).consume({ source: 'packetparser', flows: decodeAll(v) });
-    const off = moduleOf();
+    const off = moduleOf(podLabels);
     await using pool = startPipelineWorkers({
-      workers: 2, module: off.module, cache, remoteContext: true, nodeName: 'node-0', metrics: off.metrics, log: silentLogger,
+      workers: 2, module: off.module, cache, remoteContext: true, nodeName: 'node-0', metrics: off.metrics, log: silentLogger, podLabels,
       onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
     });
     pushAll(pool.openRaw(ref), v, 2000); // drains of 2000: each fills a slot or two per worker, so the hand-offs never fill
@@ -119,6 +122,7 @@ describe('pipeline workers', () => {
     assert.ok(st.perWorker.every((n) => n > 0), `both workers took records: ${st.perWorker.join(', ')}`);
     const want = await adv(inThread.metrics);
     assert.ok(want.length > 100, `${want.length} series`);
+    assert.ok(want.some((l) => l.includes('source_label_app="app-1"')), 'the pod label is on the series');
     assert.deepEqual(await adv(off.metrics), want);
   });
 
