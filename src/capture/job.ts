@@ -5,8 +5,9 @@
  */
 import type { CaptureSpec } from '../k8s/index.js';
 import {
-  DEFAULT_MAX_CAPTURE_SIZE_MB, andAll, captureDurationMs, compileFilters, goDuration, hostsFilter, netshFilter, resolveHostPath, srcDstFilter, tcpdumpFlags,
+  DEFAULT_MAX_CAPTURE_SIZE_MB, andAll, captureDurationMs, captureRunMs, compileFilters, goDuration, hostsFilter, netshFilter, resolveHostPath, srcDstFilter, tcpdumpFlags,
 } from './spec.js';
+import { resolveTrigger } from './trigger.js';
 
 export const CAPTURE_APP_LABEL = 'retina.sh/app';
 export const CAPTURE_APP_VALUE = 'capture';
@@ -180,6 +181,17 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
     }
   }
   if (o.apiServer) envs.push(env('APISERVER', o.apiServer));
+  if (cc.trigger) {
+    // The workload reads the trigger back with the same validator (CAPTURE_TRIGGER.<field>), defaults resolved here once.
+    const t = resolveTrigger(cc.trigger);
+    envs.push(env('CAPTURE_TRIGGER', JSON.stringify(cc.trigger)));
+    const sock = /^unix:\/\/(\/.*)\/[^/]+$/.exec(t.hubbleAddress);
+    if (sock) {
+      // The agent's Hubble socket (hubble.socketPath): its folder from the host.
+      volumes.push({ name: 'hubble-socket', hostPath: { path: sock[1], type: 'Directory' } });
+      mounts.push({ name: 'hubble-socket', mountPath: sock[1], readOnly: true });
+    }
+  }
 
   const container: Record<string, unknown> = {
     name: CAPTURE_CONTAINER,
@@ -220,7 +232,7 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
     metadata: { generateName: `${capture.name}-`, namespace: capture.namespace, labels: { ...labels }, annotations: { ...annotations } },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds: Math.ceil(durationMs / 1000) + o.deadlineSlackSeconds,
+      activeDeadlineSeconds: Math.ceil(captureRunMs(spec) / 1000) + o.deadlineSlackSeconds,
       template: { metadata: { labels: { ...labels }, annotations }, spec: podSpec },
     },
   };
