@@ -92,7 +92,8 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       secretsRoot: flag('secrets-dir') ?? env['RETINA_CAPTURE_SECRETS_ROOT'] ?? '/',
       hostPathBase: flag('host-path-base-dir') ?? (env['RETINA_CAPTURE_HOSTPATH_BASE_DIR'] || undefined),
       annotate: podAnnotator(w, env, log),
-      trigger: (t) => hubbleTrigger(t, { protoDir: packageFile('proto/hubble'), log }),
+      // Reaching the agent may take as long as the capture stays armed, at most 30 s (an agent restarting).
+      trigger: (t) => hubbleTrigger(t, { protoDir: packageFile('proto/hubble'), log, connectTimeoutMs: Math.min(30_000, w.durationMs) }),
     });
     process.stdout.write(`${JSON.stringify({ tarball: r.tarball, packets: r.manifest.packets, dropped: r.manifest.dropped, stopReason: r.manifest.stopReason, deliveries: r.deliveries, ...(r.manifest.trigger ? { trigger: { fired: r.manifest.trigger.fired, dropToCaptureMs: r.manifest.trigger.dropToCaptureMs, cut: r.manifest.trigger.cut } } : {}) })}\n`);
     if (r.failures.length) return fail(1, `capture ${r.tarball}: ${r.failures.join('; ')}`);
