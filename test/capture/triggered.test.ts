@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
+import { TAGGED_UDP_SEND } from '../ebpf/traffic.js';
 import { droppingPair, NsAgent, type Netns } from '../ebpf/netns.js';
 import { extract, freshDir, runWorkload, sh } from './workload-run.js';
 
@@ -25,19 +26,6 @@ const B = `${NET}.2`;
 const HUBBLE = '127.0.0.1:24244';
 /** A port no datagram of this test or another goes to (port 9, discard, met one from elsewhere on the machine). */
 const NEVER_PORT = 61_000 + (process.pid % 500);
-
-/** Sends argv[1] datagrams `<tag>-<nnn>` to argv[2]:argv[3], argv[5] ms apart. */
-const TAGGED_SEND = `
-import dgram from 'node:dgram';
-const [n, host, port, tag, gap] = process.argv.slice(1);
-const s = dgram.createSocket('udp4');
-for (let i = 0; i < Number(n); i++) {
-  await new Promise((r) => s.send(Buffer.from(tag + '-' + String(i).padStart(3, '0')), Number(port), host, r));
-  if (Number(gap)) await new Promise((r) => setTimeout(r, Number(gap)));
-}
-s.close();
-console.log('sent', n);
-`;
 
 /** The packets of a classic pcap (raw Ethernet framing on a veth): UDP destination port and payload. */
 function udpPackets(file: string): { tsMs: number; dport: number; payload: string }[] {
@@ -85,13 +73,13 @@ describe('a triggered capture: the agent\'s first NETFILTER_DROP starts it (real
     const out = freshDir('ctg-out-');
     const run = runWorkload(env('trig', out, { dropReason: 'NETFILTER_DROP', flowFilter: { destinationPort: 9999, sourceIP: B }, preTrigger: { packets: 8 }, postTriggerDuration: '2s' }), { netns: a.name });
     await run.capturing;
-    await b.node(TAGGED_SEND, ['40', A, '7000', 'pre', '5']);
+    await b.node(TAGGED_UDP_SEND, ['40', A, '7000', 'pre', '5']);
     // A drop of another port: NETFILTER_DROP but not the trigger's flow filter (the agent filters it out).
     await new Promise((r) => setTimeout(r, 500));
-    await b.node(TAGGED_SEND, ['6', A, '7000', 'last', '5']);
+    await b.node(TAGGED_UDP_SEND, ['6', A, '7000', 'last', '5']);
     const sentAt = Date.now();
-    await b.node(TAGGED_SEND, ['3', A, '9999', 'drop', '50']);
-    await b.node(TAGGED_SEND, ['5', A, '7000', 'post', '20']);
+    await b.node(TAGGED_UDP_SEND, ['3', A, '9999', 'drop', '50']);
+    await b.node(TAGGED_UDP_SEND, ['5', A, '7000', 'post', '20']);
     const r = await run.done;
     assert.equal(r.code, 0, `${r.stderr}\n${r.termination}`);
     const tarball = sh('ls', [out]).trim();
@@ -119,7 +107,7 @@ describe('a triggered capture: the agent\'s first NETFILTER_DROP starts it (real
     const out = freshDir('ctg-out-');
     const run = runWorkload(env('quiet', out, { dropReason: 'NO_SOCKET', flowFilter: { destinationPort: NEVER_PORT } }, '3s'), { netns: a.name });
     await run.capturing;
-    await b.node(TAGGED_SEND, ['3', A, '9999', 'other', '10']);
+    await b.node(TAGGED_UDP_SEND, ['3', A, '9999', 'other', '10']);
     const r = await run.done;
     assert.equal(r.code, 0, `${r.stderr}\n${r.termination}`);
     const x = extract(join(out, sh('ls', [out]).trim()));

@@ -15,24 +15,12 @@ import { objectPath, resources } from '../../../src/k8s/index.js';
 import { extract } from '../../capture/workload-run.js';
 import { ROOT } from '../../chart/helm.js';
 import { withDrops } from '../../ebpf/drop-lock.js';
+import { TAGGED_UDP_SEND } from '../../ebpf/traffic.js';
 import { sh } from '../../ebpf/netns.js';
 import { createNamespace, eventually, listAll } from '../../integration/harness.js';
 import { NODE_NAME } from '../node.js';
 import { podLog, type Pod } from '../workloads.js';
 import { run, type RealNodeSuite } from './suite.js';
-
-/** Sends argv[1] datagrams `<tag>-<nnn>` to argv[2]:argv[3], argv[5] ms apart. */
-const TAGGED_SEND = `
-import dgram from 'node:dgram';
-const [n, host, port, tag, gap] = process.argv.slice(1);
-const s = dgram.createSocket('udp4');
-for (let i = 0; i < Number(n); i++) {
-  await new Promise((r) => s.send(Buffer.from(tag + '-' + String(i).padStart(3, '0')), Number(port), host, r));
-  if (Number(gap)) await new Promise((r) => setTimeout(r, Number(gap)));
-}
-s.close();
-console.log('sent', n);
-`;
 
 interface Packet {
   readonly tsMs: number;
@@ -90,12 +78,12 @@ export function triggeredCaptureCases(s: RealNodeSuite): void {
       await eventually('the capture workload armed ("capturing")', 60_000, async () => (await podLog(client, pod)).some((l) => l['msg'] === 'capturing'), 200)
         .catch(async (e: unknown) => assert.fail(`${String(e)}\n${(await podLog(client, pod).catch(() => [])).map((l) => JSON.stringify(l)).join('\n')}`));
       // The follow is registered a moment after the call (the agent's GetFlows): forwarded traffic meanwhile fills the ring.
-      await cli.ns.node(TAGGED_SEND, ['30', srv.ip, '7000', 'pre', '10']);
+      await cli.ns.node(TAGGED_UDP_SEND, ['30', srv.ip, '7000', 'pre', '10']);
       await new Promise((r) => setTimeout(r, 1500));
-      await cli.ns.node(TAGGED_SEND, ['5', srv.ip, '7000', 'pre2', '5']);
+      await cli.ns.node(TAGGED_UDP_SEND, ['5', srv.ip, '7000', 'pre2', '5']);
       const sentAt = Date.now();
-      await withDrops(() => cli.ns.node(TAGGED_SEND, ['3', srv.ip, '9999', 'drop', '100']));
-      await cli.ns.node(TAGGED_SEND, ['10', srv.ip, '7000', 'post', '20']);
+      await withDrops(() => cli.ns.node(TAGGED_UDP_SEND, ['3', srv.ip, '9999', 'drop', '100']));
+      await cli.ns.node(TAGGED_UDP_SEND, ['10', srv.ip, '7000', 'post', '20']);
       await eventually('the capture pod Succeeded', 60_000, async () =>
         (await client.request<Pod>('GET', objectPath(resources.pods, ns, pod.metadata.name))).status?.phase === 'Succeeded', 500)
         .catch(async (e: unknown) => assert.fail(`${String(e)}\n${(await podLog(client, pod).catch(() => [])).map((l) => JSON.stringify(l)).join('\n')}`));
