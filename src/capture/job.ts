@@ -90,6 +90,17 @@ export class JobNumLimitError extends Error {
   }
 }
 
+/**
+ * A triggered capture targets a Windows node: refused before any Job is made (the workload's PktMon
+ * provider has no pre-trigger stream yet, docs/capture.md#windows).
+ */
+export class TriggerOnWindowsError extends Error {
+  override readonly name = 'TriggerOnWindowsError';
+  constructor(readonly nodes: readonly string[]) {
+    super(`spec.captureConfiguration.trigger: triggered captures run on Linux nodes only; Windows target node(s) ${nodes.join(', ')} (narrow the targets, e.g. --node-selectors kubernetes.io/os=linux)`);
+  }
+}
+
 export function captureLabels(captureName: string): Record<string, string> {
   return { [CAPTURE_APP_LABEL]: CAPTURE_APP_VALUE, [CAPTURE_NAME_LABEL]: captureName };
 }
@@ -240,9 +251,11 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
   return job;
 }
 
-/** One Job per node; JobNumLimitError when the limit is exceeded (nothing is to be created then). */
+/** One Job per node; JobNumLimitError when the limit is exceeded, TriggerOnWindowsError for a trigger on Windows nodes (nothing is to be created then). */
 export function captureJobs(capture: { name: string; namespace: string; spec: CaptureSpec }, nodes: readonly TargetNode[], o: TranslateOptions): Manifest[] {
   if (o.jobNumLimit > 0 && nodes.length > o.jobNumLimit) throw new JobNumLimitError(nodes.length, o.jobNumLimit);
+  const windows = nodes.filter((n) => n.os === 'windows').map((n) => n.name);
+  if (capture.spec.captureConfiguration.trigger && windows.length) throw new TriggerOnWindowsError(windows);
   return [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((n) => nodeJob(capture, n, o));
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { CaptureSpec, CaptureTrigger } from '../k8s/index.js';
 import { decodeWorkloadEnv } from './env.js';
-import { nodeJob } from './job.js';
+import { captureJobs, nodeJob, TriggerOnWindowsError } from './job.js';
 import { captureRunMs, validateCaptureSpec } from './spec.js';
 import { flowMatchesTrigger, triggerFlowOf } from './trigger-hubble.js';
 import { DEFAULT_HUBBLE_ADDRESS, resolveTrigger, triggerFlowFilters, validateTrigger } from './trigger.js';
@@ -74,4 +74,12 @@ test('the Job carries the trigger and runs for the armed duration plus the post-
   assert.throws(() => decodeWorkloadEnv({ ...env, NODE_HOST_NAME: 'n1', CAPTURE_TRIGGER: '{"pod":"x"}', CAPTURE_FILE_COUNT: '2' }), (e: Error) =>
     e.message.includes('CAPTURE_TRIGGER.pod: "x" is not namespace/name') && e.message.includes('CAPTURE_FILE_COUNT: a triggered capture'));
   assert.throws(() => decodeWorkloadEnv({ ...env, NODE_HOST_NAME: 'n1', CAPTURE_TRIGGER: '{' }), /CAPTURE_TRIGGER is not JSON/);
+});
+
+test('a trigger on a Windows node is refused before any Job is made, naming the nodes', () => {
+  const opts = { linuxImage: 'img', windowsImage: 'wimg', hostPathBaseDir: '/b', jobNumLimit: 0, startTimestamp: '2026-01-01T00:00:00Z', deadlineSlackSeconds: 60 };
+  const s = spec({ dropReason: 'DROPPED' });
+  assert.throws(() => captureJobs({ name: 'c', namespace: 'd', spec: s }, [{ name: 'l1', os: 'linux' }, { name: 'w1', os: 'windows' }], opts),
+    (e: unknown) => e instanceof TriggerOnWindowsError && /Linux nodes only; Windows target node\(s\) w1/.test(e.message));
+  assert.equal(captureJobs({ name: 'c', namespace: 'd', spec: { ...s, captureConfiguration: { ...s.captureConfiguration, trigger: undefined } } }, [{ name: 'w1', os: 'windows' }], opts).length, 1);
 });
