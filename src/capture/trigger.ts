@@ -141,13 +141,12 @@ export function triggerFlowFilters(t: ResolvedTrigger): Record<string, unknown>[
   return out;
 }
 
-/** The `kubectl retina capture create` words of a trigger (for its printed summary). */
+/** The `kubectl retina capture create` words of a trigger: `the first NETFILTER_DROP drop from or to pod a/b; keeps ...`. */
 export function describeTrigger(t: ResolvedTrigger): string {
-  const parts: string[] = [];
-  if (t.dropReason) parts.push(`a drop ${t.dropReason}`);
-  if (t.pod) parts.push(`of pod ${t.pod}`);
+  const parts = [t.dropReason ? `the first ${t.dropReason} drop` : 'the first flow'];
+  if (t.pod) parts.push(`from or to pod ${t.pod}`);
   const f = Object.entries(t.flowFilter).map(([k, v]) => `${k}=${String(v)}`);
   if (f.length) parts.push(`matching ${f.join(' ')}`);
   const pre = t.preTrigger.packets !== undefined ? `the last ${t.preTrigger.packets} packets` : `the last ${(t.preTrigger.durationMs ?? 0) / 1000}s`;
-  return `a flow ${parts.join(' ')}; keeps ${pre} before it and ${t.postTriggerMs / 1000}s after`;
+  return `${parts.join(' ')}; keeps ${pre} before it and ${t.postTriggerMs / 1000}s after`;
 }

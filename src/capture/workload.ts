@@ -177,8 +177,8 @@ export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise
   }
   const manifest = buildManifest({ env, os: provider.os, startedAt, stoppedAt, stopReason: run.stopReason, counts, files: await captureFiles(dir, base), metadata: env.includeMetadata, trigger: run.trigger });
   await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
-  // An armed capture whose trigger never came writes no packet file: that is its answer, not a failure.
-  if (!manifest.files.length && run.stopReason !== 'notTriggered') failures.push('the capture wrote no file');
+  // An armed capture whose trigger never came (by the end of its duration, or SIGTERM) writes no packet file: that is its answer, not a failure.
+  if (!manifest.files.length && !(run.trigger && !run.trigger.fired)) failures.push('the capture wrote no file');
 
   const tarball = `${base}.tar.gz`;
   const tarPath = join(deps.workDir, tarball);

@@ -69,7 +69,7 @@ export function triggeredCaptureCases(s: RealNodeSuite): void {
         '--trigger-drop-reason', 'NETFILTER_DROP', '--trigger-pod', `${srv.namespace}/${srv.name}`, '--pre-trigger-packets', String(PRE), '--post-trigger-duration', '3s',
         '--duration', '90s', '--include-filter', `${srv.ip}:7000,${srv.ip}:9999`, '--host-path', 'rn-trig', '--include-metadata=false', '--debug=true', '--kubeconfig', node.kubeconfig],
       { env: { ...process.env, RETINA_AGENT_IMAGE: imageRef }, timeout: 120_000 }).catch((e: unknown) => assert.fail(`capture create: ${String((e as { stderr?: string }).stderr ?? e)}`));
-      assert.match(created.stdout, /armed for 90s on each node; triggers on a flow a drop NETFILTER_DROP of pod rn-b\//);
+      assert.match(created.stdout, /armed for 90s on each node; triggers on the first NETFILTER_DROP drop from or to pod rn-b\/srv-[^;]+; keeps the last 12 packets before it and 3s after/);
       const pod = await eventually('the capture pod Running', 120_000, async () => {
         const ps = await listAll<Pod>(client, resources.pods, ns, { labelSelector: 'capture-name=rn-trig' });
         return ps.find((p) => p.status?.phase === 'Running' || p.status?.phase === 'Succeeded');
