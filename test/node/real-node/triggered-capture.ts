@@ -8,6 +8,7 @@
  * test/node/real-node.test.ts for why the areas share one node).
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { it } from 'node:test';
@@ -19,7 +20,7 @@ import { TAGGED_UDP_SEND } from '../../ebpf/traffic.js';
 import { sh } from '../../ebpf/netns.js';
 import { createNamespace, eventually, listAll } from '../../integration/harness.js';
 import { NODE_NAME } from '../node.js';
-import { podLog, type Pod } from '../workloads.js';
+import { agentPods, podLog, type Pod } from '../workloads.js';
 import { run, type RealNodeSuite } from './suite.js';
 
 interface Packet {
@@ -54,6 +55,9 @@ function readPcap(file: string): { linkType: number; packets: Packet[] } {
   }
   return { linkType, packets };
 }
+
+/** The hubble CLI's folder (hack/hubble/build.sh, already built for the Hubble case). */
+const hubbleTools = (): string => execFileSync('bash', [`${ROOT}hack/hubble/build.sh`], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' }, encoding: 'utf8' }).trim();
 
 /** A Capture triggered by the first NETFILTER_DROP of the server pod on the real node. */
 export function triggeredCaptureCases(s: RealNodeSuite): void {
@@ -95,7 +99,14 @@ export function triggeredCaptureCases(s: RealNodeSuite): void {
         cut: { preTriggerPackets: number; triggerPacketIndex: number; triggerPacketTimeMs: number; matchedBy: string }; postTriggerPackets: number;
       } };
       const tr = m.trigger;
-      assert.ok(tr?.fired, `the trigger fired: ${JSON.stringify(m)}`);
+      if (!tr?.fired) {
+        // What the agent served meanwhile, and what the workload and the agent said.
+        const [agent] = await agentPods(client);
+        const hubble = await run(join(hubbleTools(), 'hubble'), ['observe', '--server', '127.0.0.1:4244', '--last', '40', '--verdict', 'DROPPED', '-o', 'compact'],
+          { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000 }).then((r) => r.stdout, (e: unknown) => String(e));
+        assert.fail(`the trigger did not fire: ${JSON.stringify(m)}\ncapture pod:\n${(await podLog(client, pod).catch(() => [])).map((l) => JSON.stringify(l)).join('\n')}\nagent:\n${
+          agent ? (await podLog(client, agent).catch(() => [])).slice(-30).map((l) => JSON.stringify(l)).join('\n') : 'none'}\nhubble observe --verdict DROPPED on the node:\n${hubble}`);
+      }
       assert.equal(m.stopReason, 'postTrigger');
       assert.equal(tr.flow.dropReason, 'NETFILTER_DROP');
       assert.equal(tr.flow.destinationPod, `${srv.namespace}/${srv.name}`);
