@@ -31,6 +31,7 @@ import { observeCases } from './real-node/observe.js';
 import { podTrafficCases } from './real-node/pod-traffic.js';
 import { resourceCases } from './real-node/resources.js';
 import { newSuite } from './real-node/suite.js';
+import { triggeredCaptureCases } from './real-node/triggered-capture.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION } from './workloads.js';
 
 describe('real node: helm install of the chart with the real image', { timeout: 1_500_000 }, () => {
@@ -57,6 +58,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   debugCases(s); // kubectl-retina bpftrace and shell against scripted faults
   resourceCases(s); // the agent pod's cgroup: RSS and CPU
   hubbleCases(s); // Hubble Relay through the chart
+  triggeredCaptureCases(s); // a capture started by the first drop (the agent's Hubble, on since the Hubble case)
   lifecycleCases(s); // pod deleted, container killed, upgrade, uninstall
   hardenedCases(s); // the hardened profile
 });
