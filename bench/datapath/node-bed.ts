@@ -66,9 +66,15 @@ export class NodeBed implements AsyncDisposable {
   retinaMissing: string | undefined;
   #retina: Subject | undefined;
 
-  private constructor(pods: number) {
+  readonly #bare: boolean;
+  private constructor(pods: number, bare: boolean) {
+    this.#bare = bare;
     this.node = new Netns('node');
     try {
+      if (bare) {
+        this.pods = new PodNode(pods, { node: this.node.name, podToPod: true, tag: `rb${process.pid % 1000}`, net: '10.239' });
+        return;
+      }
       sh('ip', ['link', 'add', this.#uplink, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.node.name]);
       sh('sysctl', ['-qw', `net.ipv6.conf.${this.#uplink}.disable_ipv6=1`]);
       sh('ip', ['addr', 'add', `${GATEWAY_IP}/30`, 'dev', this.#uplink]);
@@ -87,7 +93,7 @@ export class NodeBed implements AsyncDisposable {
 
   /** The node with `pods` pods registered and accepted for Retina's annotation metric set. */
   static async create(pods = 4): Promise<NodeBed> {
-    const bed = new NodeBed(pods);
+    const bed = new NodeBed(pods, false);
     try {
       await bed.#register();
       const build = retinaBuild();
@@ -98,6 +104,16 @@ export class NodeBed implements AsyncDisposable {
       await bed[Symbol.asyncDispose]();
       throw e;
     }
+    return bed;
+  }
+
+  /**
+   * A bare node beside it: the same pods and servers in a namespace of their own, with no
+   * agent and no control plane, for the no-agent runs alternated with an agent's within seconds.
+   */
+  static bare(pods = 2): NodeBed {
+    const bed = new NodeBed(pods, true);
+    bed.#servers.push(spawn('ip', ['netns', 'exec', bed.server.netns, 'iperf3', '-s', '-p', String(IPERF_PORT)], { stdio: 'ignore' }));
     return bed;
   }
 
@@ -293,7 +309,7 @@ export class NodeBed implements AsyncDisposable {
     this.#relay?.close();
     this.pods[Symbol.dispose]();
     this.node.destroy();
-    try { sh('ip', ['link', 'del', this.#uplink]); } catch { /* went with the namespace */ }
+    if (!this.#bare) try { sh('ip', ['link', 'del', this.#uplink]); } catch { /* went with the namespace */ }
     rmSync(this.work, { recursive: true, force: true });
   }
 }
