@@ -4,7 +4,9 @@
  * by JSON lines on stdin; answers one JSON line per command on stdout.
  *
  * Commands: start {config, agent, interest (string[] | null: bypass), timing, apiServer (addresses:
- * the flows also go through the Metrics Module's API-server latency stage)}, interest {ips},
+ * the flows also go through the Metrics Module's API-server latency stage), sums (the flows are only
+ * summed by observation point and addresses, not kept: storms; costUs: CPU each summed flow burns, as a
+ * heavier pipeline would)}, sums (those sums), interest {ips},
  * flows (the flows since the previous call), lost, logs, metrics, block {argv} (spawnSync: the
  * event loop, and so the ring buffer's reader, stands still while it runs), runstats (BPF run-time
  * statistics on), stop.
@@ -48,7 +50,12 @@ interface Command {
   readonly ips?: string[];
   readonly argv?: string[];
   readonly apiServer?: string[];
+  readonly sums?: boolean;
+  readonly costUs?: number;
 }
+
+/** Flows summed by `${obs} ${src} ${dst}` (the sums mode). */
+export type FlowSums = Record<string, { records: number; packets: number; bytes: number }>;
 
 const compact = (f: Flow): PFlow => ({
   obs: f.observationPoint, dir: f.direction, reply: f.isReply ?? null, src: f.srcIp, dst: f.dstIp, sport: f.srcPort, dport: f.dstPort,
@@ -57,6 +64,7 @@ const compact = (f: Flow): PFlow => ({
 });
 
 let handle: AsyncDisposable | undefined;
+let sums: FlowSums = {};
 let got: Collected | undefined;
 let flowsSeen = 0;
 let stats: Disposable | undefined;
@@ -82,7 +90,29 @@ async function run(c: Command): Promise<unknown> {
       };
       const api = c.apiServer ? new Set(c.apiServer) : undefined;
       const latency = api ? createApiServerLatency({ metrics: made.got.metrics, isApiServer: (ip) => api.has(ip) }) : undefined;
-      const flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
+      sums = {};
+      const costUs = c.costUs ?? 0;
+      const summing = {
+        consume: (b: FlowBatch): void => {
+          if (costUs) {
+            // CPU time, not wall time: on a busy machine a spin by the clock burns less than it says.
+            const cpu = (): number => {
+              const u = process.cpuUsage();
+              return u.user + u.system;
+            };
+            const until = cpu() + costUs * b.flows.length;
+            while (cpu() < until);
+          }
+          for (const f of b.flows) {
+            const k = `${f.observationPoint} ${f.srcIp} ${f.dstIp}`;
+            const t = (sums[k] ??= { records: 0, packets: 0, bytes: 0 });
+            t.records++;
+            t.packets += f.packets;
+            t.bytes += f.bytes;
+          }
+        },
+      };
+      const flows = c.sums ? summing : latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
       handle = await runPacketparser({ ...made.ctx, interest, flows }, c.timing ?? {});
       return { status: got.status };
     }
@@ -96,6 +126,8 @@ async function run(c: Command): Promise<unknown> {
       flowsSeen = all.length;
       return out;
     }
+    case 'sums':
+      return sums;
     case 'lost':
       return (got?.lost ?? []).filter((l) => l.type === 'kernel').reduce((a, l) => a + l.n, 0);
     case 'logs':

@@ -23,6 +23,7 @@ import {
 import { createVethWatcher, type Link } from './veths.js';
 import { createAttachFailures } from './attach-status.js';
 import { followLinks } from './link-watch.js';
+import { AGG_KEY_SIZE, AGG_MAP, foldAboveBytes, startBudget, type BudgetLink, type BudgetTiming } from './budget.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
@@ -43,7 +44,7 @@ export const packetparser = definePlugin<PacketparserConfig>({
   start: (ctx) => runPacketparser(ctx),
 });
 
-export interface PacketparserTiming {
+export interface PacketparserTiming extends BudgetTiming {
   /** The endpoint watcher follows link notifications; it also reads every link this often (default 60 s). */
   readonly vethResyncMs?: number;
   /** While a veth fails to attach, the veths are looked at again this often (default 1 s). */
@@ -96,6 +97,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
             sampling_rate: ctx.agent.dataSamplingRate,
             report_interval_ns: ctx.agent.conntrackReportIntervalMs * 1_000_000,
             wakeup_bytes: wakeupBytes(ringSize),
+            fold_above_bytes: ctx.agent.cpuBudgetMillicores ? foldAboveBytes(ringSize) : 0,
           },
           maxEntries: { [EVENTS_MAP]: ringSize, [FILTER_MAP]: ctx.agent.filterMapMaxEntries, [CONNTRACK_MAP]: ctx.config.conntrackMaxEntries },
         }),
@@ -110,9 +112,13 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 
     const clock = kernelClock();
     const decode = createPacketDecoder({ clock });
+    let budget: BudgetLink | undefined;
     const ring = wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
-      onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),
+      onRecords: (flows) => {
+        budget?.onRecords(flows.length);
+        emitFlows(ctx, 'packetparser', flows);
+      },
     });
 
     // The sweep (in the kernel): reports what idle and expired connections still hold, deletes the
@@ -129,14 +135,22 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       if (!r) throw new Error(`${SWEEP_RESULT_MAP} has no entry 0`);
       return decodeSweepResult(r);
     };
-    const runSweep = (final: boolean): SweepResult => {
+    // The keyed sweep over one map's keys (the connection table's, or the CPU budget's aggregates').
+    const sweepKeyed = (final: boolean, map: string, agg: boolean): SweepResult => {
+      const keys = mapKeys(obj.map(map), agg ? AGG_KEY_SIZE : CT_KEY_SIZE);
+      let r = sweepRun(sweepKeysInput(final, keys.slice(0, SWEEP_KEYS_PER_RUN), agg));
+      for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN), agg)));
+      return r;
+    };
+    // The sweep walks the connections, then flushes the CPU budget's aggregates (`aggregatesOnly`: those alone).
+    const runSweep = (final: boolean, aggregatesOnly = false): SweepResult => {
       clock.resync();
       let r: SweepResult;
-      if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final));
+      if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final, aggregatesOnly));
       else {
-        const keys = mapKeys(obj.map(CONNTRACK_MAP), CT_KEY_SIZE);
-        r = sweepRun(sweepKeysInput(final, keys.slice(0, SWEEP_KEYS_PER_RUN)));
-        for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN))));
+        const conns = aggregatesOnly ? undefined : sweepKeyed(final, CONNTRACK_MAP, false);
+        const aggs = sweepKeyed(final, AGG_MAP, true); // after the connections, whose reports it may hold
+        r = conns ? addSweepResults(conns, aggs) : aggs;
       }
       ring.drain();
       return r;
@@ -146,6 +160,9 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       const lost = ring.takeLost(); // what the final sweep and the last interval could not write
       if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
     });
+    // The CPU budget (cpuBudget): over it, the kernel folds records into aggregates, flushed every
+    // second. Released before the final sweep above, which flushes what they still hold.
+    budget = startBudget(s, ctx, obj, LOST_MAP, () => void runSweep(false, true), timing);
 
     // clsact filters a killed run left, on any interface: also host programs at high aggregation, old veths.
     const leftovers = removeTcLeftovers([...endpoint, ...host].map((c) => c.program));
