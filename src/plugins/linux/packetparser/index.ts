@@ -112,11 +112,11 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 
     const clock = kernelClock();
     const decode = createPacketDecoder({ clock });
-    let budget: BudgetLink | undefined;
+    let budget: BudgetLink = { onRecords: () => undefined }; // the CPU budget's, once it starts (below)
     const ring = wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
       onRecords: (flows) => {
-        budget?.onRecords(flows.length);
+        budget.onRecords(flows.length);
         emitFlows(ctx, 'packetparser', flows);
       },
     });
