@@ -30,7 +30,10 @@ const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'bt
 const GAUGES = [
   catalog.conntrackPacketsTx, catalog.conntrackPacketsRx, catalog.conntrackBytesTx, catalog.conntrackBytesRx, catalog.conntrackTotalConnections,
 ];
-const EMITS = [catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES];
+const EMITS = [
+  catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES,
+  catalog.foldedRecords, catalog.cpuBudgetRecordLimit, catalog.cpuBudgetCores,
+];
 
 export const packetparser = definePlugin<PacketparserConfig>({
   name: 'packetparser',
