@@ -120,12 +120,14 @@ static int client(const char *ip, const char *port, double seconds, int concurre
 			ssize_t r;
 			while ((r = read(s, buf, sizeof buf)) > 0)
 				;
-			if (r < 0 && errno == EAGAIN && !(got[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+			int rerr = r < 0 ? errno : 0;
+			if (rerr == EAGAIN && !(got[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 				continue; /* the byte came, the end not yet */
-			if (got[i].events & EPOLLERR) {
+			if ((got[i].events & EPOLLERR) || (rerr && rerr != EAGAIN)) {
 				int err = 0;
 				socklen_t len = sizeof err;
 				getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+				err = err ? err : rerr; /* a read that failed took the socket's error */
 				first_err = first_err ? first_err : err;
 				failed++;
 			} else

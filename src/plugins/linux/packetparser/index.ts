@@ -145,7 +145,8 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN), agg)));
       return r;
     };
-    // The sweep walks the connections, then flushes the CPU budget's aggregates (`aggregatesOnly`: those alone).
+    // The sweep walks the connections, then flushes the CPU budget's aggregates (`aggregatesOnly`: those alone);
+    // its records (written without a wake-up) are drained right after.
     const runSweep = (final: boolean, aggregatesOnly = false): SweepResult => {
       clock.resync();
       let r: SweepResult;
@@ -155,7 +156,11 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
         const aggs = sweepKeyed(final, AGG_MAP, true); // after the connections, whose reports it may hold
         r = conns ? addSweepResults(conns, aggs) : aggs;
       }
-      ring.drain();
+      // The final sweep's records are the last (the hooks are gone): all of them, now. Otherwise in
+      // bounded slices from the event loop: under a storm the ring never empties, and a drain to
+      // its end would hold the event loop (and the CPU budget's controller) for as long.
+      if (final) ring.drain();
+      else ring.drainSoon();
       return r;
     };
     s.defer(() => {
