@@ -10,7 +10,8 @@
  * CPU (utime + stime, cores) over the whole storm and after its first 3 s (the controller's periods
  * to engage and settle), records parsed, records folded in the kernel (by reason) and lost, and
  * packetforward's forward_count on A's veth against the veth's own counters (kernel maps: exact with
- * the budget on or off). Env: BENCH_STORM_SECONDS (10), BENCH_STORM_ROUNDS (2: four runs),
+ * the budget on or off), and what packetparser's endpoint programs cost per packet in the kernel
+ * (BPF run-time statistics, on for the whole bench: folding adds a hash update per record). Env: BENCH_STORM_SECONDS (10), BENCH_STORM_ROUNDS (2: four runs),
  * BENCH_STORM_BUDGET (100m), BENCH_STORM_CONCURRENCY (64), BENCH_STORM_RATE (1000). Needs root, kernel BTF, clang.
  */
 import { spawn } from 'node:child_process';
@@ -19,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpus, loadavg, release } from 'node:os';
 import { cHelper } from '../../test/ebpf/c-helper.js';
-import { NsAgent, metric, metricSum, sleep, stopAll } from '../../test/ebpf/netns.js';
+import { NsAgent, metric, metricSum, progRunStats, sleep, stopAll } from '../../test/ebpf/netns.js';
+import { enableBpfRunStats } from '../../test/ebpf/run-stats.js';
 import { Topology, requirePacketparser } from '../../test/ebpf/packetparser-topology.js';
 import { cpuSeconds, median } from './setup.js';
 import { output } from './pods.js';
@@ -53,6 +55,20 @@ interface Run {
   readonly forwardCount: number;
   readonly forwardCountExact: boolean;
   readonly loadAverage1m: number;
+  /** packetparser's endpoint programs in the kernel during the storm: ns per run (BPF run-time statistics). */
+  readonly packetparserNsPerPacket: number;
+}
+
+/** Runs and run time of `pid`'s packetparser endpoint programs so far. */
+function endpointRuns(pid: number): { runs: number; ns: number } {
+  let runs = 0;
+  let ns = 0;
+  for (const [name, r] of progRunStats(pid)) {
+    if (!name.startsWith('packetparser_en')) continue;
+    runs += r.runs;
+    ns += r.ns;
+  }
+  return { runs, ns };
 }
 
 const vethPackets = (): number => topo.node.ifStat(a.veth, 'rx_packets') + topo.node.ifStat(a.veth, 'tx_packets');
@@ -69,6 +85,7 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
   const m0 = agent.metrics();
   const v0 = vethPackets();
   const pid = agent.proc.pid;
+  const p0 = endpointRuns(pid);
   const c0 = cpuSeconds(pid);
   const t0 = Date.now();
   const client = spawn('ip', ['netns', 'exec', a.ns.name, storm, 'client', b.ip, PORT, String(SECONDS), CONCURRENCY, String(pacedAt)], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -79,6 +96,7 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
   const out = await done;
   const c2 = cpuSeconds(pid);
   const t2 = Date.now();
+  const p1 = endpointRuns(pid);
   const load = loadavg()[0] ?? 0;
   await sleep(2500); // the last flush (1 s) and packetforward's read (metricsIntervalDuration 1s)
   const m1 = agent.metrics();
@@ -95,11 +113,14 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
     folded: { cpuBudget: folds('cpu_budget'), ringPressure: folds('ring_pressure'), aggregateMapFull: folds('aggregate_map_full') },
     lostEvents: d('controlplane_networkobservability_lost_events_counter'),
     vethPackets: veth, forwardCount: forward, forwardCountExact: forward === veth, loadAverage1m: round(load),
+    packetparserNsPerPacket: Math.round((p1.ns - p0.ns) / Math.max(1, p1.runs - p0.runs)),
   };
 }
 
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
+// BPF run-time statistics for the whole bench (two clock reads per program run, in both modes alike).
+const stats = enableBpfRunStats();
 try {
   await new Promise((r) => server.stdout?.once('data', r));
   const runs: Run[] = [];
@@ -112,6 +133,7 @@ try {
   const medians = (pacedAt: number): Record<string, unknown> => Object.fromEntries((['off', 'on'] as const).map((m) => [m, {
     connectionsPerSecond: of(m, pacedAt, (r) => r.connectionsPerSecond), agentCores: of(m, pacedAt, (r) => r.agentCores), agentCoresAfterSettle: of(m, pacedAt, (r) => r.agentCoresAfterSettle),
     recordsParsed: of(m, pacedAt, (r) => r.recordsParsed), folded: of(m, pacedAt, (r) => r.folded.cpuBudget + r.folded.ringPressure),
+    packetparserNsPerPacket: of(m, pacedAt, (r) => r.packetparserNsPerPacket),
   }]));
   console.log(JSON.stringify({
     name: 'datapath/storm',
@@ -124,6 +146,7 @@ try {
     runs,
   }));
 } finally {
+  stats[Symbol.dispose]();
   await stopAll([server]);
   topo.destroy();
   rmSync(logs, { recursive: true, force: true });

@@ -116,8 +116,10 @@ for (const level of ['low', 'high'] as const) test(`${level}: a storm of short c
   assert.ok(records < packets / (level === 'low' ? 5 : 20), `${records} records for ${packets} packets: the storm was not folded`);
   const logs = await hh.logs();
   assert.ok(logs.some((l) => l.msg.startsWith('cpu budget exceeded')), 'the mode change is logged');
-  // The controller aims at 80 % of the budget; its limit lags a period (1 s) behind the load, and
-  // utime/stime tick at 10 ms. The budget itself, over the 9 s after the warm-up, is the bound.
+  // The bound is the budget itself, over the 9 s after the warm-up: the controller aims at 80 % of it,
+  // and that 20 % covers its lag (the limit follows the load a 1 s period late: single seconds reach
+  // about 1.15 x the budget, the course above shows them) and utime/stime's 10 ms ticks (under 1 %
+  // of 9 s). Measured here: 0.09-0.11 cores for a 0.15 budget at 7 000-20 000 connections/s.
   assert.ok(cores <= BUDGET_MILLICORES / 1000, `agent ${cores.toFixed(3)} cores, budget ${BUDGET_MILLICORES / 1000}`);
   await stopAll([client]);
   await hh.call({ op: 'stop' });
