@@ -777,6 +777,18 @@ static __always_inline void nat_apply(struct packet_event *e, const struct pp_ct
 	}
 }
 
+/* One packet into what direction `d` holds. */
+static __always_inline void dir_add(struct pp_ct_dir *d, __u32 len, __u16 f, int tcp)
+{
+	__sync_fetch_and_add(&d->packets, 1);
+	__sync_fetch_and_add(&d->bytes, len);
+	if (tcp) {
+		if ((d->flags | f) != d->flags)
+			d->flags |= f;
+		count_flags(d, f);
+	}
+}
+
 /* Fills the scratch record as handle() would write this packet's record, and folds it (fold()). */
 static __always_inline int fold_packet(struct __sk_buff *skb, const struct pp_pkt *p, const struct pp_ct_value *v, int s_first, int reply, __u8 obs, __u64 now,
 				       struct pp_ct_dir *d, __u32 len, int why)
@@ -906,13 +918,6 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	}
 
 	struct pp_ct_dir *d = &v->dir[reply & 1];
-	__sync_fetch_and_add(&d->packets, 1);
-	__sync_fetch_and_add(&d->bytes, len);
-	if (tcp) {
-		if ((d->flags | f) != d->flags)
-			d->flags |= f;
-		count_flags(d, f);
-	}
 	__u8 reason;
 	if (is_new)
 		reason = PP_REPORT_NEW;
@@ -923,12 +928,30 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	else if (sampling_rate > 1 && bpf_get_prandom_u32() < 0xffffffffU / sampling_rate)
 		reason = PP_REPORT_SAMPLED;
 	else
-		return;
-	int why = budget_fold(now);
-	if (why && fold_packet(skb, &p, v, s_first, reply, obs, now, d, len, why)) {
-		d->last_report_ns = now;
-		return;
+		reason = 0xff; /* held */
+	/* Folded (the CPU budget): this packet alone goes to the aggregate, and what the direction holds
+	 * stays for its next report (a fold that only adds never races a report's take on another CPU).
+	 * Once the connection closes, the direction's held counts go too, as a report would take them:
+	 * the entry may be evicted from the table before a sweep reports them. */
+	int added = 0;
+	if (reason != 0xff) {
+		int why = budget_fold(now);
+		if (why) {
+			if (v->closing) {
+				dir_add(d, len, f, tcp);
+				added = 1;
+			}
+			if (fold_packet(skb, &p, v, s_first, reply, obs, now, added ? d : 0, len, why)) {
+				if (added)
+					d->last_report_ns = now;
+				return;
+			}
+		}
 	}
+	if (!added)
+		dir_add(d, len, f, tcp);
+	if (reason == 0xff)
+		return;
 	/* Reserve first: without room, the counts stay for the next report. */
 	e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
 	if (!e) {

@@ -29,8 +29,11 @@ describe('the CPU budget controller', () => {
     assert.ok(run.every((r) => r.limit === 0 && r.change === undefined && !r.starved));
   });
 
-  it('engages at the rate the target affords, split over the CPUs', () => {
+  it('engages at the rate the target affords, split over the CPUs, after two periods over it', () => {
     const ctl = createBudgetController({ budgetCores: 0.5, cpus: 2 });
+    assert.equal(ctl.step({ wallS: 1, cpuS: 1, records: 100_000, folded: 0, behind: 0 }).limit, 0, 'one period over: a start-up, a scrape');
+    assert.equal(ctl.step({ wallS: 1, cpuS: 0.1, records: 100_000, folded: 0, behind: 0 }).limit, 0, 'back under: counts again from nothing');
+    assert.equal(ctl.step({ wallS: 1, cpuS: 1, records: 100_000, folded: 0, behind: 0 }).limit, 0);
     const d = ctl.step({ wallS: 1, cpuS: 1, records: 100_000, folded: 0, behind: 0 });
     assert.equal(d.change, 'engaged');
     assert.equal(d.limit, 20_000); // 100 000/s x 0.4/1.0, over 2 CPUs
@@ -41,8 +44,8 @@ describe('the CPU budget controller', () => {
   it('brings a storm\'s agent under the budget within a few periods and holds it there', () => {
     const ctl = createBudgetController({ budgetCores: 0.5, cpus: 2 });
     const run = plant({ fixed: 0.05, usPerRecord: 10, offered: 200_000, cpus: 2 })(ctl, 20); // 2.05 cores unchecked
-    assert.equal(run[0]?.change, 'engaged');
-    for (const r of run.slice(3)) assert.ok(r.cores <= 0.5 && r.cores >= 0.3, `${r.cores} cores at limit ${r.limit}`);
+    assert.equal(run[1]?.change, 'engaged');
+    for (const r of run.slice(4)) assert.ok(r.cores <= 0.5 && r.cores >= 0.3, `${r.cores} cores at limit ${r.limit}`);
     const last = run.at(-1) as (typeof run)[number];
     assert.ok(Math.abs(last.cores - 0.4) < 0.01, `settles at the target: ${last.cores}`);
   });
@@ -61,7 +64,7 @@ describe('the CPU budget controller', () => {
   });
 
   it('growth and cuts are bounded per period', () => {
-    const ctl = createBudgetController({ budgetCores: 1, cpus: 1 });
+    const ctl = createBudgetController({ budgetCores: 1, cpus: 1, engageAfter: 1 });
     ctl.step({ wallS: 1, cpuS: 2, records: 10_000, folded: 0, behind: 0 }); // engaged at 4000
     assert.equal(ctl.limit, 4000);
     assert.equal(ctl.step({ wallS: 1, cpuS: 0.01, records: 100, folded: 50, behind: 0 }).limit, 8000, 'at most x2');

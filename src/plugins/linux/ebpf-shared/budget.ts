@@ -5,7 +5,7 @@
  * per CPU and folds what is beyond it into aggregates (native-linux/packetparser: budget_admit, fold).
  *
  * The rule: aim at `target` of the budget (T = target x B). Engaged when the agent's CPU u exceeds
- * T while records come: the first limit is what the records cost at the measured rate, scaled to
+ * T while records come, `engageAfter` periods in a row (a start-up or a scrape is not a storm): the first limit is what the records cost at the measured rate, scaled to
  * T (rate x T/u, split over the CPUs). Then every period the limit is multiplied by T/u (at most
  * x2 and at least x1/4 a period). With u = F + c x r (a fixed part F, a cost c per record), the
  * fixed point is u = T whatever F and c are, and the step map r -> r T/u has slope F/T < 1 there:
@@ -58,6 +58,8 @@ export interface BudgetOptions {
   readonly maxLimit?: number;
   /** Periods without folding, under the target, before the limit comes off (default 5). */
   readonly quietPeriods?: number;
+  /** Periods in a row over the target before the limit goes on (default 2; a drain behind engages at once). */
+  readonly engageAfter?: number;
 }
 
 export interface BudgetController {
@@ -72,8 +74,10 @@ export function createBudgetController(o: BudgetOptions): BudgetController {
   const maxLimit = o.maxLimit ?? 10_000_000;
   const quietPeriods = o.quietPeriods ?? 5;
   const cpus = Math.max(1, o.cpus);
+  const engageAfter = o.engageAfter ?? 2;
   let limit = 0;
   let quiet = 0;
+  let over = 0;
   return {
     get limit() {
       return limit;
@@ -85,7 +89,9 @@ export function createBudgetController(o: BudgetOptions): BudgetController {
       let change: BudgetDecision['change'];
       const scale = Math.min(target / Math.max(u, 1e-6), s.behind > 0 ? 0.5 : Infinity);
       if (limit === 0) {
-        if ((u > target || s.behind > 0) && s.records > 0) {
+        over = u > target && s.records > 0 ? over + 1 : 0;
+        if ((over >= engageAfter || s.behind > 0) && s.records > 0) {
+          over = 0;
           limit = clamp(Math.floor(((s.records / wall) * scale) / cpus), minLimit, maxLimit);
           quiet = 0;
           change = 'engaged';

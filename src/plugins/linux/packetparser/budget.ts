@@ -67,6 +67,8 @@ export function startBudget(s: ResourceStack, ctx: PluginContext<unknown>, obj: 
   cores.set({ kind: 'budget' }, millicores / 1000);
   s.defer(() => ctx.metrics.reset([catalog.cpuBudgetRecordLimit, catalog.cpuBudgetCores]));
 
+  // The first period holds the plugin's own start (loading its objects): the controller engages only
+  // after two periods over its target, so a start is not taken for a storm.
   let t0 = performance.now();
   let c0 = cpuMicros();
   let taken = 0;
