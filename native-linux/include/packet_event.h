@@ -31,6 +31,7 @@
 #define PP_REPORT_IDLE 5     /* the sweep: the interval elapsed and no packet came to report it */
 #define PP_REPORT_EXPIRED 6  /* the sweep: the connection expired; what it still held */
 #define PP_REPORT_FINAL 7    /* the sweep at stop: everything still held */
+#define PP_REPORT_AGGREGATED 8 /* the CPU budget's in-kernel aggregate: many connections' packets, the initiator's port 0 */
 
 /* flag_counts slots (a SYN with ACK counts as SYNACK only; ACK counts ACKs without SYN). */
 #define PP_FLAG_FIN 0

@@ -96,6 +96,7 @@ const volatile __u8 count_totals = 0;         /* enableConntrackMetrics: keep pe
 const volatile __u32 sampling_rate = 1;       /* dataSamplingRate */
 const volatile __u64 report_interval_ns = 30 * NS_PER_SEC; /* conntrackReportInterval */
 const volatile __u32 wakeup_bytes = 0;
+const volatile __u32 fold_above_bytes = 0;    /* cpuBudget on: fold records while this much waits in the ring (0: never) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -496,6 +497,204 @@ static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p,
 	e->pad = 0;
 }
 
+/* The CPU budget (cpuBudget; src/plugins/linux/packetparser/budget.ts). While the agent finds itself
+ * over its budget it sets a rate of records per second per CPU in retina_packetparser_budget; a
+ * record beyond it (per CPU, a token bucket) is not written: its packets, bytes and flags are added
+ * to an in-kernel aggregate keyed by what the agent's metrics look at (the record's addresses, the
+ * responder's port, protocol, interface, observation point, direction, is_reply: the initiator's
+ * ephemeral port is left out, so a storm of short connections between two pods folds into a few
+ * entries). The agent flushes the aggregates every second (packetparser_sweep with input byte 1 set,
+ * reason PP_REPORT_AGGREGATED), so every packet is still counted once; what each record would have
+ * been (its own flow, its port, its timestamps) is what is given up, and counted here per CPU.
+ * With the budget on, a record that finds the ring fold_above_bytes full (three quarters: the agent
+ * has fallen behind, whatever its CPU) is folded too, rather than lost when the ring is full. */
+struct pp_budget_cfg {
+	__u64 rate;  /* records per second per CPU written as they are; 0: no limit */
+	__u64 burst; /* records a CPU may write at once after a quiet spell */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_budget_cfg);
+} retina_packetparser_budget SEC(".maps");
+
+/* Per CPU: the token bucket (tokens in 1e-9 records) and what the budget did (read by the agent). */
+struct pp_budget_cpu {
+	__u64 tokens;
+	__u64 last_ns;
+	__u64 folded_budget;   /* records folded into an aggregate: over the rate */
+	__u64 folded_pressure; /* records folded into an aggregate: the ring fold_above_bytes full */
+	__u64 agg_full;        /* records written anyway: the aggregate map had no room (nothing is lost) */
+};
+
+#define PP_FOLD_NO 0
+#define PP_FOLD_BUDGET 1
+#define PP_FOLD_PRESSURE 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_budget_cpu);
+} retina_packetparser_budget_cpu SEC(".maps");
+
+/* 44 bytes, as struct pp_ct_key (the keyed sweep passes either). */
+struct pp_agg_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport; /* 0 when the source is the initiator */
+	__u16 dport; /* 0 when the destination is the initiator */
+	__u32 ifindex;
+	__u8 proto;
+	__u8 family;
+	__u8 obs;
+	__u8 dir_reply; /* direction | is_reply << 4 */
+};
+
+_Static_assert(sizeof(struct pp_agg_key) == 44, "the keyed sweep passes aggregate and connection keys alike");
+
+struct pp_agg_value {
+	struct pp_ct_dir d; /* d.last_report_ns: the last packet added (written at most once a second) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct pp_agg_key);
+	__type(value, struct pp_agg_value);
+} retina_packetparser_agg SEC(".maps");
+
+/* A record being folded: built here (the stack has no room for it beside the packet and the key). */
+struct pp_agg_scratch {
+	struct packet_event e;
+	struct pp_agg_key k;
+	struct pp_agg_value zero;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_agg_scratch);
+} retina_packetparser_agg_scratch SEC(".maps");
+
+/* PP_FOLD_NO: write this record (a token was there, or no limit is set, and the ring has room);
+ * else fold it, and why. The ring's fill is the agent's drain falling behind (whatever its CPU): a
+ * folded record is counted exactly, a record the full ring refuses is lost. */
+static __always_inline int budget_fold(__u64 now)
+{
+	if (fold_above_bytes && bpf_ringbuf_query(&retina_packetparser_events, BPF_RB_AVAIL_DATA) > fold_above_bytes)
+		return PP_FOLD_PRESSURE;
+	__u32 zero = 0;
+	struct pp_budget_cfg *cfg = bpf_map_lookup_elem(&retina_packetparser_budget, &zero);
+	if (!cfg || !cfg->rate)
+		return PP_FOLD_NO;
+	struct pp_budget_cpu *b = bpf_map_lookup_elem(&retina_packetparser_budget_cpu, &zero);
+	if (!b)
+		return PP_FOLD_NO;
+	__u64 el = now - b->last_ns;
+	if (el > NS_PER_SEC)
+		el = NS_PER_SEC;
+	b->last_ns = now;
+	__u64 t = b->tokens + el * cfg->rate;
+	__u64 cap = (cfg->burst ? cfg->burst : 1) * NS_PER_SEC;
+	if (t > cap)
+		t = cap;
+	if (t < NS_PER_SEC) {
+		b->tokens = t;
+		return PP_FOLD_BUDGET;
+	}
+	b->tokens = t - NS_PER_SEC;
+	return PP_FOLD_NO;
+}
+
+static __always_inline struct pp_agg_scratch *agg_scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&retina_packetparser_agg_scratch, &zero);
+}
+
+static __always_inline void budget_count(int why)
+{
+	__u32 zero = 0;
+	struct pp_budget_cpu *b = bpf_map_lookup_elem(&retina_packetparser_budget_cpu, &zero);
+	if (!b)
+		return;
+	if (why == PP_FOLD_BUDGET)
+		b->folded_budget++;
+	else if (why == PP_FOLD_PRESSURE)
+		b->folded_pressure++;
+	else
+		b->agg_full++;
+}
+
+/* Folds the record in the scratch (its fields filled) into its aggregate: one packet of `len` bytes
+ * and flags `f` when `d` is null, else everything direction `d` holds (taken as take() does).
+ * Returns 0 when the aggregate map has no room: the caller writes the record after all. */
+static __noinline int fold(struct pp_ct_dir *d, __u32 len, __u32 f, int why)
+{
+	struct pp_agg_scratch *s = agg_scratch();
+	if (!s)
+		return 0;
+	struct packet_event *e = &s->e;
+	struct pp_agg_key *k = &s->k;
+	__builtin_memcpy(k->saddr, e->saddr, 16);
+	__builtin_memcpy(k->daddr, e->daddr, 16);
+	k->sport = e->is_reply == PP_REPLY_NO ? 0 : e->sport;
+	k->dport = e->is_reply == PP_REPLY_YES ? 0 : e->dport;
+	k->ifindex = e->ifindex;
+	k->proto = e->proto;
+	k->family = e->family;
+	k->obs = e->obs_point;
+	k->dir_reply = (e->direction & 0xf) | (e->is_reply << 4);
+	struct pp_agg_value *a = bpf_map_lookup_elem(&retina_packetparser_agg, k);
+	if (!a) {
+		__builtin_memset(&s->zero, 0, sizeof(s->zero));
+		bpf_map_update_elem(&retina_packetparser_agg, k, &s->zero, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&retina_packetparser_agg, k);
+		if (!a) {
+			budget_count(PP_FOLD_NO);
+			return 0;
+		}
+	}
+	struct pp_ct_dir *ad = &a->d;
+	if (!d) {
+		__sync_fetch_and_add(&ad->packets, 1);
+		__sync_fetch_and_add(&ad->bytes, len);
+		if (e->proto == IPPROTO_TCP_) {
+			if ((ad->flags | f) != ad->flags)
+				ad->flags |= f;
+			count_flags(ad, f);
+		}
+	} else {
+		__u32 n = d->packets;
+		__u64 b = d->bytes;
+		__sync_fetch_and_add(&d->packets, -n);
+		__sync_fetch_and_add(&d->bytes, -b);
+		__sync_fetch_and_add(&ad->packets, n);
+		__sync_fetch_and_add(&ad->bytes, b);
+		__u32 fl = d->flags;
+		d->flags = 0;
+		if ((ad->flags | fl) != ad->flags)
+			ad->flags |= fl;
+#pragma unroll
+		for (int i = 0; i < PP_FLAG_SLOTS; i++) {
+			__u32 c = d->flag_counts[i];
+			if (c) {
+				__sync_fetch_and_add(&d->flag_counts[i], -c);
+				__sync_fetch_and_add(&ad->flag_counts[i], c);
+			}
+		}
+	}
+	__u64 now = e->ts_ns;
+	if (now - ad->last_report_ns > NS_PER_SEC)
+		ad->last_report_ns = now;
+	budget_count(why);
+	return 1;
+}
+
 /* Asks the kernel's conntrack for the real end of this packet that NAT rewrites at this hook: its
  * destination at a tc ingress (before PREROUTING's DNAT), its source at a tc egress (after the
  * reverse NAT of a reply, or an SNAT). The tuple looked up is the packet's at an ingress and the
@@ -576,6 +775,32 @@ static __always_inline void nat_apply(struct packet_event *e, const struct pp_ct
 		__builtin_memcpy(e->daddr, v->nat_addr, 16);
 		e->dport = v->nat_port;
 	}
+}
+
+/* One packet into what direction `d` holds. */
+static __always_inline void dir_add(struct pp_ct_dir *d, __u32 len, __u16 f, int tcp)
+{
+	__sync_fetch_and_add(&d->packets, 1);
+	__sync_fetch_and_add(&d->bytes, len);
+	if (tcp) {
+		if ((d->flags | f) != d->flags)
+			d->flags |= f;
+		count_flags(d, f);
+	}
+}
+
+/* Fills the scratch record as handle() would write this packet's record, and folds it (fold()). */
+static __always_inline int fold_packet(struct __sk_buff *skb, const struct pp_pkt *p, const struct pp_ct_value *v, int s_first, int reply, __u8 obs, __u64 now,
+				       struct pp_ct_dir *d, __u32 len, int why)
+{
+	struct pp_agg_scratch *sc = agg_scratch();
+	if (!sc)
+		return 0;
+	fill(&sc->e, p, skb, now, obs);
+	nat_apply(&sc->e, v, s_first);
+	sc->e.direction = v->direction;
+	sc->e.is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
+	return fold(d, len, p->flags, why);
 }
 
 /* `ct`: the *_ct variants, which translate Service addresses through the kernel's conntrack. */
@@ -669,6 +894,9 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 
 	struct packet_event *e;
 	if (!aggregate_high) {
+		int why = budget_fold(now);
+		if (why && fold_packet(skb, &p, v, s_first, reply, obs, now, 0, len, why))
+			return;
 		e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
 		if (!e) {
 			retina_count_lost(&retina_packetparser_lost);
@@ -690,13 +918,6 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	}
 
 	struct pp_ct_dir *d = &v->dir[reply & 1];
-	__sync_fetch_and_add(&d->packets, 1);
-	__sync_fetch_and_add(&d->bytes, len);
-	if (tcp) {
-		if ((d->flags | f) != d->flags)
-			d->flags |= f;
-		count_flags(d, f);
-	}
 	__u8 reason;
 	if (is_new)
 		reason = PP_REPORT_NEW;
@@ -707,6 +928,29 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	else if (sampling_rate > 1 && bpf_get_prandom_u32() < 0xffffffffU / sampling_rate)
 		reason = PP_REPORT_SAMPLED;
 	else
+		reason = 0xff; /* held */
+	/* Folded (the CPU budget): this packet alone goes to the aggregate, and what the direction holds
+	 * stays for its next report (a fold that only adds never races a report's take on another CPU).
+	 * Once the connection closes, the direction's held counts go too, as a report would take them:
+	 * the entry may be evicted from the table before a sweep reports them. */
+	int added = 0;
+	if (reason != 0xff) {
+		int why = budget_fold(now);
+		if (why) {
+			if (v->closing) {
+				dir_add(d, len, f, tcp);
+				added = 1;
+			}
+			if (fold_packet(skb, &p, v, s_first, reply, obs, now, added ? d : 0, len, why)) {
+				if (added)
+					d->last_report_ns = now;
+				return;
+			}
+		}
+	}
+	if (!added)
+		dir_add(d, len, f, tcp);
+	if (reason == 0xff)
 		return;
 	/* Reserve first: without room, the counts stay for the next report. */
 	e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
@@ -746,28 +990,16 @@ struct {
 struct pp_sweep_ctx {
 	__u64 now;
 	__u32 final;
-	__u32 pad;
+	__u32 agg; /* the keyed sweep: the keys are retina_packetparser_agg's */
 	struct pp_sweep_result r;
 };
 
-/* Reports what direction `d` of a connection holds, when it is due. The record's addresses are the
- * direction's sender and receiver, from the key and the initiator. */
-static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_value *v, int d, __u8 reason, struct pp_sweep_ctx *c)
+/* The record of direction `d` of a connection: its sender and receiver from the key and the initiator. */
+static __always_inline void sweep_fill(struct packet_event *e, const struct pp_ct_key *key, const struct pp_ct_value *v, int d, __u8 reason, __u64 now)
 {
-	struct pp_ct_dir *dir = &v->dir[d & 1];
-	if (!dir->packets)
-		return;
-	if (reason == PP_REPORT_IDLE && c->now - dir->last_report_ns < report_interval_ns)
-		return;
-	struct packet_event *e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
-	if (!e) {
-		retina_count_lost(&retina_packetparser_lost);
-		c->r.lost++;
-		return;
-	}
 	/* forward (d 0) runs from the initiator; a is the initiator when initiator_is_a. */
 	int src_is_a = (v->initiator_is_a != 0) == (d == 0);
-	e->ts_ns = c->now;
+	e->ts_ns = now;
 	__builtin_memcpy(e->saddr, src_is_a ? key->a : key->b, 16);
 	__builtin_memcpy(e->daddr, src_is_a ? key->b : key->a, 16);
 	e->sport = src_is_a ? key->port_a : key->port_b;
@@ -783,10 +1015,80 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 	e->tsecr = 0;
 	e->ifindex = key->ifindex;
 	e->pad = 0;
+}
+
+/* Reports what direction `d` of a connection holds, when it is due (folded into an aggregate when
+ * the CPU budget says so). */
+static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_value *v, int d, __u8 reason, struct pp_sweep_ctx *c)
+{
+	struct pp_ct_dir *dir = &v->dir[d & 1];
+	if (!dir->packets)
+		return;
+	if (reason == PP_REPORT_IDLE && c->now - dir->last_report_ns < report_interval_ns)
+		return;
+	int why = budget_fold(c->now);
+	if (why) {
+		struct pp_agg_scratch *sc = agg_scratch();
+		if (sc) {
+			sweep_fill(&sc->e, key, v, d, reason, c->now);
+			if (fold(dir, 0, 0, why)) {
+				dir->last_report_ns = c->now;
+				return;
+			}
+		}
+	}
+	struct packet_event *e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
+	if (!e) {
+		retina_count_lost(&retina_packetparser_lost);
+		c->r.lost++;
+		return;
+	}
+	sweep_fill(e, key, v, d, reason, c->now);
 	dir->last_report_ns = c->now;
 	take(dir, e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the agent drains the ring right after the sweep */
 	c->r.reported++;
+}
+
+/* An aggregate idle this long (no packet added, nothing held) is deleted by the flush. */
+#define PP_AGG_IDLE_NS (10 * NS_PER_SEC)
+
+/* Flushes one aggregate of the CPU budget: a record of what it holds (PP_REPORT_AGGREGATED, or
+ * FINAL at stop), taken as take() does, so packets added meanwhile stay for the next flush. Only the
+ * agent's runs flush (one at a time), so two flushes never take the same counts. */
+static long agg_flush_one(struct bpf_map *map, struct pp_agg_key *k, struct pp_agg_value *a, struct pp_sweep_ctx *c)
+{
+	struct pp_ct_dir *d = &a->d;
+	if (!d->packets) {
+		if (c->now - d->last_report_ns > PP_AGG_IDLE_NS)
+			bpf_map_delete_elem(map, k);
+		return 0;
+	}
+	struct packet_event *e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
+	if (!e) {
+		retina_count_lost(&retina_packetparser_lost);
+		c->r.lost++;
+		return 0;
+	}
+	e->ts_ns = c->now;
+	__builtin_memcpy(e->saddr, k->saddr, 16);
+	__builtin_memcpy(e->daddr, k->daddr, 16);
+	e->sport = k->sport;
+	e->dport = k->dport;
+	e->family = k->family;
+	e->proto = k->proto;
+	e->obs_point = k->obs;
+	e->direction = k->dir_reply & 0xf;
+	e->is_reply = k->dir_reply >> 4;
+	e->report_reason = c->final ? PP_REPORT_FINAL : PP_REPORT_AGGREGATED;
+	e->tsval = 0;
+	e->tsecr = 0;
+	e->ifindex = k->ifindex;
+	e->pad = 0;
+	take(d, e);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	c->r.reported++;
+	return 0;
 }
 
 static long sweep_one(struct bpf_map *map, struct pp_ct_key *key, struct pp_ct_value *v, struct pp_sweep_ctx *c)
@@ -811,16 +1113,20 @@ static long sweep_one(struct bpf_map *map, struct pp_ct_key *key, struct pp_ct_v
 }
 
 /* The sweep: run by the agent (BPF_PROG_TEST_RUN) every few seconds, and once more at stop with the
- * first byte of the input packet set to 1 (report everything still held). */
+ * first byte of the input packet set to 1 (report everything still held). It flushes the CPU
+ * budget's aggregates after the connections (whose reports it may fold into them); with the second
+ * byte set it flushes only those (the agent does every second while the budget folds records). */
 SEC("tc")
 int packetparser_sweep(struct __sk_buff *skb)
 {
 	struct pp_sweep_ctx c = {};
-	__u8 final = 0;
-	bpf_skb_load_bytes(skb, 0, &final, 1);
-	c.final = final;
+	__u8 in[2] = {};
+	bpf_skb_load_bytes(skb, 0, in, 2);
+	c.final = in[0];
 	c.now = bpf_ktime_get_ns();
-	bpf_for_each_map_elem(&retina_packetparser_conntrack, sweep_one, &c, 0);
+	if (!in[1])
+		bpf_for_each_map_elem(&retina_packetparser_conntrack, sweep_one, &c, 0);
+	bpf_for_each_map_elem(&retina_packetparser_agg, agg_flush_one, &c, 0);
 	__u32 zero = 0;
 	bpf_map_update_elem(&retina_packetparser_sweep_result, &zero, &c.r, BPF_ANY);
 	return 0;
@@ -828,7 +1134,7 @@ int packetparser_sweep(struct __sk_buff *skb)
 
 /* The sweep for kernels without bpf_for_each_map_elem (5.13; 5.10 is Amazon Linux 2's): the agent lists the
  * table's keys and passes up to PP_SWEEP_KEYS of them in the input packet, after a 4-byte header (final,
- * count, 2 bytes of padding); each is swept as packetparser_sweep sweeps it (the same sweep_one). The result
+ * count, 1 when the keys are the CPU budget's aggregates (retina_packetparser_agg) to flush, padding); each is swept as packetparser_sweep sweeps it (the same sweep_one). The result
  * is this run's; the agent sums the runs of one sweep.
  *
  * Each key is swept by a global function, which the verifier checks once, on its own, rather than once per
@@ -852,6 +1158,12 @@ __noinline int packetparser_sweep_key(struct __sk_buff *skb, __u32 off)
 	struct pp_ct_key key;
 	if (!c || bpf_skb_load_bytes(skb, off, &key, sizeof(key)))
 		return 0;
+	if (c->agg) {
+		struct pp_agg_value *a = bpf_map_lookup_elem(&retina_packetparser_agg, &key);
+		if (a)
+			agg_flush_one((struct bpf_map *)&retina_packetparser_agg, (struct pp_agg_key *)&key, a, c);
+		return 0;
+	}
 	struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
 	if (v)
 		sweep_one((struct bpf_map *)&retina_packetparser_conntrack, &key, v, c);
@@ -868,6 +1180,7 @@ int packetparser_sweep_keys(struct __sk_buff *skb)
 		return 0;
 	__builtin_memset(&c->r, 0, sizeof(c->r));
 	c->final = hdr[0];
+	c->agg = hdr[2];
 	c->now = bpf_ktime_get_ns();
 	__u32 n = hdr[1];
 	for (__u32 i = 0; i < PP_SWEEP_KEYS && i < n; i++)

@@ -2,7 +2,7 @@
  * The agent's own keys (Retina's names and defaults). Plugin-specific keys are declared by the plugins;
  * keys read by several components (the pod-level pipeline's) live here.
  */
-import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
+import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, cpuKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
 import { LOG_LEVELS, type LogLevel } from '../log/line/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
 import { ConfigErrors, InvalidValue } from './errors.js';
@@ -29,6 +29,8 @@ export interface AgentConfig {
   readonly enableConntrackMetrics: boolean;
   readonly packetParserRingBufferSize: number;
   readonly filterMapMaxEntries: number;
+  /** cpuBudget in millicores (0: off): the agent's CPU the event sources keep under (packetparser folds records in the kernel). */
+  readonly cpuBudgetMillicores: number;
   readonly pluginStartTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
   /** Worker threads that decode, enrich and count raw flow records (0: on the main thread; 'auto': by cores). */
@@ -106,6 +108,11 @@ export function agentKeys(plugins: PluginChoice) {
     enableConntrackMetrics: boolKey('enableConntrackMetrics', false, 'Export conntrack_* gauges.'),
     packetParserRingBufferSize: intKey('packetParserRingBufferSize', 8_388_608, 'Kernel ring buffer size in bytes.', { min: 4096, max: 1 << 30, powerOfTwo: true }),
     filterMapMaxEntries: intKey('filterMapMaxEntries', 255, 'Size of the IPs-of-interest filter map.', { min: 1, max: 1_048_576 }),
+    cpuBudget: cpuKey(
+      'cpuBudget', 500,
+      'Ours: the agent\'s CPU budget (utime + stime, in cores as Kubernetes writes them). Over it, packetparser folds records into in-kernel aggregates (counts stay exact) until the agent is back under it; 0 turns it off.',
+      { minMillicores: 50, maxMillicores: 256_000 },
+    ),
     pluginStartTimeout: durationKey('pluginStartTimeout', 10_000, 'Ours: how long a plugin may take to start before it counts as failed.', { minMs: 100 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     pipelineWorkers: pipelineWorkersKey,
@@ -140,6 +147,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     enableConntrackMetrics: v.get(keys.enableConntrackMetrics),
     packetParserRingBufferSize: v.get(keys.packetParserRingBufferSize),
     filterMapMaxEntries: v.get(keys.filterMapMaxEntries),
+    cpuBudgetMillicores: v.get(keys.cpuBudget),
     pluginStartTimeoutMs: v.get(keys.pluginStartTimeout),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     pipelineWorkers: v.get(keys.pipelineWorkers),

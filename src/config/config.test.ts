@@ -111,6 +111,10 @@ dataAggregationLevel: high
     ['pipeline workers not a count', 'pipelineWorkers: many', {}, /"pipelineWorkers".*an integer from 0 to 64, or auto/],
     ['too many pipeline workers', 'pipelineWorkers: 65', {}, /"pipelineWorkers".*an integer from 0 to 64, or auto/],
     ['pipeline workers from the environment', '', { RETINA_PIPELINEWORKERS: '-1' }, /"pipelineWorkers".*RETINA_PIPELINEWORKERS/],
+    ['CPU quantity with a unit it does not take', 'cpuBudget: 500Mi', {}, /"cpuBudget".*"500Mi".*a CPU quantity such as 500m, 0\.5 or 2/],
+    ['CPU budget under its floor', 'cpuBudget: 10m', {}, /"cpuBudget".*from 50m to 256, or 0 \(off\)/],
+    ['CPU budget finer than a millicore', undefined, { RETINA_CPUBUDGET: '0.0005' }, /"cpuBudget".*env RETINA_CPUBUDGET/],
+    ['negative CPU budget', 'cpuBudget: -1', {}, /"cpuBudget"/],
   ];
   for (const [name, file, env, re] of invalid) {
     it(`rejects ${name}`, () => {
@@ -119,6 +123,15 @@ dataAggregationLevel: high
       assert.match(e.message, re);
     });
   }
+
+  it('cpuBudget: 500m by default; millicores, cores or off', () => {
+    assert.equal(load().cpuBudgetMillicores, 500);
+    for (const [raw, want] of [['250m', 250], ['0.5', 500], ['2', 2000], ['1.25', 1250], ['0', 0], ['off', 0], ['0m', 0]] as const) {
+      assert.equal(load(`cpuBudget: ${raw}\n`).cpuBudgetMillicores, want, raw);
+      assert.equal(load(undefined, { RETINA_CPUBUDGET: raw }).cpuBudgetMillicores, want, `env ${raw}`);
+    }
+    assert.equal(load('cpuBudget: 1.5\n').cpuBudgetMillicores, 1500, 'a YAML number');
+  });
 
   it('reports every bad key at once', () => {
     const e = errorOf('logLevel: loud\napiServer:\n  port: -1\nenablePodLevel: 3');

@@ -100,6 +100,33 @@ export function enumKey<T extends string>(key: string, def: T, values: readonly 
 }
 
 /**
+ * A CPU quantity as Kubernetes writes it (`500m`, `0.5`, `2`), parsed to whole millicores: 0, or from
+ * `minMillicores` to `maxMillicores`. 0 (`0`, `0m`, `off`) turns what it limits off.
+ */
+export function cpuKey(key: string, defMillicores: number, doc: string, opts: { minMillicores: number; maxMillicores: number }): KeySpec<number> {
+  const { minMillicores: min, maxMillicores: max } = opts;
+  return {
+    key, default: defMillicores, doc,
+    allowed: `a CPU quantity such as 500m, 0.5 or 2 (cores), from ${min}m to ${max / 1000}, or 0 (off)`,
+    defaultText: `${defMillicores}m`,
+    schema: { oneOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: '^(off|[0-9]+m|[0-9]+(\\.[0-9]+)?)$' }] },
+    parse(raw) {
+      const s = asString(raw)?.toLowerCase();
+      if (s === undefined) throw new InvalidValue();
+      if (s === 'off') return 0;
+      let m: number;
+      if (/^\d+m$/.test(s)) m = Number(s.slice(0, -1));
+      else if (/^\d+(\.\d+)?$/.test(s)) m = Number(s) * 1000;
+      else throw new InvalidValue();
+      if (Math.abs(m - Math.round(m)) > 1e-6 || !Number.isSafeInteger(Math.round(m))) throw new InvalidValue(); // finer than 1m
+      m = Math.round(m);
+      if (m !== 0 && (m < min || m > max)) throw new InvalidValue();
+      return m;
+    },
+  };
+}
+
+/**
  * The longest duration a key accepts: 24 days, under the 2^31 - 1 ms that setTimeout and setInterval
  * take (a longer delay fires after 1 ms, so a long interval would turn into a busy loop).
  */

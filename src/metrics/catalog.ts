@@ -146,6 +146,10 @@ export const hnsVfpDisagreements = def(`${SELF}hns_vfp_disagreements`, 'gauge', 
 export const flowLogRecords = def(`${SELF}flow_log_records_total`, 'counter', 'Ours: flow-log records per sink, written or dropped (with the reason)', ['sink', 'result', 'reason']);
 /** Flows the export looked at, by whether the selection (ContainerNetworkLog filters, hubble.export lists) took them. */
 export const flowLogFlows = def(`${SELF}flow_log_flows_total`, 'counter', 'Ours: enriched flows the flow-log export saw, by whether its filters selected them', ['selected']);
+/** The CPU budget (cpuBudget): what the kernel folded into aggregates instead of writing records, and the controller's state. */
+export const foldedRecords = def(`${SELF}folded_records_total`, 'counter', 'Ours: records the kernel folded into in-kernel aggregates instead of writing them one by one (their packets, bytes and flags are reported exactly, in aggregate records), by reason: cpu_budget (over the CPU budget\'s record limit), ring_pressure (the ring three quarters full); aggregate_map_full: records written one by one because the aggregate map had no room', ['plugin', 'reason']);
+export const cpuBudgetRecordLimit = def(`${SELF}cpu_budget_record_limit`, 'gauge', 'Ours: records per second per CPU the kernel writes one by one while the CPU budget holds it back (0: no limit)', ['plugin']);
+export const cpuBudgetCores = def(`${SELF}cpu_budget_cores`, 'gauge', 'Ours: the CPU budget (cpuBudget) in cores, and the agent\'s CPU (utime + stime) over the last control period', ['kind']);
 
 /** All families, for docs and tests. */
 export const allMetrics: readonly MetricDef[] = [
@@ -158,4 +162,5 @@ export const allMetrics: readonly MetricDef[] = [
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
   hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets, flowLogRecords, flowLogFlows, hnsVfpDisagreements,
+  foldedRecords, cpuBudgetRecordLimit, cpuBudgetCores,
 ];

@@ -4,7 +4,9 @@
  * by JSON lines on stdin; answers one JSON line per command on stdout.
  *
  * Commands: start {config, agent, interest (string[] | null: bypass), timing, apiServer (addresses:
- * the flows also go through the Metrics Module's API-server latency stage)}, interest {ips},
+ * the flows also go through the Metrics Module's API-server latency stage), sums (the flows are only
+ * summed by observation point and addresses, not kept: storms; costUs: CPU each summed flow burns, as a
+ * heavier pipeline would)}, sums (those sums), interest {ips},
  * flows (the flows since the previous call), lost, logs, metrics, block {argv} (spawnSync: the
  * event loop, and so the ring buffer's reader, stands still while it runs), runstats (BPF run-time
  * statistics on), stop. With `workers` (start), the flows go through the node's pipeline with that
@@ -61,7 +63,12 @@ interface Command {
   readonly workerSpec?: unknown;
   /** With `workers`: no consumer on the main thread (it then decodes nothing). */
   readonly workersOnly?: boolean;
+  readonly sums?: boolean;
+  readonly costUs?: number;
 }
+
+/** Flows summed by `${obs} ${src} ${dst}` (the sums mode). */
+export type FlowSums = Record<string, { records: number; packets: number; bytes: number }>;
 
 const compact = (f: Flow): PFlow => ({
   obs: f.observationPoint, dir: f.direction, reply: f.isReply ?? null, src: f.srcIp, dst: f.dstIp, sport: f.srcPort, dport: f.dstPort,
@@ -74,6 +81,7 @@ let pipeline: NodePipeline | undefined;
 let check: MetricsRegistry | undefined;
 const advLines = async (m: MetricsRegistry | undefined): Promise<string[]> =>
   ((await m?.expose())?.body ?? '').split('\n').filter((l) => l.startsWith('networkobservability_adv_')).sort();
+let sums: FlowSums = {};
 let got: Collected | undefined;
 let flowsSeen = 0;
 let stats: Disposable | undefined;
@@ -101,7 +109,29 @@ async function run(c: Command): Promise<unknown> {
       };
       const api = c.apiServer ? new Set(c.apiServer) : undefined;
       const latency = api ? createApiServerLatency({ metrics: made.got.metrics, isApiServer: (ip) => api.has(ip) }) : undefined;
-      let flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
+      sums = {};
+      const costUs = c.costUs ?? 0;
+      const summing = {
+        consume: (b: FlowBatch): void => {
+          if (costUs) {
+            // CPU time, not wall time: on a busy machine a spin by the clock burns less than it says.
+            const cpu = (): number => {
+              const u = process.cpuUsage();
+              return u.user + u.system;
+            };
+            const until = cpu() + costUs * b.flows.length;
+            while (cpu() < until);
+          }
+          for (const f of b.flows) {
+            const k = `${f.observationPoint} ${f.srcIp} ${f.dstIp}`;
+            const t = (sums[k] ??= { records: 0, packets: 0, bytes: 0 });
+            t.records++;
+            t.packets += f.packets;
+            t.bytes += f.bytes;
+          }
+        },
+      };
+      let flows = c.sums ? summing : latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
       if (c.workers !== undefined) {
         // Standalone there are no pods to scope by namespace: the spec counts every flow.
         const spec = { ...specOf(c.workerSpec), namespaces: undefined };
@@ -129,6 +159,8 @@ async function run(c: Command): Promise<unknown> {
       flowsSeen = all.length;
       return out;
     }
+    case 'sums':
+      return sums;
     case 'lost':
       return (got?.lost ?? []).filter((l) => l.type === 'kernel').reduce((a, l) => a + l.n, 0);
     case 'logs':

@@ -63,6 +63,12 @@ export interface RingBufferOptions<T> {
 export interface RingBufferReader extends Disposable {
   /** One ring_buffer__consume to the end of the ring; returns how many records it delivered. */
   drain(): number;
+  /**
+   * Drains from the event loop as a wake-up does: a bounded slice now, the rest in slices chained
+   * by setImmediate, a follow-up armed when records came. For records written without a wake-up
+   * (a sweep's) while producers may keep the ring from ever emptying: drain() would not return.
+   */
+  drainSoon(): void;
   /** Records the kernel dropped since the previous call (ring full). */
   takeLost(): number;
   readonly stats: { readonly drains: number; readonly records: number; readonly errors: number; readonly slicesCut: number };
@@ -221,6 +227,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   return {
     stats,
     drain,
+    drainSoon: () => run(false),
     takeLost() {
       if (!lost) return 0;
       const total = lost.sum(u32Key(0))?.[0] ?? 0;

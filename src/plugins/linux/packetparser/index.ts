@@ -25,13 +25,17 @@ import {
 import { createVethWatcher, type Link } from './veths.js';
 import { createAttachFailures } from './attach-status.js';
 import { followLinks } from './link-watch.js';
+import { AGG_KEY_SIZE, AGG_MAP, foldAboveBytes, startBudget, type BudgetLink, type BudgetTiming } from './budget.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
 const GAUGES = [
   catalog.conntrackPacketsTx, catalog.conntrackPacketsRx, catalog.conntrackBytesTx, catalog.conntrackBytesRx, catalog.conntrackTotalConnections,
 ];
-const EMITS = [catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES];
+const EMITS = [
+  catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES,
+  catalog.foldedRecords, catalog.cpuBudgetRecordLimit, catalog.cpuBudgetCores,
+];
 
 export const packetparser = definePlugin<PacketparserConfig>({
   name: 'packetparser',
@@ -45,7 +49,7 @@ export const packetparser = definePlugin<PacketparserConfig>({
   start: (ctx) => runPacketparser(ctx),
 });
 
-export interface PacketparserTiming {
+export interface PacketparserTiming extends BudgetTiming {
   /** The endpoint watcher follows link notifications; it also reads every link this often (default 60 s). */
   readonly vethResyncMs?: number;
   /** While a veth fails to attach, the veths are looked at again this often (default 1 s). */
@@ -98,6 +102,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
             sampling_rate: ctx.agent.dataSamplingRate,
             report_interval_ns: ctx.agent.conntrackReportIntervalMs * 1_000_000,
             wakeup_bytes: wakeupBytes(ringSize),
+            fold_above_bytes: ctx.agent.cpuBudgetMillicores ? foldAboveBytes(ringSize) : 0,
           },
           maxEntries: { [EVENTS_MAP]: ringSize, [FILTER_MAP]: ctx.agent.filterMapMaxEntries, [CONNTRACK_MAP]: ctx.config.conntrackMaxEntries },
         }),
@@ -112,12 +117,16 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 
     const clock = kernelClock();
     const decode = createPacketDecoder({ clock });
+    let budget: BudgetLink = { onRecords: () => undefined }; // the CPU budget's, once it starts (below)
     // With pipeline workers, records are copied to them raw (decoded, enriched and counted there);
     // this thread decodes them as well only for its own consumers (Hubble, exporters).
     const raw = ctx.flows.openRaw?.({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, partitionKey: RAW_PARTITION_KEY });
-    const ring = raw ? wireRaw(s, ctx, obj, raw, decode, clock) : wireEvents(s, ctx, obj, {
+    const ring = raw ? wireRaw(s, ctx, obj, raw, decode, clock, (n) => budget.onRecords(n)) : wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
-      onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),
+      onRecords: (flows) => {
+        budget.onRecords(flows.length);
+        emitFlows(ctx, 'packetparser', flows);
+      },
     });
 
     // The sweep (in the kernel): reports what idle and expired connections still hold, deletes the
@@ -134,17 +143,30 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       if (!r) throw new Error(`${SWEEP_RESULT_MAP} has no entry 0`);
       return decodeSweepResult(r);
     };
-    const runSweep = (final: boolean): SweepResult => {
+    // The keyed sweep over one map's keys (the connection table's, or the CPU budget's aggregates').
+    const sweepKeyed = (final: boolean, map: string, agg: boolean): SweepResult => {
+      const keys = mapKeys(obj.map(map), agg ? AGG_KEY_SIZE : CT_KEY_SIZE);
+      let r = sweepRun(sweepKeysInput(final, keys.slice(0, SWEEP_KEYS_PER_RUN), agg));
+      for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN), agg)));
+      return r;
+    };
+    // The sweep walks the connections, then flushes the CPU budget's aggregates (`aggregatesOnly`: those alone);
+    // its records (written without a wake-up) are drained right after.
+    const runSweep = (final: boolean, aggregatesOnly = false): SweepResult => {
       clock.resync();
       if (raw) raw.param = clock.offsetMs();
       let r: SweepResult;
-      if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final));
+      if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final, aggregatesOnly));
       else {
-        const keys = mapKeys(obj.map(CONNTRACK_MAP), CT_KEY_SIZE);
-        r = sweepRun(sweepKeysInput(final, keys.slice(0, SWEEP_KEYS_PER_RUN)));
-        for (let i = SWEEP_KEYS_PER_RUN; i < keys.length; i += SWEEP_KEYS_PER_RUN) r = addSweepResults(r, sweepRun(sweepKeysInput(final, keys.slice(i, i + SWEEP_KEYS_PER_RUN))));
+        const conns = aggregatesOnly ? undefined : sweepKeyed(final, CONNTRACK_MAP, false);
+        const aggs = sweepKeyed(final, AGG_MAP, true); // after the connections, whose reports it may hold
+        r = conns ? addSweepResults(conns, aggs) : aggs;
       }
-      ring.drain();
+      // The final sweep's records are the last (the hooks are gone): all of them, now. Otherwise in
+      // bounded slices from the event loop: under a storm the ring never empties, and a drain to
+      // its end would hold the event loop (and the CPU budget's controller) for as long.
+      if (final) ring.drain();
+      else ring.drainSoon();
       return r;
     };
     s.defer(() => {
@@ -152,6 +174,9 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       const lost = ring.takeLost(); // what the final sweep and the last interval could not write
       if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
     });
+    // The CPU budget (cpuBudget): over it, the kernel folds records into aggregates, flushed every
+    // second. Released before the final sweep above, which flushes what they still hold.
+    budget = startBudget(s, ctx, obj, LOST_MAP, () => void runSweep(false, true), timing);
 
     // clsact filters a killed run left, on any interface: also host programs at high aggregation, old veths.
     const leftovers = removeTcLeftovers([...endpoint, ...host].map((c) => c.program));
@@ -249,7 +274,8 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 }
 
 /** The ring drained into the pipeline's workers (RawRecordSink): one copy per record, one publish per drain. */
-function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject, raw: RawRecordSink, decode: PacketDecoder, clock: KernelClock): RingBufferReader {
+function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject, raw: RawRecordSink, decode: PacketDecoder, clock: KernelClock,
+  onCount: (records: number) => void): RingBufferReader {
   raw.param = clock.offsetMs();
   let want = raw.wantsFlows;
   return wireEvents<Flow | undefined>(s, ctx, obj, {
@@ -259,6 +285,7 @@ function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: 
       return want ? decode(v, off, size) : undefined;
     },
     onRecords: (records) => {
+      onCount(records.length);
       raw.flush();
       if (want) {
         const flows = records.filter((f): f is Flow => f !== undefined);

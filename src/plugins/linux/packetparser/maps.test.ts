@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MapWriter } from '../../../ffi/linux/index.js';
+import { AGG_KEY_SIZE, budgetValue, foldAboveBytes } from './budget.js';
 import { CT_KEY_SIZE, SWEEP_KEYS_PER_RUN, SWEEP_RESULT_SIZE, addSweepResults, decodeSweepResult, ipKey, sweepInput, sweepKeysInput, syncFilter } from './maps.js';
 
 test('filter keys: IPv4 v4-mapped, IPv6 as is, zones dropped, junk refused', () => {
@@ -48,9 +49,11 @@ test('decodeSweepResult reads struct pp_sweep_result (u64 totals above 2^32, u32
   assert.throws(() => decodeSweepResult(Buffer.alloc(40)), /40 bytes, expected 48/);
 });
 
-test('sweepInput: 14 bytes (tc test runs need an Ethernet header), the first byte says final', () => {
+test('sweepInput: 14 bytes (tc test runs need an Ethernet header), the first byte says final, the second the CPU budget\'s aggregates only', () => {
   assert.deepEqual([...sweepInput(false)], new Array(14).fill(0));
   assert.equal(sweepInput(true)[0], 1);
+  assert.deepEqual([...sweepInput(false, true).subarray(0, 2)], [0, 1]);
+  assert.deepEqual([...sweepInput(true, true).subarray(0, 2)], [1, 1]);
 });
 
 test('sweepKeysInput: final, the count, padding, then the keys back to back; at least 14 bytes; at most SWEEP_KEYS_PER_RUN keys', () => {
@@ -63,6 +66,20 @@ test('sweepKeysInput: final, the count, padding, then the keys back to back; at 
   assert.deepEqual([...b.subarray(4 + CT_KEY_SIZE)], [...k2]);
   assert.deepEqual([...sweepKeysInput(false, [])], new Array(14).fill(0));
   assert.throws(() => sweepKeysInput(false, new Array(SWEEP_KEYS_PER_RUN + 1).fill(k1)), /at most 32/);
+  // The CPU budget's aggregate keys (the same size) are flagged in the third byte.
+  assert.deepEqual([...sweepKeysInput(false, [k1], true).subarray(0, 4)], [0, 1, 1, 0]);
+  assert.equal(AGG_KEY_SIZE, CT_KEY_SIZE);
+});
+
+test('budgetValue: the rate and a tenth of a second\'s burst (at least 4); 0 is no limit', () => {
+  const v = (limit: number): [bigint, bigint] => {
+    const b = budgetValue(limit);
+    return [b.readBigUInt64LE(0), b.readBigUInt64LE(8)];
+  };
+  assert.deepEqual(v(0), [0n, 0n]);
+  assert.deepEqual(v(20), [20n, 4n]);
+  assert.deepEqual(v(12_345), [12_345n, 1235n]);
+  assert.equal(foldAboveBytes(8_388_608), 6_291_456);
 });
 
 test('addSweepResults: every field summed', () => {

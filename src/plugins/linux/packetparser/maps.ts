@@ -121,12 +121,16 @@ export function decodeSweepResult(b: Buffer): SweepResult {
   };
 }
 
-/** The keyed sweep's input: final, the count, 2 bytes of padding, then up to SWEEP_KEYS_PER_RUN keys. */
-export function sweepKeysInput(final: boolean, keys: readonly Uint8Array[]): Uint8Array {
+/**
+ * The keyed sweep's input: final, the count, 1 when the keys are the CPU budget's aggregates
+ * (`agg`, 44 bytes as the connection keys), a byte of padding, then up to SWEEP_KEYS_PER_RUN keys.
+ */
+export function sweepKeysInput(final: boolean, keys: readonly Uint8Array[], agg = false): Uint8Array {
   if (keys.length > SWEEP_KEYS_PER_RUN) throw new Error(`${keys.length} keys for one sweep run, at most ${SWEEP_KEYS_PER_RUN}`);
   const b = new Uint8Array(Math.max(14, SWEEP_KEYS_HDR + keys.length * CT_KEY_SIZE));
   b[0] = final ? 1 : 0;
   b[1] = keys.length;
+  b[2] = agg ? 1 : 0;
   keys.forEach((k, i) => b.set(k, SWEEP_KEYS_HDR + i * CT_KEY_SIZE));
   return b;
 }
@@ -139,9 +143,13 @@ export function addSweepResults(a: SweepResult, b: SweepResult): SweepResult {
   };
 }
 
-/** The sweep's input packet: an Ethernet header's worth of bytes, the first 1 for the final sweep. */
-export function sweepInput(final: boolean): Uint8Array {
+/**
+ * The sweep's input packet: an Ethernet header's worth of bytes, the first 1 for the final sweep, the
+ * second 1 to flush only the CPU budget's aggregates (not walk the connections).
+ */
+export function sweepInput(final: boolean, aggregatesOnly = false): Uint8Array {
   const b = new Uint8Array(14);
   b[0] = final ? 1 : 0;
+  b[1] = aggregatesOnly ? 1 : 0;
   return b;
 }
