@@ -16,6 +16,8 @@ const mayImport = {
   // Stored flow logs (STYLE.md section 13): FlowConsumers handed in by src/cli; the filter compiler from flow/hubble.
   export: ['k8s', 'metrics', 'config', 'flow'],
   capture: ['k8s', 'plugin', 'config'],
+  // kubectl retina why (src/cli/why.ts keeps the flags): the API server, and the agents' Hubble flows read as flow/hubble maps them.
+  why: ['k8s', 'config', 'flow'],
   server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // /metrics, /healthz, /readyz
   'server/hubble': ['k8s', 'metrics', 'config', 'flow'], // the Hubble service: flows in, gRPC out; k8s: peer discovery
   plugin: ['metrics', 'config', 'flow'],
