@@ -3,11 +3,13 @@
  * (CHART_AGENT_SELECTOR, any namespace) on those nodes is asked Hubble's GetFlows (history only, no
  * follow) through a port-forward over the API server to its `hubble` port (src/k8s port-forward.ts:
  * what `kubectl port-forward` does), so nothing but the API server has to be reachable from
- * kubectl's machine. An agent that cannot answer is a note, and the others still count.
+ * kubectl's machine. With TLS on the agents (hubble.tls.enabled), the client verifies each as
+ * Hubble Relay does (`<node>.<cluster>.hubble-grpc.cilium.io`) and shows its certificate. An agent
+ * that cannot answer is a note, and the others still count.
  */
 import * as grpc from '@grpc/grpc-js';
 import { forwardLocally, CHART_AGENT_SELECTOR, collectionPath, resources, type KubeList, type KubeObject, type RestClient } from '../k8s/index.js';
-import { timestamp, type HubbleFlow, type HubbleProtoFiles } from '../flow/hubble/index.js';
+import { timestamp, tlsServerName, type HubbleFlow, type HubbleProtoFiles } from '../flow/hubble/index.js';
 import { readFlow, type SeenFlow } from './flows.js';
 
 export interface AgentRef {
@@ -53,6 +55,15 @@ export interface FlowQuery {
   readonly deadlineMs: number;
 }
 
+/** TLS to agents that serve it (hubble.tls.enabled): the CA that signed them, our client certificate and key (mutual TLS), their cluster name. */
+export interface HubbleTls {
+  readonly ca: Buffer;
+  readonly cert: Buffer | undefined;
+  readonly key: Buffer | undefined;
+  /** hubble.clusterName: the agents' certificates name `<node>.<cluster>.hubble-grpc.cilium.io`. */
+  readonly clusterName: string;
+}
+
 type ObserverClient = grpc.Client & { getFlows(req: unknown, opts: grpc.CallOptions): grpc.ClientReadableStream<Record<string, unknown>> };
 
 /** The Observer client constructor of the Hubble protos (observer.proto and what it imports). */
@@ -64,7 +75,7 @@ export function observerClient(protos: HubbleProtoFiles): grpc.ServiceClientCons
 }
 
 /** One agent's flows for the query, through a port-forward; errors become the answer's `error`. */
-export async function agentFlows(client: RestClient, Observer: grpc.ServiceClientConstructor, agent: AgentRef, q: FlowQuery, signal?: AbortSignal): Promise<AgentAnswer> {
+export async function agentFlows(client: RestClient, Observer: grpc.ServiceClientConstructor, agent: AgentRef, q: FlowQuery, tls: HubbleTls | undefined, signal?: AbortSignal): Promise<AgentAnswer> {
   const t0 = Date.now();
   const answer = (flows: readonly SeenFlow[], error?: string): AgentAnswer => ({ agent, flows, tookMs: Date.now() - t0, ...(error ? { error } : {}) });
   if (agent.port === undefined) return answer([], `agent ${agent.namespace}/${agent.pod} serves no Hubble port (hubble.enabled is off)`);
@@ -72,7 +83,10 @@ export async function agentFlows(client: RestClient, Observer: grpc.ServiceClien
   let c: ObserverClient | undefined;
   try {
     fwd = await forwardLocally(client.config, { namespace: agent.namespace, pod: agent.pod, port: agent.port, signal, userAgent: 'kubectl-retina' });
-    c = new Observer(`127.0.0.1:${fwd.port}`, grpc.credentials.createInsecure(), { 'grpc.enable_retries': 0 }) as unknown as ObserverClient;
+    const name = tls ? tlsServerName(agent.node, tls.clusterName) : '';
+    const creds = tls ? grpc.credentials.createSsl(tls.ca, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
+    const opts = { 'grpc.enable_retries': 0, ...(tls ? { 'grpc.ssl_target_name_override': name, 'grpc.default_authority': name } : {}) };
+    c = new Observer(`127.0.0.1:${fwd.port}`, creds, opts) as unknown as ObserverClient;
     const req = { number: q.last, since: timestamp(q.sinceMs), whitelist: q.whitelist };
     const flows = await new Promise<SeenFlow[]>((resolve, reject) => {
       const got: SeenFlow[] = [];

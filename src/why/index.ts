@@ -6,7 +6,7 @@
  */
 import type { HubbleProtoFiles } from '../flow/hubble/index.js';
 import type { RestClient } from '../k8s/index.js';
-import { agentFlows, findAgents, observerClient, type AgentAnswer, type FlowQuery } from './agents.js';
+import { agentFlows, findAgents, observerClient, type AgentAnswer, type FlowQuery, type HubbleTls } from './agents.js';
 import { rankCause, type Cause, type ServiceFacts } from './cause.js';
 import type { SeenFlow } from './flows.js';
 import { ResolveError, resolveSide, selectingPolicies, type Side } from './resolve.js';
@@ -16,6 +16,7 @@ export { parseTarget, targetText, TargetSpecError, type TargetSpec } from './tar
 export { ResolveError } from './resolve.js';
 export { rankCause, type Cause, type CauseCode, type Findings } from './cause.js';
 export { readFlow, type SeenFlow } from './flows.js';
+export type { HubbleTls } from './agents.js';
 
 export interface WhyOptions {
   readonly client: RestClient;
@@ -28,6 +29,8 @@ export interface WhyOptions {
   readonly last: number;
   /** The whole answer's budget. */
   readonly timeoutMs: number;
+  /** TLS to the agents' Hubble port (hubble.tls.enabled); plaintext without. */
+  readonly tls?: HubbleTls;
   readonly signal?: AbortSignal;
 }
 
@@ -95,7 +98,7 @@ export async function explainReach(o: WhyOptions): Promise<WhyAnswer> {
   const Observer = observerClient(o.protos);
   const ask = async (dstIps: readonly string[]): Promise<AgentAnswer[]> => {
     const q: FlowQuery = { whitelist: whitelist(src.ips, dstIps, name), last: o.last, sinceMs: t0 - o.windowMs, deadlineMs };
-    return Promise.all(agents.map((a) => agentFlows(o.client, Observer, a, q, signal)));
+    return Promise.all(agents.map((a) => agentFlows(o.client, Observer, a, q, o.tls, signal)));
   };
   let answers = await ask(dst.ips);
   let flows: SeenFlow[] = answers.flatMap((a) => [...a.flows]);

@@ -12,3 +12,4 @@ export { enumValues, messageFields, planner, resolveTypeName, type EnumValue, ty
 export { createFlowJson, loadFlowProtos, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';
 export { FLOW_PROTO_FILES, hubbleProtoFiles, HUBBLE_PROTO_FILES, type HubbleProtoFiles } from './protos.js';
 export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';
+export { tlsServerName } from './tls-name.js';
