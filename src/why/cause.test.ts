@@ -22,7 +22,9 @@ const syn = (agoMs: number, port = 8080): SeenFlow => seen({ srcIp: CLI, dstIp: 
 const synAck = (agoMs: number, port = 8080): SeenFlow => seen({ srcIp: SRV, dstIp: CLI, verdict: 'FORWARDED', proto: 6, srcPort: port, dstPort: 40000, tcpFlags: 18, isReply: true }, agoMs);
 const rst = (agoMs: number, port = 8080): SeenFlow => seen({ srcIp: SRV, dstIp: CLI, verdict: 'FORWARDED', proto: 6, srcPort: port, dstPort: 40000, tcpFlags: 20, isReply: true }, agoMs);
 const drop = (reason: string, agoMs: number, port = 8080, node = NODE): SeenFlow => seen({ srcIp: CLI, dstIp: SRV, verdict: 'DROPPED', dropReason: reason, proto: 6, srcPort: 40000, dstPort: port, tcpFlags: 2 }, agoMs, node);
+const COREDNS = Object.freeze({ namespace: 'kube-system', podName: 'coredns-1', workloadKind: 'Deployment', workloadName: 'coredns', service: 'kube-dns', nodeName: NODE, zone: '', labels: {} });
 const dns = (query: string, response: boolean, rcode: string, answers: string[], agoMs: number): SeenFlow => seen({
+  source: response ? COREDNS : undefined,
   srcIp: response ? DNS : CLI, dstIp: response ? CLI : DNS, verdict: 'DNS', proto: 17, srcPort: response ? 53 : 50000, dstPort: response ? 50000 : 53,
   dns: { query, qtype: 'A', rcode, answers, isResponse: response, numAnswers: answers.length },
 }, agoMs);
@@ -92,7 +94,7 @@ describe('why: the cause ranking', () => {
     ];
     const c = rankCause(findings(flows, { dnsName: name, dst: { text: `name ${name}`, ips: new Set() }, port: 80, dstPorts: new Set([80]) }));
     assert.equal(c.code, 'nxdomain');
-    assert.equal(c.summary, `NXDOMAIN for name ${name}: the DNS server (${DNS}) says it does not exist`);
+    assert.equal(c.summary, `NXDOMAIN for name ${name}: the DNS server (pod kube-system/coredns-1, ${DNS}) says it does not exist`);
     assert.ok(c.evidence.some((e) => e.includes('2 answers NXDOMAIN')), c.evidence.join('\n'));
   });
 

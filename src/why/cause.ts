@@ -101,7 +101,7 @@ function dnsCause(f: Findings, name: string): Cause | undefined {
   if (withIps.length > 0) return undefined; // it resolves: the rest of the ranking looks at its addresses
   const errors = answers.filter((x) => (x.dns?.rcode ?? 0) !== 0);
   const nx = errors.filter((x) => x.dns?.rcode === 3);
-  const server = (xs: readonly SeenFlow[]): string => [...new Set(xs.map((x) => x.srcIp))].join(', ');
+  const server = (xs: readonly SeenFlow[]): string => [...new Set(xs.map((x) => (x.srcPod ? `pod ${x.srcPod}, ${x.srcIp}` : x.srcIp)))].join('; ');
   if (nx.length > 0) {
     return {
       code: 'nxdomain', node: top(nx, (x) => x.node, (x) => x.timeMs)?.key,

@@ -33,6 +33,8 @@ export interface SeenFlow {
   /** The kernel's drop reason name ('' when not dropped; 'unknown' when a drop carries none). */
   readonly dropReason: string;
   readonly dns: SeenDns | undefined;
+  /** The source's pod as the agent's enricher named it (`ns/name`), '' when it is no pod it knows. */
+  readonly srcPod: string;
 }
 
 type Obj = Readonly<Record<string, unknown>>;
@@ -57,6 +59,7 @@ export function readFlow(h: HubbleFlow, node: string): SeenFlow {
   const d = l7['dns'] ? obj(l7['dns']) : undefined;
   const query = d ? str(d['query']).toLowerCase() : '';
   const response = l7['type'] === 'RESPONSE';
+  const src = obj(h['source']);
   return {
     timeMs: timestampMs(h['time']) ?? 0,
     node: str(h['node_name']) || node,
@@ -74,6 +77,7 @@ export function readFlow(h: HubbleFlow, node: string): SeenFlow {
       rcode: response ? num(d['rcode']) : undefined,
       ips: Array.isArray(d['ips']) ? d['ips'].map(str).filter(Boolean) : [],
     } : undefined,
+    srcPod: src['pod_name'] ? `${str(src['namespace'])}/${str(src['pod_name'])}` : '',
   };
 }
 

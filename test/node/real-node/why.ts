@@ -95,7 +95,7 @@ export function whyCases(s: RealNodeSuite): void {
         return ds && ds.status.observedGeneration === ds.metadata.generation && ds.status.updatedNumberScheduled === 1 && ds.status.numberReady === 1;
       }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
     }
-    t.diagnostic(`Hubble ${hasHubble ? 'was on' : 'turned on here'}`);
+    t.diagnostic(`Hubble ${hasHubble ? 'was on' : 'turned on here'}; ${await agentState()}`);
   });
 
   it('why, an nftables deny between two pods: "dropped by netfilter on node retina-node (NETFILTER_DROP)"', async (t) => {
@@ -133,7 +133,7 @@ export function whyCases(s: RealNodeSuite): void {
       const r = await podExec(s.node.kubeconfig, cli.namespace, cli.name, 'main', ['/usr/local/bin/node', '--input-type=module', '-e', LOOKUP, name]);
       assert.equal(r.stdout.trim(), 'ENOTFOUND', `the lookup fails: ${r.stdout} ${r.stderr}`);
     });
-    assert.match(w.a.cause.summary, new RegExp(`^NXDOMAIN for name ${name.replace(/\./g, '\\.')}: `));
+    assert.match(w.a.cause.summary, new RegExp(`^NXDOMAIN for name ${name.replace(/\./g, '\\.')}: the DNS server \\(pod kube-system/coredns-`), 'the CoreDNS pod named as the agent knows it');
     figure('name that does not resolve', w);
     t.diagnostic(note(w));
   });
@@ -161,5 +161,6 @@ export function whyCases(s: RealNodeSuite): void {
     });
     figure('working Service (control)', ok);
     t.diagnostic(note(ok));
+    t.diagnostic(`after the why cases: ${await agentState()}`);
   });
 }
