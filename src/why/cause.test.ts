@@ -32,7 +32,7 @@ const dns = (query: string, response: boolean, rcode: string, answers: string[],
 function findings(flows: SeenFlow[], o: Partial<Findings> = {}): Findings {
   return {
     src: { text: 'pod a/cli', ips: new Set([CLI]) }, dst: { text: 'pod b/srv', ips: new Set([SRV]) }, port: 8080, dstPorts: new Set([8080]),
-    flows, policies: [], service: undefined, dnsName: undefined, agentNotes: [], nowMs: NOW, ...o,
+    flows, policies: [], service: undefined, dnsName: undefined, agentNotes: [], agentsAnswered: 1, nowMs: NOW, ...o,
   };
 }
 
@@ -83,6 +83,14 @@ describe('why: the cause ranking', () => {
     assert.equal(c.code, 'no-answer');
     assert.match(c.summary, /3 SYNs got no SYN-ACK/);
     assert.equal(rankCause(findings([])).code, 'no-traffic');
+  });
+
+  it('no agent answered: said so, with the first reason, rather than "no traffic"', () => {
+    const c = rankCause(findings([], { agentsAnswered: 0, agentNotes: ['agent of node node-a: agent kube-system/a serves no Hubble port (hubble.enabled is off)'] }));
+    assert.equal(c.code, 'no-agent');
+    assert.equal(c.summary, 'no agent\'s flows could be read, so no cause can be named: agent of node node-a: agent kube-system/a serves no Hubble port (hubble.enabled is off)');
+    const svc = { text: 'Service b/web', selector: 'selector app=web', ready: 0, notReady: 0, selectedPods: 0, ports: ['80/TCP'], portMissing: false };
+    assert.equal(rankCause(findings([], { agentsAnswered: 0, service: svc })).code, 'service-no-endpoints', 'what the API alone says still counts');
   });
 
   it('NXDOMAIN for every search-path expansion of a name', () => {

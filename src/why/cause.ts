@@ -10,13 +10,13 @@
  *  6. no route (the kernel's routing and neighbour drop reasons);
  *  7. any other drop, by its reason;
  *  8. SRC sent, DST never answered, nothing dropped that the agents saw;
- *  9. traffic both ways: reachable; 10. nothing at all: no recent traffic.
+ *  9. traffic both ways: reachable; 10. nothing at all: no recent traffic, or no agent could be read.
  */
 import { ACK, RST, SYN, asksFor, rcodeName, type SeenFlow } from './flows.js';
 
 export type CauseCode =
   | 'nxdomain' | 'dns-error' | 'dns-no-answer' | 'service-port' | 'service-no-endpoints' | 'policy' | 'netfilter-drop'
-  | 'no-listener' | 'no-route' | 'dropped' | 'no-answer' | 'reachable' | 'no-traffic';
+  | 'no-listener' | 'no-route' | 'dropped' | 'no-answer' | 'reachable' | 'no-traffic' | 'no-agent';
 
 export interface Cause {
   readonly code: CauseCode;
@@ -62,6 +62,8 @@ export interface Findings {
   readonly dnsName: string | undefined;
   /** Lines about the agents asked (which answered, which could not). */
   readonly agentNotes: readonly string[];
+  /** How many agents answered (0: no flows could be read at all). */
+  readonly agentsAnswered: number;
   readonly nowMs: number;
 }
 
@@ -155,6 +157,7 @@ export function rankCause(f: Findings): Cause {
     const d = dnsCause(f, f.dnsName);
     if (d) return { ...d, evidence: [...d.evidence, ...notes] };
     if (f.dst.ips.size === 0) {
+      if (f.agentsAnswered === 0) return noAgent(f, notes);
       return { code: 'no-traffic', summary: `no DNS query for ${f.dnsName} from ${f.src.text} in the agents' recent flows`, evidence: [`DNS: nothing for ${f.dnsName}`, ...notes] };
     }
   }
@@ -213,7 +216,14 @@ export function rankCause(f: Findings): Cause {
   if (fwd.length > 0 || replies.length > 0) {
     return { code: 'reachable', summary: `${f.dst.text}${port} answers ${f.src.text}: traffic both ways, the last ${ago(f.nowMs, latest([...fwd, ...rev]))}`, evidence: lines };
   }
+  if (f.agentsAnswered === 0) return noAgent(f, lines);
   return { code: 'no-traffic', summary: `no recent traffic between ${f.src.text} and ${f.dst.text}${port} in the agents' flows: try again while it fails`, evidence: lines };
+}
+
+/** Nothing could be asked: the first reason why (an agent without Hubble, a port-forward refused, no agent on the nodes). */
+function noAgent(f: Findings, evidence: readonly string[]): Cause {
+  const why = f.agentNotes.find((n) => !n.includes(' flows in ')) ?? 'no retina agent on the nodes involved';
+  return { code: 'no-agent', summary: `no agent's flows could be read, so no cause can be named: ${why}`, evidence };
 }
 
 /** Flows SRC -> DST (to the port asked, if any) and DST -> SRC (from it). */

@@ -117,7 +117,7 @@ export async function explainReach(o: WhyOptions): Promise<WhyAnswer> {
   const dstText = name !== undefined && dstIps.length > 0 ? `${dst.text} (${dstIps.join(', ')})` : dst.text;
   const cause = rankCause({
     src: { text: src.text, ips: new Set(src.ips) }, dst: { text: dstText, ips: new Set(dstIps) }, port, dstPorts, flows,
-    policies: pol.policies, service: facts, dnsName: name, agentNotes: notes, nowMs: Date.now(),
+    policies: pol.policies, service: facts, dnsName: name, agentNotes: notes, agentsAnswered: answers.filter((a) => !a.error).length, nowMs: Date.now(),
   });
   return {
     source: { text: src.text, ips: src.ips, nodes: src.nodes },
