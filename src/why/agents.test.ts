@@ -3,7 +3,8 @@
  * process, a real ring, mutual TLS with a certificate for `*.default.hubble-grpc.cilium.io` as
  * Cilium's certgen makes it), reached through a stand-in API server that speaks the WebSocket
  * port-forward (v4.channel.k8s.io) to its port. GetFlows' filters, the flows read back with their
- * drop reason, the agent's TLS name verified; without our certificate, or in plaintext, the agent's
+ * drop reason, the node named as the API server names the agent's (not as the agent named itself),
+ * the agent's TLS name verified; without our certificate, or in plaintext, the agent's
  * error is the answer's, not a throw.
  */
 import assert from 'node:assert/strict';
@@ -55,7 +56,7 @@ describe('why: an agent\'s flows through a port-forward, over mutual TLS', { tim
     mine = makeLeaf(dir, ca, 'why-client', { san: 'DNS:why-client', usage: 'clientAuth' });
     const ring = createFlowRing(100);
     ring.consume({ source: 'test', flows: [
-      createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 6, srcPort: 40000, dstPort: 8080, tcpFlags: 2, timeMs: now - 2000, nodeName: 'node-a' }),
+      createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.2', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 6, srcPort: 40000, dstPort: 8080, tcpFlags: 2, timeMs: now - 2000, nodeName: 'vm' }),
       createFlow({ srcIp: '10.0.0.9', dstIp: '10.0.0.2', verdict: 'FORWARDED', proto: 6, srcPort: 40001, dstPort: 8080, tcpFlags: 2, timeMs: now - 1000, nodeName: 'node-a' }),
     ] });
     hubble = await startHubbleServer({
@@ -108,6 +109,7 @@ describe('why: an agent\'s flows through a port-forward, over mutual TLS', { tim
   it('reads the filtered flows, the drop reason included, verifying node-a.default.hubble-grpc.cilium.io', async () => {
     const a = await agentFlows(client, Observer, agent, { ...query, deadlineMs: Date.now() + 20_000 }, tls());
     assert.equal(a.error, undefined);
+    assert.equal(a.calls, 'node-a', 'the Hubble server names its node (GetNodes)');
     assert.equal(a.flows.length, 1, 'only the flow the filter names');
     const [f] = a.flows;
     assert.deepEqual({ src: f?.srcIp, dst: f?.dstIp, port: f?.dstPort, dropped: f?.dropped, reason: f?.dropReason, node: f?.node }, { src: '10.0.0.1', dst: '10.0.0.2', port: 8080, dropped: true, reason: 'NETFILTER_DROP', node: 'node-a' });

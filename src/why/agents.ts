@@ -23,6 +23,8 @@ export interface AgentRef {
 export interface AgentAnswer {
   readonly agent: AgentRef;
   readonly flows: readonly SeenFlow[];
+  /** The node name the Hubble server behind the port gives itself (GetNodes); undefined when it did not say. */
+  readonly calls?: string;
   readonly error?: string;
   readonly tookMs: number;
 }
@@ -64,7 +66,10 @@ export interface HubbleTls {
   readonly clusterName: string;
 }
 
-type ObserverClient = grpc.Client & { getFlows(req: unknown, opts: grpc.CallOptions): grpc.ClientReadableStream<Record<string, unknown>> };
+type ObserverClient = grpc.Client & {
+  getFlows(req: unknown, opts: grpc.CallOptions): grpc.ClientReadableStream<Record<string, unknown>>;
+  getNodes(req: unknown, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { nodes?: { name?: string }[] }) => void): grpc.ClientUnaryCall;
+};
 
 /** The Observer client constructor of the Hubble protos (observer.proto and what it imports). */
 export function observerClient(protos: HubbleProtoFiles): grpc.ServiceClientConstructor {
@@ -77,7 +82,8 @@ export function observerClient(protos: HubbleProtoFiles): grpc.ServiceClientCons
 /** One agent's flows for the query, through a port-forward; errors become the answer's `error`. */
 export async function agentFlows(client: RestClient, Observer: grpc.ServiceClientConstructor, agent: AgentRef, q: FlowQuery, tls: HubbleTls | undefined, signal?: AbortSignal): Promise<AgentAnswer> {
   const t0 = Date.now();
-  const answer = (flows: readonly SeenFlow[], error?: string): AgentAnswer => ({ agent, flows, tookMs: Date.now() - t0, ...(error ? { error } : {}) });
+  let calls: string | undefined;
+  const answer = (flows: readonly SeenFlow[], error?: string): AgentAnswer => ({ agent, flows, tookMs: Date.now() - t0, ...(calls ? { calls } : {}), ...(error ? { error } : {}) });
   if (agent.port === undefined) return answer([], `agent ${agent.namespace}/${agent.pod} serves no Hubble port (hubble.enabled is off)`);
   let fwd: Awaited<ReturnType<typeof forwardLocally>> | undefined;
   let c: ObserverClient | undefined;
@@ -87,6 +93,11 @@ export async function agentFlows(client: RestClient, Observer: grpc.ServiceClien
     const creds = tls ? grpc.credentials.createSsl(tls.ca, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
     const opts = { 'grpc.enable_retries': 0, ...(tls ? { 'grpc.ssl_target_name_override': name, 'grpc.default_authority': name } : {}) };
     c = new Observer(`127.0.0.1:${fwd.port}`, creds, opts) as unknown as ObserverClient;
+    // who answers on the port: our agent names its node (another Hubble on the node's port, Cilium's, does not)
+    const oc = c;
+    calls = await new Promise<string | undefined>((resolve) => {
+      oc.getNodes({}, { deadline: new Date(q.deadlineMs) }, (e, r) => resolve(e ? undefined : r?.nodes?.[0]?.name));
+    });
     const req = { number: q.last, since: timestamp(q.sinceMs), whitelist: q.whitelist };
     const flows = await new Promise<SeenFlow[]>((resolve, reject) => {
       const got: SeenFlow[] = [];

@@ -104,6 +104,8 @@ describe('why: the cause ranking', () => {
     assert.equal(c.code, 'nxdomain');
     assert.equal(c.summary, `NXDOMAIN for name ${name}: the DNS server (pod kube-system/coredns-1, ${DNS}) says it does not exist`);
     assert.ok(c.evidence.some((e) => e.includes('2 answers NXDOMAIN')), c.evidence.join('\n'));
+    const unnamed = flows.map((x) => ({ ...x, srcPod: '' }));
+    assert.match(rankCause(findings(unnamed, { dnsName: name, dst: { text: `name ${name}`, ips: new Set() }, podNames: new Map([[DNS, 'kube-system/coredns-2']]) })).summary, /the DNS server \(pod kube-system\/coredns-2, 10\.252\.0\.10\)/);
   });
 
   it('a name that resolves hands over to its addresses; SERVFAIL is a DNS error', () => {

@@ -64,6 +64,8 @@ export interface Findings {
   readonly agentNotes: readonly string[];
   /** How many agents answered (0: no flows could be read at all). */
   readonly agentsAnswered: number;
+  /** Pods by IP (ns/name) the API server named, for addresses the agents' flows left unnamed (a DNS server). */
+  readonly podNames?: ReadonlyMap<string, string>;
   readonly nowMs: number;
 }
 
@@ -103,7 +105,10 @@ function dnsCause(f: Findings, name: string): Cause | undefined {
   if (withIps.length > 0) return undefined; // it resolves: the rest of the ranking looks at its addresses
   const errors = answers.filter((x) => (x.dns?.rcode ?? 0) !== 0);
   const nx = errors.filter((x) => x.dns?.rcode === 3);
-  const server = (xs: readonly SeenFlow[]): string => [...new Set(xs.map((x) => (x.srcPod ? `pod ${x.srcPod}, ${x.srcIp}` : x.srcIp)))].join('; ');
+  const server = (xs: readonly SeenFlow[]): string => [...new Set(xs.map((x) => {
+    const pod = x.srcPod || f.podNames?.get(x.srcIp);
+    return pod ? `pod ${pod}, ${x.srcIp}` : x.srcIp;
+  }))].join('; ');
   if (nx.length > 0) {
     return {
       code: 'nxdomain', node: top(nx, (x) => x.node, (x) => x.timeMs)?.key,

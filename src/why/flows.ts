@@ -46,7 +46,10 @@ function tcpFlags(f: Obj): number {
   return (f['SYN'] ? SYN : 0) | (f['ACK'] ? ACK : 0) | (f['RST'] ? RST : 0) | (f['FIN'] ? FIN : 0);
 }
 
-/** One Hubble flow as `why` reads it; `node` when the flow names none (the agent's node). */
+/**
+ * One Hubble flow as `why` reads it. `node` is the Kubernetes node of the agent asked (its pod's
+ * spec.nodeName), preferred to the flow's node_name, which is the name the agent gave itself.
+ */
 export function readFlow(h: HubbleFlow, node: string): SeenFlow {
   const ip = obj(h['IP']);
   const l4 = obj(h['l4']);
@@ -62,7 +65,7 @@ export function readFlow(h: HubbleFlow, node: string): SeenFlow {
   const src = obj(h['source']);
   return {
     timeMs: timestampMs(h['time']) ?? 0,
-    node: str(h['node_name']) || node,
+    node: node || str(h['node_name']),
     srcIp: str(ip['source']),
     dstIp: str(ip['destination']),
     proto,

@@ -9,7 +9,7 @@ import type { RestClient } from '../k8s/index.js';
 import { agentFlows, findAgents, observerClient, type AgentAnswer, type FlowQuery, type HubbleTls } from './agents.js';
 import { rankCause, type Cause, type ServiceFacts } from './cause.js';
 import type { SeenFlow } from './flows.js';
-import { ResolveError, resolveSide, selectingPolicies, type Side } from './resolve.js';
+import { podsByIp, ResolveError, resolveSide, selectingPolicies, type Side } from './resolve.js';
 import type { TargetSpec } from './target.js';
 
 export { parseTarget, targetText, TargetSpecError, type TargetSpec } from './target.js';
@@ -113,11 +113,19 @@ export async function explainReach(o: WhyOptions): Promise<WhyAnswer> {
       flows = answers.flatMap((a) => [...a.flows]);
     }
   }
+  // DNS servers the agents could not name (a pod their cache does not hold), named by the API server
+  const unnamed = name === undefined ? [] : [...new Set(flows.filter((f) => f.dns?.response && !f.srcPod && src.ips.includes(f.dstIp)).map((f) => f.srcIp))];
+  const podNames = unnamed.length > 0 ? await podsByIp(o.client, unnamed, signal) : undefined;
   for (const a of answers) notes.push(a.error ? `agent of node ${a.agent.node}: ${a.error}` : `agent ${a.agent.namespace}/${a.agent.pod} (node ${a.agent.node}): ${a.flows.length} flows in ${a.tookMs} ms`);
+  for (const a of answers) {
+    if (!a.error && a.calls !== a.agent.node) {
+      notes.push(`node ${a.agent.node}: the Hubble server on port ${a.agent.port} of ${a.agent.namespace}/${a.agent.pod} calls itself ${a.calls === undefined ? 'nothing (not a retina agent\'s: another Hubble, such as Cilium\'s, may hold the port)' : `node ${JSON.stringify(a.calls)} (an agent without its NODE_NAME, or another process holding the port on the node)`}`);
+    }
+  }
   const dstText = name !== undefined && dstIps.length > 0 ? `${dst.text} (${dstIps.join(', ')})` : dst.text;
   const cause = rankCause({
     src: { text: src.text, ips: new Set(src.ips) }, dst: { text: dstText, ips: new Set(dstIps) }, port, dstPorts, flows,
-    policies: pol.policies, service: facts, dnsName: name, agentNotes: notes, agentsAnswered: answers.filter((a) => !a.error).length, nowMs: Date.now(),
+    policies: pol.policies, service: facts, dnsName: name, agentNotes: notes, agentsAnswered: answers.filter((a) => !a.error).length, ...(podNames ? { podNames } : {}), nowMs: Date.now(),
   });
   return {
     source: { text: src.text, ips: src.ips, nodes: src.nodes },

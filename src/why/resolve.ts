@@ -183,3 +183,14 @@ export async function selectingPolicies(client: RestClient, src: PodFacts | unde
     return { policies: out, note: `NetworkPolicies not read: ${(e as Error).message}` };
   }
 }
+
+/** The pods (ns/name) of up to `max` IPs, through the API server; IPs of no pod are left out. */
+export async function podsByIp(client: RestClient, ips: readonly string[], signal?: AbortSignal, max = 4): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  await Promise.all(ips.slice(0, max).map(async (ip) => {
+    const list = await client.request<KubeList<PodWire>>('GET', collectionPath(resources.pods), { query: { fieldSelector: `status.podIP=${ip}` }, signal }).catch(() => undefined);
+    const p = list?.items.find((x) => !(x as { spec: { hostNetwork?: boolean } }).spec.hostNetwork);
+    if (p) out.set(ip, `${p.metadata.namespace ?? ''}/${p.metadata.name}`);
+  }));
+  return out;
+}
