@@ -7,7 +7,7 @@ import { getAsset, isSea } from 'node:sea';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hubbleProtoFiles, type HubbleProtoFiles } from '../flow/hubble/index.js';
-import { explainReach, parseTarget, ResolveError, TargetSpecError, type HubbleTls, type WhyAnswer } from '../why/index.js';
+import { explainReach, parseTarget, TargetSpecError, type HubbleTls, type WhyAnswer } from '../why/index.js';
 import { parseFlags, UsageError } from './args.js';
 import { connect } from './capture/flags.js';
 import { packageFile } from './command.js';
@@ -127,8 +127,7 @@ export async function runWhy(argv: readonly string[], env: NodeJS.ProcessEnv, ku
     process.stdout.write(f.str('output') === 'json' ? JSON.stringify(out, null, 2) + '\n' : whyText(out));
     return 0;
   } catch (e) {
-    const msg = e instanceof ResolveError ? e.message : (e as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e as Error).message;
-    process.stderr.write(`kubectl-retina why: ${msg}\n`);
+    process.stderr.write(`kubectl-retina why: ${(e as Error).message}\n`);
     return 1;
   } finally {
     client.close();

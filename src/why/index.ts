@@ -80,9 +80,18 @@ function whitelist(srcIps: readonly string[], dstIps: readonly string[], name: s
 }
 
 export async function explainReach(o: WhyOptions): Promise<WhyAnswer> {
+  const budget = AbortSignal.timeout(o.timeoutMs);
+  try {
+    return await explain(o, AbortSignal.any([budget, ...(o.signal ? [o.signal] : [])]));
+  } catch (e) {
+    if (budget.aborted && !o.signal?.aborted) throw new Error(`no answer within ${o.timeoutMs} ms (the API server or an agent too slow): ${(e as Error).message}`, { cause: e });
+    throw e;
+  }
+}
+
+async function explain(o: WhyOptions, signal: AbortSignal): Promise<WhyAnswer> {
   const t0 = Date.now();
   const deadlineMs = t0 + o.timeoutMs;
-  const signal = AbortSignal.any([AbortSignal.timeout(o.timeoutMs), ...(o.signal ? [o.signal] : [])]);
   const [src, dst] = await Promise.all([resolveSide(o.client, o.src, signal), resolveSide(o.client, o.dst, signal)]);
   if (src.ips.length === 0) throw new ResolveError(`${src.text} has no IP yet (not running?)`);
   if (dst.pod && dst.ips.length === 0) throw new ResolveError(`${dst.text} has no IP yet (not running?)`);
