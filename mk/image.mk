@@ -1,12 +1,14 @@
 # Bundles and images (issue 13). `make bundle`: one esbuild bundle per command (hack/bundle.mjs) for
 # Linux x64 and arm64 and for Windows x64, in build/bundle/<os>-<arch>/. `make image`: the Linux
 # images of amd64 and arm64 (hack/image/linux.sh), joined under one tag in an OCI image index
-# (hack/image/index.sh, issue 41), and the Windows image layer (hack/image/windows.sh, amd64), built offline
+# (hack/image/index.sh, issue 41), the Windows image layer (hack/image/windows.sh, amd64) and the shell image of
+# `kubectl retina shell` and `bpftrace` (hack/image/shell.sh, this machine's architecture), built offline
 # with umoci and skopeo into build/image/. Both are rebuilt only when their inputs change (stamps).
 # `make bundle BUNDLE_SOURCEMAP=1` adds source maps (after `make image-clean`: the stamp does not see it).
 BUNDLE_STAMP := build/bundle/.stamp
 IMAGE_LINUX_STAMP := build/image/.stamp-linux
 IMAGE_WINDOWS_STAMP := build/image/.stamp-windows
+IMAGE_SHELL_STAMP := build/image/.stamp-shell
 IMAGE_VERSION = $(shell node -p 'require("./package.json").version')
 IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null),local)
 IMAGE_REVISION = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -20,7 +22,7 @@ BUNDLE_INPUTS := $(shell find src -name '*.ts' ! -name '*.test.ts' 2>/dev/null) 
 
 .PHONY: bundle image
 bundle: $(BUNDLE_STAMP)
-image: $(IMAGE_LINUX_STAMP) $(IMAGE_WINDOWS_STAMP)
+image: $(IMAGE_LINUX_STAMP) $(IMAGE_WINDOWS_STAMP) $(IMAGE_SHELL_STAMP)
 
 # The pinned node first: the agent's start-up snapshot (hack/snapshot.mjs) is made by the node that runs it.
 $(BUNDLE_STAMP): $(BUNDLE_INPUTS) $(BPF_OBJECTS) $(NPM_STAMP) $(CACHE)/node/.stamp-$(NODE_VERSION)
@@ -51,6 +53,11 @@ $(IMAGE_LINUX_STAMP): $(BUNDLE_STAMP) hack/image/linux.sh hack/image/index.sh ha
 
 $(IMAGE_WINDOWS_STAMP): $(BUNDLE_STAMP) hack/image/windows.sh hack/image/common.sh bin/retina-agent $(NODE_WIN_EXE) $(APT_STAMP)
 	@$(STEP) image-windows hack/image/windows.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION) $(NODE_WIN_EXE)
+	touch $@
+
+# The shell image of `kubectl retina shell` and `bpftrace` (issue 39): Debian's tools, this machine's architecture.
+$(IMAGE_SHELL_STAMP): hack/image/shell.sh hack/image/common.sh $(APT_STAMP)
+	@$(STEP) image-shell hack/image/shell.sh $(IMAGE_VERSION) $(IMAGE_SOURCE) $(IMAGE_REVISION)
 	touch $@
 
 # The bundle and image tests (test/bundle) run what these build.

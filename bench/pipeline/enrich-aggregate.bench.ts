@@ -5,11 +5,15 @@
  * packet_event records decoded by createPacketDecoder, dropreason and tcpretrans records through
  * their flow decoders, DNS records into flows; enrichment goes through cacheLookup over an IpCache of
  * pods, services and nodes; aggregation is the Metrics Module with Retina's annotation-mode set
- * (8 metrics, ip/namespace/podname/workload on both sides) in remote and local context.
+ * (8 metrics, ip/namespace/podname/workload on both sides) in remote and local context. The Hubble
+ * metrics (hubble.metrics.enabled, Cilium's set for its dashboards) as the pipeline's consumer alone
+ * and beside the Metrics Module (fanOut), as the agent runs them.
  * Prints one JSON line (and a table on stderr). BENCH_ROUNDS, BENCH_ROUND_MS tune the run; BENCH_ONLY=<name> runs one combination (for --cpu-prof).
  */
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
-import type { Flow, FlowConsumer } from '../../src/flow/index.js';
+import { fanOut, type Flow, type FlowConsumer } from '../../src/flow/index.js';
+import { parseHubbleMetrics } from '../../src/config/index.js';
+import { createHubbleMetrics } from '../../src/metrics/hubble/index.js';
 import { discardFlows } from '../../test/fakes/flows.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { annotationSpec, createMetricsModule, type MetricsModule, type MetricsSpec } from '../../src/metrics/module/index.js';
@@ -72,6 +76,29 @@ function moduleFor(remote: boolean, spec: MetricsSpec): { module: MetricsModule;
   return { module, metrics };
 }
 
+/** Cilium's entries for its Hubble dashboards (docs/hubble.md), workload or address on both sides. */
+const CTX = 'sourceContext=workload-name|reserved-identity;destinationContext=workload-name|reserved-identity;labelsContext=source_namespace,destination_namespace';
+const HUBBLE_ENTRIES = [`dns:query;${CTX}`, `drop:${CTX}`, `tcp:${CTX}`, `flow:${CTX}`, 'port-distribution', 'flows-to-world:any-drop;port'];
+
+function hubbleFor(): { consumer: FlowConsumer; metrics: MetricsRegistry } {
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  const consumer = createHubbleMetrics({ metrics: parseHubbleMetrics(HUBBLE_ENTRIES).metrics, registry: metrics, nodeName: THIS_NODE });
+  return { consumer, metrics };
+}
+
+/** decode → enrich → the Hubble metrics (alone, or beside the Metrics Module). */
+function liveHubble(name: string, fx: Fixture, withModule: boolean): Combo {
+  const batches = batchesOf(fx);
+  const h = hubbleFor();
+  const m = withModule ? moduleFor(true, annotation) : undefined;
+  const next = createEnricher(cacheLookup(fx.cache), m ? fanOut([m.module, h.consumer]) : h.consumer);
+  return { name, metrics: h.metrics, samples: [], heapMB: 0, step: (i) => {
+    const flows = decodeBatch(fx, batches[i % batches.length] as Rec[]);
+    next.consume({ source: 'bench', flows });
+    return flows.length;
+  } };
+}
+
 /** decode → [enrich → [aggregate]] over live records. */
 function live(name: string, fx: Fixture, stages: 'decode' | 'enrich' | 'all', remote = true, spec: MetricsSpec = annotation): Combo {
   const batches = batchesOf(fx);
@@ -102,6 +129,22 @@ function aggregateOnly(name: string, fx: Fixture, remote: boolean): Combo {
   } };
 }
 
+/** The Hubble metrics only, over flows decoded and enriched once beforehand (as aggregateOnly). */
+function hubbleOnly(name: string, fx: Fixture): Combo {
+  const enrich = createEnricher(cacheLookup(fx.cache), discardFlows);
+  const batches = batchesOf(fx).map((b) => {
+    const flows = decodeBatch(fx, b).map((f) => ({ ...f }));
+    enrich.consume({ source: 'bench', flows });
+    return flows;
+  });
+  const h = hubbleFor();
+  return { name, metrics: h.metrics, samples: [], heapMB: 0, step: (i) => {
+    const flows = batches[i % batches.length] as Flow[];
+    h.consumer.consume({ source: 'bench', flows });
+    return flows.length;
+  } };
+}
+
 const only = process.env['BENCH_ONLY'];
 const combos: Combo[] = [
   live('decode', remoteFx, 'decode'),
@@ -111,6 +154,9 @@ const combos: Combo[] = [
   live('decode+enrich+aggregate remote forward-only', remoteFx, 'all', true, forwardOnly),
   aggregateOnly('aggregate remote annotation-set', remoteFx, true),
   aggregateOnly('aggregate local annotation-set', localFx, false),
+  hubbleOnly('hubble-metrics (Cilium\'s dashboard set)', remoteFx),
+  liveHubble('decode+enrich+hubble-metrics', remoteFx, false),
+  liveHubble('decode+enrich+aggregate remote annotation-set+hubble-metrics', remoteFx, true),
 ].filter((c) => only === undefined || c.name === only);
 
 let cursor = 0;
@@ -132,13 +178,13 @@ for (let r = 0; r < ROUNDS; r++) {
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 async function seriesCount(m: MetricsRegistry | undefined): Promise<number | undefined> {
   if (m === undefined) return undefined;
-  return (await m.expose()).body.split('\n').filter((l) => l.startsWith('networkobservability_adv_')).length;
+  return (await m.expose()).body.split('\n').filter((l) => l.startsWith('networkobservability_adv_') || l.startsWith('hubble_')).length;
 }
 const results = await Promise.all(combos.map(async (c) => {
   const fps = median(c.samples);
   return { name: c.name, flowsPerSec: Math.round(fps), nsPerFlow: +(1e9 / fps).toFixed(1), rounds: c.samples.map(Math.round), heapDeltaMaxMB: +c.heapMB.toFixed(1), series: await seriesCount(c.metrics) };
 }));
-for (const r of results) process.stderr.write(`${r.name.padEnd(48)} ${(r.flowsPerSec / 1e6).toFixed(2).padStart(6)} M flows/s  ${String(r.nsPerFlow).padStart(7)} ns/flow\n`);
+for (const r of results) process.stderr.write(`${r.name.padEnd(62)} ${(r.flowsPerSec / 1e6).toFixed(2).padStart(6)} M flows/s  ${String(r.nsPerFlow).padStart(7)} ns/flow\n`);
 console.log(JSON.stringify({
   bench: 'pipeline/enrich-aggregate', ...shape, thisNodePods: remoteFx.thisNodePods, batch: BATCH, rounds: ROUNDS, roundMs: ROUND_MS,
   mix: 'forward 65% (packetparser, aggregated reports; host interface 1 in 5), drop 14%, dns 12%, retrans 9%',

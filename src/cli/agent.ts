@@ -148,22 +148,38 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     const hubbleProtos = agent.hubble.enabled || flowLogsWanted(agent.flowLogs)
       ? await import('../flow/hubble/index.js').then((m) => m.hubbleProtoFiles(packageFile('proto/hubble'), agent.hubble.enabled ? m.HUBBLE_PROTO_FILES : m.FLOW_PROTO_FILES))
       : undefined;
+    // The flow-log exporters' node name; with hubble.history.fromExport, GetFlows reads hubble.export.static's files back.
+    const flowLogNode = k8s?.nodeName ?? env['NODE_NAME'] ?? hostname();
+    const exportStatic = agent.hubble.enabled && agent.hubble.historyFromExport ? agent.flowLogs.static : undefined;
+    const history = exportStatic && hubbleProtos
+      ? (await import('../export/index.js')).createExportHistory({ config: exportStatic, nodeName: flowLogNode, protos: (await import('../flow/hubble/index.js')).loadFlowProtos(hubbleProtos) })
+      : undefined;
     const hubble = agent.hubble.enabled && hubbleProtos
       ? own((await import('../server/hubble/index.js')).createHubbleService({
         config: agent.hubble, metrics, log, nodeName: k8s?.nodeName, nodes: watches?.nodes(), version: version(), protoFiles: hubbleProtos,
+        history,
       }), 'the Hubble server stopped with errors')
       : undefined;
     // Stored flow logs (src/export: hubble.export static/dynamic and flowLogs), loaded only when configured.
     const flowLogs = hubbleProtos && flowLogsWanted(agent.flowLogs)
       ? own(await (await import('../export/index.js')).startFlowLogs({
-        config: agent.flowLogs, otlp: agent.flowLogsOtlp, nodeName: k8s?.nodeName ?? env['NODE_NAME'] ?? hostname(), version: version(),
+        config: agent.flowLogs, otlp: agent.flowLogsOtlp, nodeName: flowLogNode, version: version(),
         protoFiles: hubbleProtos, protoDir: packageFile('proto'), informers: watches?.factory, metrics, log,
       }), 'the flow-log export stopped with errors')
       : undefined;
+    // Cilium's hubble_* metrics (hubble.metrics.enabled), served on their own port.
+    const hubbleMetrics = agent.hubbleMetrics.metrics.length || agent.hubbleMetrics.refused.length
+      ? await (await import('./agent-hubble-metrics.js')).startHubbleMetrics({ agent, metrics, log, nodeName: k8s?.nodeName ?? env['NODE_NAME'] })
+      : undefined;
+    if (hubbleMetrics) own(hubbleMetrics, 'the hubble metrics server stopped with errors');
     await breathe();
-    // The flow pipeline: plugins -> enricher -> Metrics Module (enablePodLevel), the Hubble ring, the flow logs.
+    // The flow pipeline: plugins -> enricher -> Metrics Module (enablePodLevel), the Hubble ring, the Hubble metrics, the flow logs.
     const pipeline = own(await startNodePipeline({
-      agent, metrics, log, watches, consumers: [...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []), ...(flowLogs?.consumers ?? [])],
+      agent, metrics, log, watches, consumers: [
+        ...(hubble ? [{ name: 'hubble', consumer: hubble.ring }] : []),
+        ...(hubbleMetrics ? [{ name: 'hubble_metrics', consumer: hubbleMetrics.metrics, forget: hubbleMetrics.metrics }] : []),
+        ...(flowLogs?.consumers ?? []),
+      ],
     }), PIPELINE_STOPPED);
     try {
       await hubble?.listen();

@@ -5,12 +5,13 @@
 import { DURATION_PATTERN, MAX_DURATION_MS, boolKey, durationKey, enumKey, intKey, listKey, stringKey, type ConfigSpec, type KeySpec } from './schema.js';
 import { LOG_LEVELS, type LogLevel } from '../log/line/index.js';
 import { formatDurationMs, parseDurationMs } from './duration.js';
-import { InvalidValue } from './errors.js';
+import { ConfigErrors, InvalidValue } from './errors.js';
 import type { LoadedValues } from './load.js';
-import { hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
+import { historyProblems, hubbleConfig, hubbleKeys, type HubbleConfig } from './hubble.js';
 import { flowLogsConfig, flowLogsKeys, type FlowLogsConfig } from './flow-logs.js';
 import { flowLogsOtlpConfig, flowLogsOtlpKeys, type FlowLogsOtlpConfig } from './flowlogs-otlp.js';
 import { metricsSecurityConfig, metricsSecurityKeys, type MetricsSecurityConfig } from './metrics-security.js';
+import { hubbleMetricsConfig, hubbleMetricsKeys, type HubbleMetricsConfig } from './hubble-metrics.js';
 
 export interface AgentConfig {
   readonly apiServerHost: string;
@@ -34,6 +35,10 @@ export interface AgentConfig {
   readonly metricsSecurity: MetricsSecurityConfig;
   /** The Hubble gRPC service (off by default). */
   readonly hubble: HubbleConfig;
+  /** Cilium's hubble_* metrics (hubble.metrics.enabled; off while it names none). */
+  readonly hubbleMetrics: HubbleMetricsConfig;
+  /** Pod label keys added to adv_* and hubble_* series (metricsPodLabelsAllowlist). */
+  readonly metricsPodLabels: readonly string[];
   /** Stored flow logs: hubble.export (static, dynamic) and flowLogs (ContainerNetworkLog); each off by default. */
   readonly flowLogs: FlowLogsConfig;
   /** Flow logs to an OpenTelemetry collector (off while its endpoint is ''). */
@@ -86,6 +91,7 @@ export function agentKeys(plugins: PluginChoice) {
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
+    ...hubbleMetricsKeys(),
     ...flowLogsKeys(plugins.os),
     ...flowLogsOtlpKeys(),
   } satisfies ConfigSpec<Record<string, unknown>>;
@@ -95,6 +101,9 @@ export type AgentKeys = ReturnType<typeof agentKeys>;
 
 export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
   const useLegacy = v.sourceOf(keys.metricsIntervalDuration.key) === 'default' && v.sourceOf(keys.metricsInterval.key) !== 'default';
+  const flowLogs = flowLogsConfig(keys, v);
+  const history = historyProblems(keys, v, flowLogs.static);
+  if (history.length > 0) throw new ConfigErrors(history);
   return Object.freeze({
     apiServerHost: v.get(keys.apiServerHost),
     apiServerPort: v.get(keys.apiServerPort),
@@ -115,7 +124,9 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
-    flowLogs: flowLogsConfig(keys, v),
+    hubbleMetrics: hubbleMetricsConfig(keys, v),
+    metricsPodLabels: Object.freeze([...v.get(keys.metricsPodLabelsAllowlist)]),
+    flowLogs,
     flowLogsOtlp: flowLogsOtlpConfig(keys, v),
   });
 }
@@ -125,8 +136,8 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
  * flow-log exporter (hubble.export static or dynamic, flowLogs). Decided once, by the flow pipeline (src/pipeline/node.ts), which gives
  * plugins a flow sink (PluginContext.flows) only then; the config checks read it for their warnings.
  */
-export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'>; readonly flowLogs?: FlowLogsConfig }): boolean {
-  return a.enablePodLevel || a.hubble?.enabled === true || flowLogsWanted(a.flowLogs);
+export function flowsWanted(a: Pick<AgentConfig, 'enablePodLevel'> & { readonly hubble?: Pick<HubbleConfig, 'enabled'>; readonly flowLogs?: FlowLogsConfig; readonly hubbleMetrics?: Pick<HubbleMetricsConfig, 'metrics'> }): boolean {
+  return a.enablePodLevel || a.hubble?.enabled === true || flowLogsWanted(a.flowLogs) || (a.hubbleMetrics?.metrics.length ?? 0) > 0;
 }
 
 /** Whether any flow-log exporter is configured. */

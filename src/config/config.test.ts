@@ -155,6 +155,20 @@ dataAggregationLevel: high
     assert.deepEqual(errorOf('hubble:\n  tls:\n    enabled: true\n').errors.map((x) => x.key), ['hubble.tls.certFile', 'hubble.tls.keyFile']);
   });
 
+  it('hubble.history.fromExport: off by default; needs the static exporter writing whole flows, each problem named', () => {
+    assert.equal(load().hubble.historyFromExport, false);
+    const ok = load('hubble:\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n');
+    assert.equal(ok.hubble.historyFromExport, true);
+    assert.equal(load('hubble-export-file-path: /x/e.log\nhubble:\n  history:\n    fromExport: true\n').hubble.historyFromExport, true, 'Cilium\'s flag runs the static exporter too');
+    const none = errorOf('hubble:\n  history:\n    fromExport: true\n');
+    assert.deepEqual(none.errors.map((x) => x.key), ['hubble.history.fromExport']);
+    assert.match(none.message, /hubble\.export\.static\.enabled: true .*the static exporter's files are the history/);
+    const masked = errorOf('hubble:\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n      fieldMask: [time, verdict]\n      aggregationInterval: 30s\n');
+    assert.deepEqual(masked.errors.map((x) => x.key), ['hubble.export.static.fieldMask', 'hubble.export.static.aggregationInterval']);
+    assert.match(masked.message, /read back as whole flows/);
+    assert.deepEqual(errorOf('hubble-export-file-path: /x/e.log\nhubble-export-fieldmask: time\nhubble:\n  history:\n    fromExport: true\n').errors.map((x) => x.key), ['hubble-export-fieldmask'], 'the key the user set is named');
+  });
+
   it('rejects a key declared twice by two components', () => {
     assert.throws(() => collectSpecs(keys, { other: stringKey('logLevel', 'x', 'dup') }), /declared twice/);
     assert.doesNotThrow(() => collectSpecs(keys, { mine: intKey('myPluginKey', 1, 'mine') }));

@@ -48,13 +48,13 @@ describe('contradictory keys are reported at start, naming the keys', () => {
   it('packetparser without enablePodLevel', () => {
     const w = warnings('enabledPlugin: [packetparser, dns]\n');
     assert.deepEqual(w.map((x) => x.keys), [['enabledPlugin', 'enablePodLevel']]);
-    assert.match(w[0]?.problem ?? '', /packetparser is in enabledPlugin but nothing wants flows \(enablePodLevel, hubble.enabled and the flow-log exporters \(flowLogs.enabled, hubble.export.static.enabled, hubble.export.dynamic.enabled\) are all off\)/);
+    assert.match(w[0]?.problem ?? '', /packetparser is in enabledPlugin but nothing wants flows \(enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters \(flowLogs.enabled, hubble.export.static.enabled, hubble.export.dynamic.enabled\) are all off\)/);
   });
   it('pod-level keys without enablePodLevel', () => {
     const w = warnings('enableAnnotations: true\nremoteContext: true\nbypassLookupIPOfInterest: true\n');
     assert.deepEqual(w.map((x) => x.keys), [['enableAnnotations', 'enablePodLevel'], ['bypassLookupIPOfInterest', 'enablePodLevel'], ['remoteContext', 'enablePodLevel']]);
     assert.match(w[0]?.problem ?? '', /enableAnnotations: true has no effect while enablePodLevel is false/);
-    assert.match(w[2]?.problem ?? '', /remoteContext: true has no effect while nothing wants flows: enablePodLevel, hubble.enabled and the flow-log exporters/);
+    assert.match(w[2]?.problem ?? '', /remoteContext: true has no effect while nothing wants flows: enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters/);
   });
   it('with hubble.enabled, packetparser and the flow keys work without enablePodLevel', () => {
     const w = warnings('hubble:\n  enabled: true\nenabledPlugin: [packetparser]\nremoteContext: true\nenableAnnotations: true\n');
@@ -66,10 +66,15 @@ describe('contradictory keys are reported at start, naming the keys', () => {
       assert.deepEqual(w, [], c);
     }
   });
+  it('hubble.history.fromExport without hubble.enabled: named (nothing reads the history)', () => {
+    const w = warnings('hubble:\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n');
+    assert.deepEqual(w.map((x) => x.keys), [['hubble.history.fromExport', 'hubble.enabled']]);
+    assert.deepEqual(warnings('hubble:\n  enabled: true\n  history:\n    fromExport: true\n  export:\n    static:\n      enabled: true\n'), []);
+  });
   it('packetparser listed while nothing wants flows: its keys are named with the reason', () => {
     const w = warnings('enabledPlugin: [packetparser]\ndataAggregationLevel: high\n');
     assert.deepEqual(w.map((x) => x.keys), [['enabledPlugin', 'enablePodLevel'], ['dataAggregationLevel', 'enabledPlugin']]);
-    assert.match(w[1]?.problem ?? '', /only packetparser reads it, and nothing wants flows \(enablePodLevel, hubble.enabled and the flow-log exporters/);
+    assert.match(w[1]?.problem ?? '', /only packetparser reads it, and nothing wants flows \(enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters/);
   });
   it('packetparser keys while packetparser does not run; both metrics intervals', () => {
     const w = warnings('enablePodLevel: true\ndataAggregationLevel: high\nenableConntrackMetrics: true\nmetricsInterval: 5\nmetricsIntervalDuration: 10s\n');

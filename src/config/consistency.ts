@@ -30,7 +30,7 @@ const FLOW_KEYS = ['remoteContext', 'packetParserRingBufferSize'] as const;
 const PACKETPARSER_KEYS = ['dataAggregationLevel', 'dataSamplingRate', 'conntrackReportInterval', 'enableConntrackMetrics'] as const;
 
 /** What makes the agent want flows (flowsWanted), for the warnings' text. */
-const FLOW_REASONS = 'enablePodLevel, hubble.enabled and the flow-log exporters (flowLogs.enabled, hubble.export.static.enabled, hubble.export.dynamic.enabled)';
+const FLOW_REASONS = 'enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters (flowLogs.enabled, hubble.export.static.enabled, hubble.export.dynamic.enabled)';
 
 export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
   const { agent, keys, values } = i;
@@ -61,6 +61,12 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
     for (const f of PACKETPARSER_KEYS) {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enabledPlugin'], problem: `${shown(f)} has no effect: only packetparser reads it, and ${why}` });
     }
+  }
+  if (agent.metricsPodLabels.length > 0 && !agent.enablePodLevel && agent.hubbleMetrics.metrics.length === 0) {
+    out.push({ keys: [keys.metricsPodLabelsAllowlist.key, 'enablePodLevel'], problem: `${shown('metricsPodLabelsAllowlist')} has no effect: only adv_* (enablePodLevel) and hubble_* (hubble.metrics.enabled) series carry pod labels, and both are off` });
+  }
+  if (agent.hubble.historyFromExport && !agent.hubble.enabled) {
+    out.push({ keys: [keys.hubbleHistoryFromExport.key, keys.hubbleEnabled.key], problem: `${keys.hubbleHistoryFromExport.key} has no effect while ${keys.hubbleEnabled.key} is false: no Hubble server reads the history` });
   }
   if (values.sourceOf(keys.metricsInterval.key) !== 'default' && values.sourceOf(keys.metricsIntervalDuration.key) !== 'default') {
     out.push({ keys: ['metricsInterval', 'metricsIntervalDuration'], problem: 'both are set: metricsIntervalDuration is used and the deprecated metricsInterval is ignored (as in Retina)' });

@@ -17,6 +17,8 @@ export interface HubbleConfig {
   readonly clusterName: string;
   /** TLS on the TCP address (Cilium's hubble-tls-*), or undefined for plaintext. */
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCAFiles: readonly string[] } | undefined;
+  /** GetFlows reads hubble.export.static's files for the time before the ring (checked against it by agentConfig: historyProblems). */
+  readonly historyFromExport: boolean;
 }
 
 /** `host:port`, `:port` or `[v6]:port`; port 0 takes any free port. */
@@ -28,17 +30,21 @@ export function parseListenAddress(s: string): { host: string; port: number } | 
   return { host: m[1] ?? m[2] ?? '', port };
 }
 
-const listenKey: KeySpec<{ host: string; port: number }> = {
-  key: 'hubble.listenAddress', default: { host: '', port: 4244 }, defaultText: ':4244',
-  doc: 'Ours: where the Hubble gRPC service (Observer, Peer) listens: host:port, or :port for every address.',
-  allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
-  schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
-  parse(raw) {
-    const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
-    if (!a) throw new InvalidValue();
-    return a;
-  },
-};
+/** A `host:port` key (`hubble.listenAddress`, `hubble.metrics.listenAddress`), every address by default. */
+export function listenAddressKey(key: string, port: number, doc: string): KeySpec<{ host: string; port: number }> {
+  return {
+    key, default: { host: '', port }, defaultText: `:${port}`, doc,
+    allowed: 'host:port, [ipv6]:port or :port, port from 0 to 65535',
+    schema: { type: 'string', pattern: '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]*):[0-9]{1,5}$' },
+    parse(raw) {
+      const a = typeof raw === 'string' || typeof raw === 'number' ? parseListenAddress(String(raw)) : undefined;
+      if (!a) throw new InvalidValue();
+      return a;
+    },
+  };
+}
+
+const listenKey = listenAddressKey('hubble.listenAddress', 4244, 'Ours: where the Hubble gRPC service (Observer, Peer) listens: host:port, or :port for every address.');
 
 export function hubbleKeys() {
   return {
@@ -50,6 +56,7 @@ export function hubbleKeys() {
     hubbleTlsEnabled: boolKey('hubble.tls.enabled', false, 'Ours (Cilium\'s hubble-disable-tls, inverted): serve Hubble over TLS on hubble.listenAddress (the unix socket stays plaintext).'),
     hubbleTlsCertFile: stringKey('hubble.tls.certFile', '', 'Ours (Cilium\'s hubble-tls-cert-file): PEM certificate (chain) of the Hubble server, for <node>.<cluster>.hubble-grpc.cilium.io. Re-read every minute.'),
     hubbleTlsKeyFile: stringKey('hubble.tls.keyFile', '', 'Ours (Cilium\'s hubble-tls-key-file): PEM private key of hubble.tls.certFile.'),
+    hubbleHistoryFromExport: boolKey('hubble.history.fromExport', false, 'Ours: hubble observe --since/--until reach back before the ring into hubble.export.static\'s files (whole flows: no fieldMask, no aggregationInterval).'),
     hubbleTlsClientCAFiles: listKey('hubble.tls.clientCAFiles', [], 'Ours (Cilium\'s hubble-tls-client-ca-files): PEM CA bundles; when set, clients (Hubble Relay, the hubble CLI) must show a certificate they signed (mutual TLS).'),
   };
 }
@@ -74,5 +81,26 @@ export function hubbleConfig(keys: HubbleKeys, v: LoadedValues): HubbleConfig {
     listen: Object.freeze({ ...v.get(keys.hubbleListenAddress) }),
     socketPath: v.get(keys.hubbleSocketPath),
     maxFlows: v.get(keys.hubbleMaxFlows),
+    historyFromExport: v.get(keys.hubbleHistoryFromExport),
   });
+}
+
+/**
+ * hubble.history.fromExport against the static exporter: its files are the history, so it must run
+ * and write whole flows, one per line. Each problem names the key to change.
+ */
+export function historyProblems(keys: HubbleKeys, v: LoadedValues, exportStatic: { readonly fieldMask: readonly string[]; readonly aggregationIntervalMs: number; readonly keys: { readonly fieldMask: string } } | undefined): ConfigError[] {
+  if (!v.get(keys.hubbleHistoryFromExport)) return [];
+  const key = keys.hubbleHistoryFromExport.key;
+  if (exportStatic === undefined) {
+    return [new ConfigError(key, true, 'false, or true with hubble.export.static.enabled: true (or hubble-export-file-path): the static exporter\'s files are the history', v.sourceOf(key))];
+  }
+  const out: ConfigError[] = [];
+  if (exportStatic.fieldMask.length > 0) {
+    out.push(new ConfigError(exportStatic.keys.fieldMask, exportStatic.fieldMask, `an empty list while ${key} is true: the history is read back as whole flows, and filters on a masked-out field would silently match nothing`, v.sourceOf(exportStatic.keys.fieldMask)));
+  }
+  if (exportStatic.aggregationIntervalMs > 0) {
+    out.push(new ConfigError('hubble.export.static.aggregationInterval', `${exportStatic.aggregationIntervalMs}ms`, `0s while ${key} is true: aggregated records are not flows`, v.sourceOf('hubble.export.static.aggregationInterval')));
+  }
+  return out;
 }

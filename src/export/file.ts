@@ -64,13 +64,29 @@ export function backupName(path: string, t: Date): string {
   return join(dirname(path), `${base}-${stamp}${ext}`);
 }
 
+const STAMP = /^(\d{4})-(\d\d)-(\d\d)T(\d\d)-(\d\d)-(\d\d)\.(\d{3})/;
+
+/** The rotation time a backup's name holds (ms since the epoch, UTC), or undefined when `name` is not a backup of `path`. */
+export function backupTimeMs(path: string, name: string): number | undefined {
+  const ext = extname(path);
+  const prefix = `${basename(path, ext)}-`;
+  if (!name.startsWith(prefix) || !(name.endsWith(ext) || name.endsWith(`${ext}.gz`))) return undefined;
+  const m = STAMP.exec(name.slice(prefix.length));
+  if (m === null) return undefined;
+  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]), Number(m[7]));
+}
+
+/** The backups of the file at `path` (names in its directory, plain and gzipped), oldest first: the UTC stamp sorts as text. */
+export async function listBackups(path: string): Promise<string[]> {
+  const names = await readdir(dirname(path)).catch(() => [] as string[]);
+  return names.filter((n) => backupTimeMs(path, n) !== undefined).sort();
+}
+
 export function createFileSink(o: FileSinkOptions): FileSink {
   const name = o.name ?? 'file';
   const log = o.log.child({ sink: name, path: o.path });
   const maxBuffered = o.maxBufferedBytes ?? DEFAULT_BUFFER;
   const now = o.now ?? (() => new Date());
-  const ext = extname(o.path);
-  const base = basename(o.path, ext);
   const dir = dirname(o.path);
 
   let queue: string[] = [];
@@ -113,12 +129,8 @@ export function createFileSink(o: FileSinkOptions): FileSink {
     await h?.close().catch(() => undefined);
   };
 
-  /** Backups of this file, oldest first (the UTC stamp sorts as text). */
-  const backups = async (): Promise<string[]> => {
-    const prefix = `${base}-`;
-    const names = await readdir(dir).catch(() => [] as string[]);
-    return names.filter((n) => n.startsWith(prefix) && (n.endsWith(ext) || n.endsWith(`${ext}.gz`)) && /\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}/.test(n.slice(prefix.length))).sort();
-  };
+  /** Backups of this file, oldest first. */
+  const backups = (): Promise<string[]> => listBackups(o.path);
 
   const prune = async (): Promise<void> => {
     if (o.maxBackups <= 0) return;

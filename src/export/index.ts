@@ -14,8 +14,9 @@ export { createFlowExporter, flowRecord, type ExportProtos, type FlowExporter, t
 export { settableSelection, staticSelection, type SettableSelection } from './selection.js';
 export { sinkCounts, type DropReason, type SinkCounts } from './counts.js';
 export type { AggregationOptions } from './aggregate.js';
-export { createFileSink, backupName, dropReasonOf, type FileSink, type FileSinkOptions } from './file.js';
+export { createFileSink, backupName, backupTimeMs, dropReasonOf, listBackups, type FileSink, type FileSinkOptions } from './file.js';
 export { startFlowLogs, type FlowLogs, type FlowLogsOptions } from './setup.js';
 export { checkExportFilters, ExportConfigError, fileSinkFor } from './check.js';
 export { parseDynamicConfig, startDynamicExporters, type DynamicEntry, type DynamicExporters, type DynamicExportersOptions } from './dynamic.js';
 export { createAggregator, type Aggregator } from './aggregate.js';
+export { createExportHistory, readRotatedLines, type ExportHistory, type ExportHistoryOptions, type RotatedReadOptions } from './history.js';

@@ -9,9 +9,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { execInPod } from './exec.js';
+import { attachToPod, execInPod } from './exec.js';
 import { isApiError, type RestConfig } from './rest.js';
 
 /** An unmasked (server) frame. */
@@ -158,6 +158,63 @@ describe('execInPod', () => {
       await assert.rejects(running, /stop now/);
     } finally {
       hang = false;
+    }
+  });
+});
+
+describe('attachToPod', () => {
+  it('sends stdin on channel 0, the terminal size on 4, stdin\'s end as Ctrl-D to a terminal and as [255, 0] (v5) otherwise, a TTY without stderr', async () => {
+    const got: { url?: string; frames: Buffer[] } = { frames: [] };
+    const server = createServer();
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+      got.url = req.url;
+      socket.on('error', () => undefined);
+      const accept = createHash('sha1').update(`${String(req.headers['sec-websocket-key'])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n`);
+      clientFrames(socket, (opcode, payload) => {
+        if (opcode !== 0x2) return;
+        got.frames.push(payload);
+        // the terminal echoes stdin; stdin's close ends the process, and the server closes the stream
+        if (payload[0] === 0) socket.write(serverFrame(0x2, channel(1, payload.subarray(1))));
+        if (payload[0] === 255 || (payload[0] === 0 && payload[1] === 4)) socket.end(serverFrame(0x8, Buffer.from([0x03, 0xe8])));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const cfg: RestConfig = { server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, source: 'test', authorize: async () => undefined };
+      const stdin = new PassThrough();
+      const out: Buffer[] = [];
+      const stdout = new Writable({ write: (c: Buffer, _e, cb): void => void (out.push(c), cb()) });
+      let resized: (() => void) | undefined;
+      let width = 80;
+      const done = attachToPod(cfg, {
+        namespace: 'ns', pod: 'p', container: 'c', stdin, stdout, stderr: new Writable({ write: (_c, _e, cb): void => cb() }), tty: true,
+        terminal: { current: () => ({ width, height: 24 }), subscribe: (f) => ((resized = f), () => (resized = undefined)) },
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      stdin.write('echo hi\n');
+      width = 120;
+      resized?.();
+      await new Promise((r) => setTimeout(r, 50));
+      stdin.end();
+      await done;
+      assert.equal(got.url, '/api/v1/namespaces/ns/pods/p/attach?container=c&stdout=true&stderr=false&stdin=true&tty=true');
+      assert.deepEqual(got.frames.map((f) => [f[0], f.subarray(1).toString()]), [
+        [4, '{"Width":80,"Height":24}'], [0, 'echo hi\n'], [4, '{"Width":120,"Height":24}'], [0, '\u0004'],
+      ]);
+      assert.equal(Buffer.concat(out).toString(), 'echo hi\n\u0004');
+      assert.equal(resized, undefined, 'the resize listener removed');
+      got.frames.length = 0;
+      const plain = new PassThrough();
+      const closed = attachToPod(cfg, { namespace: 'ns', pod: 'p', container: 'c', stdin: plain, stdout, stderr: new Writable({ write: (_c, _e, cb): void => cb() }) });
+      await new Promise((r) => setTimeout(r, 50));
+      plain.end('x');
+      await closed;
+      assert.match(got.url, /\/attach\?container=c&stdout=true&stderr=true&stdin=true$/);
+      assert.deepEqual(got.frames.map((f) => [...f]), [[0, 120], [255, 0]]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     }
   });
 });

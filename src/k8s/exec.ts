@@ -3,31 +3,53 @@
  * other request of the REST transport: the WebSocket channel protocol (v5.channel.k8s.io, else
  * v4.channel.k8s.io, as client-node and kubectl ask for them) over one upgraded HTTP request. Each
  * binary message's first byte is its channel: 1 stdout, 2 stderr, 3 the command's Status (its exit
- * code) at the end. Only what exec without stdin needs of RFC 6455 is here (the client side that
- * receives: data frames, fragments, ping, close); nothing is sent but pong and close.
+ * code) at the end. `attachToPod` (pods/attach) and an exec with `stdin` send too: channel 0 carries
+ * stdin, 4 the terminal's size ({"Width","Height"}), and on v5 a message [255, 0] closes stdin (its end; a
+ * terminal gets Ctrl-D instead).
+ * The upgrade and the frames (RFC 6455's client side) are websocket.ts's, shared with port-forward.ts.
  */
-import type { Duplex, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import type { RestConfig } from './rest.js';
-import { closeFrame, openWebSocket, readChannelFrames } from './websocket.js';
+import { clientFrame, closeFrame, OP_BINARY, openWebSocket, readChannelFrames } from './websocket.js';
 
 const EXEC_PROTOCOLS: readonly string[] = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
 const STDOUT = 1;
 const STDERR = 2;
 const STATUS = 3;
+const STDIN = 0;
+const RESIZE = 4;
+/** v5.channel.k8s.io: a message on this channel closes the stream named by its one byte. */
+const CLOSE = 255;
 /** How long the server has to answer our close frame before the socket is dropped. */
 const CLOSE_WAIT_MS = 5000;
 
-export interface ExecOptions {
+/** The size of the local terminal, for a TTY session: its current size and its changes. */
+export interface TerminalSize {
+  current(): { readonly width: number; readonly height: number } | undefined;
+  /** Calls `changed` on every resize; returns the unsubscribe. */
+  subscribe(changed: () => void): () => void;
+}
+
+export interface StreamOptions {
   readonly namespace: string;
   readonly pod: string;
   readonly container: string;
-  readonly command: readonly string[];
   /** The command's output; written with back-pressure, never ended here. Its 'error' ends the exec with that error. */
   readonly stdout: Writable;
+  /** Not asked for with `tty` (a terminal has one output). */
   readonly stderr: Writable;
+  /** Sent to the process's stdin once the stream is up; its end closes stdin (v5; on v4 stdin stays open), or with `tty` is sent as Ctrl-D. */
+  readonly stdin?: Readable;
+  /** A terminal session: stdout carries the terminal's output, `terminal` its size. */
+  readonly tty?: boolean;
+  readonly terminal?: TerminalSize;
   /** Aborting closes the stream; the promise rejects with the signal's reason. */
   readonly signal?: AbortSignal;
   readonly userAgent?: string;
+}
+
+export interface ExecOptions extends StreamOptions {
+  readonly command: readonly string[];
 }
 
 /** How the command ended, as the API server reports it (a metav1.Status: Success, or Failure with an ExitCode cause). */
@@ -44,23 +66,40 @@ export interface ExecStatus {
  * other than the upgrade (403 without RBAC on pods/exec, 404 for no such pod) rejects with its ApiError.
  */
 export async function execInPod(config: RestConfig, o: ExecOptions): Promise<ExecStatus | undefined> {
-  o.signal?.throwIfAborted();
   const query = new URLSearchParams();
   for (const c of o.command) query.append('command', c);
+  return openStream(config, 'exec', query, o);
+}
+
+/**
+ * Attaches to the running container's process (pods/attach: its stdin, and its terminal with `tty`), as
+ * `kubectl attach -i [-t]`; resolves when the process ends or the server closes the stream. Errors as execInPod's.
+ */
+export async function attachToPod(config: RestConfig, o: StreamOptions): Promise<ExecStatus | undefined> {
+  return openStream(config, 'attach', new URLSearchParams(), o);
+}
+
+async function openStream(config: RestConfig, sub: 'exec' | 'attach', query: URLSearchParams, o: StreamOptions): Promise<ExecStatus | undefined> {
+  o.signal?.throwIfAborted();
   query.set('container', o.container);
   query.set('stdout', 'true');
-  query.set('stderr', 'true');
-  const path = `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods/${encodeURIComponent(o.pod)}/exec`;
-  const { socket, head } = await openWebSocket(config, path, query, {
-    protocols: EXEC_PROTOCOLS, signal: o.signal, userAgent: o.userAgent, what: `exec into ${o.namespace}/${o.pod}`,
+  // a terminal merges stderr into stdout (the API server refuses both with tty)
+  query.set('stderr', o.tty ? 'false' : 'true');
+  if (o.stdin) query.set('stdin', 'true');
+  if (o.tty) query.set('tty', 'true');
+  const path = `/api/v1/namespaces/${encodeURIComponent(o.namespace)}/pods/${encodeURIComponent(o.pod)}/${sub}`;
+  const { socket, head, protocol } = await openWebSocket(config, path, query, {
+    protocols: EXEC_PROTOCOLS, signal: o.signal, userAgent: o.userAgent, what: `${sub} into ${o.namespace}/${o.pod}`,
   });
   return new Promise<ExecStatus | undefined>((resolve, reject) => {
     let settled = false;
+    const cleanups: (() => void)[] = [];
     const finish = (e: unknown, status?: ExecStatus): void => {
       if (settled) return;
       settled = true;
       o.signal?.removeEventListener('abort', onAbort);
       o.stdout.off('error', onOutputError);
+      for (const c of cleanups) c();
       if (e === undefined) resolve(status);
       else reject(e instanceof Error ? e : new Error(String(e)));
     };
@@ -77,11 +116,45 @@ export async function execInPod(config: RestConfig, o: ExecOptions): Promise<Exe
     o.signal?.addEventListener('abort', onAbort, { once: true });
     o.stdout.once('error', onOutputError);
     readChannels(socket, head, o, finish);
+    cleanups.push(...sendInput(socket, o, protocol === 'v5.channel.k8s.io'));
   });
 }
 
+/** Sends stdin (channel 0) and the terminal's size (channel 4) on the socket; returns what stops that. */
+function sendInput(socket: Duplex, o: StreamOptions, v5: boolean): (() => void)[] {
+  const stops: (() => void)[] = [];
+  const send = (ch: number, data: Buffer): void => {
+    if (!socket.destroyed && socket.writable) socket.write(clientFrame(OP_BINARY, data, ch));
+  };
+  if (o.tty && o.terminal) {
+    const size = (): void => {
+      const s = o.terminal?.current();
+      if (s) send(RESIZE, Buffer.from(JSON.stringify({ Width: s.width, Height: s.height })));
+    };
+    size();
+    stops.push(o.terminal.subscribe(size));
+  }
+  const input = o.stdin;
+  if (input) {
+    const onData = (c: Buffer | string): void => send(STDIN, Buffer.isBuffer(c) ? c : Buffer.from(c));
+    // With a terminal, stdin's end is the terminal's EOF character (Ctrl-D): the shell reads it after what came
+    // before and exits, where closing stdin hangs the terminal up and kills the shell mid-command.
+    const onEnd = (): void => {
+      if (o.tty) send(STDIN, Buffer.from([0x04]));
+      else if (v5) send(CLOSE, Buffer.from([STDIN]));
+    };
+    input.on('data', onData);
+    input.once('end', onEnd);
+    stops.push(() => {
+      input.off('data', onData);
+      input.off('end', onEnd);
+    });
+  }
+  return stops;
+}
+
 /** Reads the frames of the upgraded socket into the streams until it closes; `done` gets the Status. */
-function readChannels(socket: Duplex, head: Buffer, o: ExecOptions, done: (e: unknown, status?: ExecStatus) => void): void {
+function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: unknown, status?: ExecStatus) => void): void {
   const status: Buffer[] = [];
   let paused = false;
   let closing: NodeJS.Timeout | undefined;

@@ -1,6 +1,6 @@
 /** The Kubernetes layer: transport, credentials, reflectors and informers, work queue, leader election, CR types. */
 export { ApiError, createRestClient, isApiError, type RestClient, type RestConfig, type RequestOptions, type WatchStream } from './rest.js';
-export { execInPod, type ExecOptions, type ExecStatus } from './exec.js';
+export { attachToPod, execInPod, type ExecOptions, type ExecStatus, type StreamOptions, type TerminalSize } from './exec.js';
 export { KubeconfigError, kubernetesAvailable, loadRestConfig, restConfigFromKubeConfig, type KubeConfigLike, type LoadRestConfigOptions } from './kubeconfig.js';
 export { describeKubeconfig, tokenSubject, type KubeIdentity } from './kubeconfig-identity.js';
 export { sleep, systemClock, type Clock } from './clock.js';

@@ -97,6 +97,23 @@ export type ContextLabelOption = (typeof contextLabelOptions)[number];
 /** The one `additionalLabels` value with an effect (Retina: `utils.IsReply`, matched exactly, forward metrics only). */
 export const isReplyLabel = 'is_reply';
 
+// --- Cilium's Hubble metrics (hubble.metrics.enabled; served on hubble.metrics.listenAddress) ---
+// Cilium's names, help texts and fixed labels (pkg/hubble/metrics/<metric>/handler.go); the context
+// labels an entry's options ask for (source, destination, labelsContext, pod labels) follow them.
+const HUBBLE = 'hubble_';
+export const hubbleFlowsProcessed = def(`${HUBBLE}flows_processed_total`, 'counter', 'Total number of flows processed', ['protocol', 'type', 'subtype', 'verdict']);
+export const hubbleDrop = def(`${HUBBLE}drop_total`, 'counter', 'Number of drops', ['reason', 'protocol']);
+export const hubbleTcpFlags = def(`${HUBBLE}tcp_flags_total`, 'counter', 'TCP flag occurrences', ['flag', 'family']);
+export const hubbleDnsQueries = def(`${HUBBLE}dns_queries_total`, 'counter', 'Number of DNS queries observed', ['rcode', 'qtypes', 'ips_returned']);
+export const hubbleDnsResponses = def(`${HUBBLE}dns_responses_total`, 'counter', 'Number of DNS queries observed', ['rcode', 'qtypes', 'ips_returned']);
+export const hubbleDnsResponseTypes = def(`${HUBBLE}dns_response_types_total`, 'counter', 'Number of DNS queries observed', ['type', 'qtypes']);
+export const hubblePortDistribution = def(`${HUBBLE}port_distribution_total`, 'counter', 'Numbers of packets distributed by destination port', ['protocol', 'port']);
+export const hubbleFlowsToWorld = def(`${HUBBLE}flows_to_world_total`, 'counter', 'Total number of flows to reserved:world', ['protocol', 'verdict']);
+/** Every hubble_* family (not in allMetrics: they are served on their own port, documented in docs/hubble.md). */
+export const hubbleFamilies: readonly MetricDef[] = [
+  hubbleFlowsProcessed, hubbleDrop, hubbleTcpFlags, hubbleDnsQueries, hubbleDnsResponses, hubbleDnsResponseTypes, hubblePortDistribution, hubbleFlowsToWorld,
+];
+
 // --- the agent's own health -------------------------------------------------------------------
 export const pluginManagerFailedToReconcile = def(`${SELF}plugin_manager_failed_to_reconcile`, 'counter', 'Plugin start or run failures, by plugin', ['reason']);
 export const lostEventsCounter = def(`${SELF}lost_events_counter`, 'counter', 'Events lost, by where (type) and by whom (reason)', ['type', 'reason']);

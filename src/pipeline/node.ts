@@ -4,7 +4,8 @@
  *
  *   plugins (sources) ─ctx.flows─▶ enricher ─▶ fanOut ─┬─▶ Metrics Module (enablePodLevel; adv_*)
  *                                     ▲                 ├─▶ Hubble ring (hubble.enabled; handed in)
- *                          IP cache (watches.ts)        └─▶ flow-log exporters (src/export; handed in)
+ *                          IP cache (watches.ts)        ├─▶ Hubble metrics (hubble.metrics.enabled; hubble_*; handed in)
+ *                                                       └─▶ flow-log exporters (src/export; handed in)
  *
  * Whether plugins produce flows is decided here, once (`flowsWanted` of the config): `flows` is the
  * sink plugins get in their context (PluginContext.flows), undefined when nothing consumes flows,
@@ -34,6 +35,11 @@ import type { NodeWatches } from './watches.js';
 export interface NamedConsumer {
   readonly name: string;
   readonly consumer: FlowConsumer;
+  /**
+   * A consumer that keeps series per pod (the Hubble metrics): deleted pods' series are removed from
+   * it as from the Metrics Module's (pod-level-forget.ts), when there is a Kubernetes API.
+   */
+  readonly forget?: Pick<MetricsModule, 'forgetPodsInSteps'>;
 }
 
 export interface NodePipelineOptions {
@@ -83,12 +89,21 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   const lookup = watches ? cacheLookup(watches.cache) : noLookup;
   const flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
   if (wanted && !stages.length) log.warn('flows are wanted but no consumer was wired; plugins produce none');
+  const forgetting = o.consumers.filter((c) => c.forget !== undefined);
+  const forgetters = watches && forgetting.length
+    ? await import('./pod-level-forget.js').then((m) => forgetting.map((c) => m.startPodForgetter({
+      pods: watches.watch.pods, cache: watches.cache, module: c.forget as NonNullable<NamedConsumer['forget']>, log: log.child({ consumer: c.name }),
+    })))
+    : [];
   return {
     flows,
     interest: podLevel?.interest ?? everyIp,
     module: podLevel?.module,
     spec: podLevel?.spec,
-    // The pod-level side (its subscriptions); the watches it read are their owner's.
-    [Symbol.asyncDispose]: async () => podLevel?.[Symbol.asyncDispose](),
+    // The pod-level side and the consumers' forgetters (their subscriptions); the watches they read are their owner's.
+    [Symbol.asyncDispose]: async () => {
+      for (const f of forgetters) f[Symbol.dispose]();
+      await podLevel?.[Symbol.asyncDispose]();
+    },
   };
 }

@@ -5,7 +5,7 @@
  * the IPs of interest that kernel-side filters mirror. Without Kubernetes the module runs with no
  * spec and says so once. Loaded only with enablePodLevel (node.ts imports it dynamically).
  */
-import type { AgentConfig } from '../config/index.js';
+import { podLabelName, type AgentConfig } from '../config/index.js';
 import { createInterestSet, startApiServerIps } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
@@ -25,8 +25,9 @@ export interface PodLevel extends AsyncDisposable {
 export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsRegistry; log: Logger; k8s: NodeWatches | undefined }): Promise<PodLevel> {
   const log = o.log.child({ component: 'pod-level' });
   const { agent, metrics, k8s } = o;
+  const podLabels = agent.metricsPodLabels.map((key) => ({ key, name: podLabelName(key) }));
   if (!k8s) {
-    const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext });
+    const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, podLabels });
     log.warn('enablePodLevel without Kubernetes: flows cannot be enriched (no IP cache) and no MetricsConfiguration can be read, so no advanced (adv_*) metrics are produced');
     return { module, interest: everyIp, spec: undefined, [Symbol.asyncDispose]: async () => module[Symbol.dispose]() };
   }
@@ -35,7 +36,7 @@ export async function startPodLevel(o: { agent: AgentConfig; metrics: MetricsReg
   const interest = createInterestSet({ cache: k8s.cache, bypass: agent.bypassLookupIPOfInterest });
   const apiSub = apiServer.onChange((ips) => interest.setApiServerIps(ips));
   const interestLog = interest.onChange(() => log.debug('IPs of interest changed', { count: interest.ips().size, selection: interest.selection().kind }));
-  const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, isApiServer: (ip) => apiServer.has(ip), ...(k8s.nodeName ? { nodeName: k8s.nodeName } : {}) });
+  const module = createMetricsModule({ metrics, remoteContext: agent.remoteContext, podLabels, isApiServer: (ip) => apiServer.has(ip), ...(k8s.nodeName ? { nodeName: k8s.nodeName } : {}) });
   const spec = startSpecController({
     annotations: agent.enableAnnotations, remoteContext: agent.remoteContext, factory: k8s.factory, pods: k8s.watch.pods, cache: k8s.cache, module, interest, log,
   });

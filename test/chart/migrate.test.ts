@@ -69,7 +69,7 @@ async function sameEffectiveConfig(retinaFiles: readonly string[], extra: readon
     const got = await effective(os, data(m[0] as K8sObject, 'config.yaml'));
     for (const k of Object.keys(want)) {
       // Retina's Hubble chart switches Hubble on with Cilium's keys (enable-hubble, below), not in config.yaml.
-      if (k === 'hubble' && chart === HUBBLE_CHART) continue;
+      if ((k === 'hubble' || k === 'hubbleMetrics') && chart === HUBBLE_CHART) continue;
       assert.deepEqual(got[k], want[k], `${os} agent: ${k}`);
     }
     if (chart === HUBBLE_CHART) {
@@ -77,6 +77,11 @@ async function sameEffectiveConfig(retinaFiles: readonly string[], extra: readon
       const h = got['hubble'] as { enabled: boolean; maxFlows: number };
       assert.equal(String(h.enabled), cilium['enable-hubble'], 'enable-hubble');
       assert.equal(String(h.maxFlows), cilium['hubble-event-buffer-capacity'], 'hubble-event-buffer-capacity');
+      // And its Hubble metrics with Cilium's hubble-metrics (entries separated by spaces) and hubble-metrics-server.
+      const hm = got['hubbleMetrics'] as { metrics: { entry: string }[]; refused: unknown[]; listen: { port: number } };
+      assert.deepEqual(hm.metrics.map((x) => x.entry), (cilium['hubble-metrics'] ?? '').trim().split(/\s+/), 'hubble-metrics');
+      assert.deepEqual(hm.refused, []);
+      assert.equal(`:${hm.listen.port}`, cilium['hubble-metrics-server'], 'hubble-metrics-server');
     }
   }
   const rOp = find(retina, 'ConfigMap', 'retina-operator-config');
@@ -166,6 +171,14 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
       // Retina's Hubble chart runs mutual TLS between the relay and the agents (Cilium's certgen cronJob): ours makes the certificates itself.
       tls: { enabled: true, auto: { enabled: true, method: 'helm', certValidityDuration: 120, certManagerIssuerRef: {} }, server: { extraDnsNames: [], extraIpAddresses: [] } },
       relay: { enabled: true, image: 'quay.io/cilium/hubble-relay:v1.19.5', replicas: 1, nodeSelector: { 'kubernetes.io/os': 'linux' }, tolerations: [] },
+      // Its Hubble metrics (Cilium's syntax, port 9965) carried over: ours serves them (docs/hubble.md#hubble-metrics).
+      metrics: {
+        enabled: [
+          'flow:sourceEgressContext=pod;destinationIngressContext=pod', 'tcp:sourceEgressContext=pod;destinationIngressContext=pod',
+          'dns:query;sourceEgressContext=pod;destinationIngressContext=pod', 'drop:sourceEgressContext=pod;destinationIngressContext=pod',
+        ],
+        port: 9965,
+      },
     });
     // Its hubble.export (Cilium's older layout: the file size and backups beside static) carried over.
     const ex = exported as { static: Record<string, unknown>; dynamic: Record<string, unknown> };
@@ -174,7 +187,7 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
     assert.equal(ex.static['fileMaxBackups'], 5);
     assert.equal(ex.dynamic['enabled'], false);
     const named = new Set(c.unmapped.map((u) => u.key));
-    for (const k of ['hubble.ui.enabled', 'hubble.tls.auto.schedule', 'hubble.metrics.port', 'operator.identityGCInterval', 'cluster.name']) assert.ok(named.has(k), `${k} named`);
+    for (const k of ['hubble.ui.enabled', 'hubble.tls.auto.schedule', 'hubble.metrics.enableOpenMetrics', 'hubble.metrics.serviceMonitor.enabled', 'operator.identityGCInterval', 'cluster.name']) assert.ok(named.has(k), `${k} named`);
     const lint = await tool('helm', ['lint', '--strict', CHART, '-f', c.file]);
     assert.equal(lint.code, 0, lint.stdout + lint.stderr);
     const { objects } = await render(undefined, ['-f', c.file]);
@@ -182,6 +195,8 @@ describe('kubectl retina migrate-values: Retina\'s values in, ours out', { timeo
     assert.equal(cfg['enablePodLevel'], true);
     assert.equal(cfg['bypassLookupIPOfInterest'], true);
     assert.deepEqual((cfg['hubble'] as Record<string, unknown>)['enabled'], true);
+    assert.deepEqual((cfg['hubble'] as Record<string, unknown>)['metrics'], { enabled: ((c.values['hubble'] as Record<string, Record<string, unknown>>)['metrics'] as Record<string, unknown>)['enabled'], listenAddress: ':9965' });
+    assert.equal(find(objects, 'Service', 'retina-hubble-metrics').length, 1);
     assert.equal(find(objects, 'Deployment', 'retina-hubble-relay').length, 1);
     assert.equal(find(objects, 'Secret', 'retina-hubble-server-certs').length, 1);
   });

@@ -213,6 +213,27 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     assert.deepEqual(noRelay.filter((o) => o.metadata.name.includes('hubble')).map((o) => `${o.kind}/${o.metadata.name}`), ['Service/retina-hubble-peer']);
   });
 
+  it('hubble.metrics (Cilium\'s layout): the entries in both agents\' config, port hubble-metrics on the node, a headless Service Prometheus finds; independent of hubble.enabled', async () => {
+    const entries = ['drop:sourceContext=pod;destinationContext=pod', 'flow:labelsContext=source_namespace,destination_namespace'];
+    const { text, objects } = await render('windows', ['--set-json', `hubble.metrics.enabled=${JSON.stringify(entries)}`, '--set', 'hubble.metrics.port=9966', '--set', 'config.hubble.metrics.listenAddress=0.0.0.0:9966']);
+    const r = await kubeconform(text);
+    assert.equal(r.summary.invalid + r.summary.errors, 0, r.stdout);
+    for (const [ds, cm] of [['retina-agent-linux', 'retina-agent-linux'], ['retina-agent-windows', 'retina-agent-windows']] as const) {
+      assert.ok((container(one(objects, 'DaemonSet', ds))['ports'] as Obj[]).some((p) => p['name'] === 'hubble-metrics' && p['containerPort'] === 9966), ds);
+      const cfg = parseYaml((one(objects, 'ConfigMap', cm) as Obj)['data']['config.yaml'] as string) as Obj;
+      // config.hubble.metrics.* overrides what the top-level values render, as config.hubble.* does.
+      assert.deepEqual(cfg['hubble'], { metrics: { enabled: entries, listenAddress: '0.0.0.0:9966' } }, cm);
+    }
+    const svc = one(objects, 'Service', 'retina-hubble-metrics') as Obj;
+    assert.equal(svc['spec']['clusterIP'], 'None');
+    assert.deepEqual(svc['spec']['ports'], [{ name: 'hubble-metrics', port: 9966, targetPort: 'hubble-metrics', protocol: 'TCP' }]);
+    assert.deepEqual(svc['metadata']['annotations'], { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9966' });
+    assert.equal(svc['spec']['selector']['app.kubernetes.io/component'], 'agent');
+    const off = (await render('basic')).objects;
+    assert.equal(find(off, 'Service', 'retina-hubble-metrics').length, 0);
+    assert.ok(!(container(one(off, 'DaemonSet', 'retina-agent-linux'))['ports'] as Obj[]).some((p) => p['name'] === 'hubble-metrics'));
+  });
+
   it('hubble.tls: the chart makes a CA and the certificates (helm) or cert-manager Certificates; agents mount theirs and load the TLS keys, the relay its client certificate', async () => {
     const { text, objects } = await render('windows', ['--set', 'hubble.enabled=true', '--set', 'hubble.relay.enabled=true', '--set', 'hubble.tls.enabled=true', '--set', 'config.hubble.clusterName=prod.eu']);
     const r = await kubeconform(text);

@@ -299,7 +299,7 @@ describe('keys that are misspelt or contradict each other: warned at start, the 
     assert.deepEqual(unknown, [['enablePodLevl', 'file', 'enablePodLevel'], ['RETINA_ENABLEANNOTATIONZ', 'env', 'enableAnnotations']], agent.stderr);
     const contradictions = lines.filter((l) => l.level === 'warn' && l.msg === 'contradictory configuration');
     assert.deepEqual(contradictions.map((l) => l['keys']), [['remoteContext', 'enablePodLevel']], agent.stderr);
-    assert.match(String(contradictions[0]?.['problem']), /remoteContext: true has no effect while nothing wants flows: enablePodLevel, hubble.enabled and the flow-log exporters/);
+    assert.match(String(contradictions[0]?.['problem']), /remoteContext: true has no effect while nothing wants flows: enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters/);
     await assertCleanStop(agent, 'SIGTERM');
   });
 });

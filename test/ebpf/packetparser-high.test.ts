@@ -185,8 +185,8 @@ test('enablePodLevel false: nothing is loaded, the plugin says why', async () =>
   const before = bpfIdsOf(process.pid);
   const { ctx, got } = fakeContext({ hostInterfaces: [], tcMode: 'auto' as const, conntrackMaxEntries: 65536 }, { enablePodLevel: false });
   const handle = await runPacketparser(ctx);
-  assert.deepEqual(got.status, ['degraded: enablePodLevel: nothing wants flows (enablePodLevel, hubble.enabled and the flow-log exporters are off): packetparser has nothing to feed']);
-  assert.ok(got.logs.some((l) => l.level === 'warn' && /nothing wants flows \(enablePodLevel, hubble.enabled and the flow-log exporters are off\): packetparser attaches nothing/.test(l.msg)));
+  assert.deepEqual(got.status, ['degraded: enablePodLevel: nothing wants flows (enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters are off): packetparser has nothing to feed']);
+  assert.ok(got.logs.some((l) => l.level === 'warn' && /nothing wants flows \(enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters are off\): packetparser attaches nothing/.test(l.msg)));
   assert.deepEqual(bpfIdsOf(process.pid), before, 'no program or link');
   await handle[Symbol.asyncDispose]();
   await handle[Symbol.asyncDispose]();

@@ -39,3 +39,13 @@ export async function probeRawStream(protos: Pick<HubbleProtos, 'observer' | 'Ob
     probe.forceShutdown();
   }
 }
+
+/** Every message of a server-streaming call, and its error (undefined when it ended cleanly). */
+export function collectStream(call: grpc.ClientReadableStream<Obj>): Promise<{ msgs: Obj[]; err: grpc.ServiceError | undefined }> {
+  return new Promise((resolve) => {
+    const msgs: Obj[] = [];
+    call.on('data', (m: Obj) => msgs.push(m));
+    call.on('error', (err: grpc.ServiceError) => resolve({ msgs, err }));
+    call.on('end', () => resolve({ msgs, err: undefined }));
+  });
+}

@@ -9,7 +9,8 @@
  * --verdict, --protocol dns, --last N, --follow), `hubble status`, and one merged stream of both
  * nodes through one relay (`hubble observe` and `hubble list nodes` against it), each with both CLIs;
  * with the 1.19 CLI, --cel-expression on the kernel's drops and its text output (which asks for a
- * field mask) printing what it prints from whole flows.
+ * field mask) printing what it prints from whole flows. Agent A also serves Cilium's hubble_* metrics
+ * (local context, pod context and the pods' app label from its own pod watch).
  * Needs root, BTF, the built native objects and the hubble tools; never skips.
  */
 import assert from 'node:assert/strict';
@@ -19,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RestClient } from '../../src/k8s/index.js';
-import { AgentProcess, agentEnv, freePort } from '../e2e/agent-process.js';
+import { AgentProcess, agentEnv, freePort, get } from '../e2e/agent-process.js';
 import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, UDP_SEND } from '../ebpf/traffic.js';
 import { deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
@@ -46,6 +47,8 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
   let relayLog = '';
   let port = 0;
   let relayPort = 0;
+  /** Node A's hubble_* metrics port (hubble.metrics.listenAddress). */
+  let metricsPort = 0;
   const dir = mkdtempSync(join(tmpdir(), 'hubble-cli-'));
   const id = uniqueId('hc');
   const nodes = [{ name: `${id}-a`, ip: '127.0.49.1' }, { name: `${id}-b`, ip: '127.0.49.2' }] as const;
@@ -54,10 +57,10 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
   const pods: Record<'cli' | 'srv', TestPod> = {} as never;
   const server = (): string => `${nodes[0].ip}:${port}`;
 
-  const startAgent = async (lines: string[], node: { name: string; ip: string }): Promise<AgentProcess> => {
+  const startAgent = async (lines: string[], node: { name: string; ip: string }, hubbleLines: string[] = []): Promise<AgentProcess> => {
     const config = join(dir, `${uniqueId('cfg')}.yaml`);
     writeFileSync(config, ['apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info', 'remoteContext: false', ...lines,
-      'hubble:', '  enabled: true', `  listenAddress: "${node.ip}:${port}"`, ''].join('\n'));
+      'hubble:', '  enabled: true', `  listenAddress: "${node.ip}:${port}"`, ...hubbleLines.map((l) => `  ${l}`), ''].join('\n'));
     const a = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node.name }) });
     agents.push(a);
     await a.listening(30_000);
@@ -76,8 +79,11 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     srv.run('nft', ['-f', '-'], dropUdp9999('hc'));
     await srv.serve(DNS_SERVER, [srv.ip4, srv.ip6]);
     port = await freePort();
+    metricsPort = await freePort();
+    // Node A also serves Cilium's hubble_* metrics with the pods' app label (local context: its own pod watch carries every label).
     const a = await startAgent(['enablePodLevel: true', 'bypassLookupIPOfInterest: true', 'dataAggregationLevel: high', 'packetParserHostInterfaces: []',
-      'enabledPlugin: [packetparser, dropreason, dns]'], nodes[0]);
+      'enabledPlugin: [packetparser, dropreason, dns]', 'metricsPodLabelsAllowlist: [app]'], nodes[0],
+    ['metrics:', `  listenAddress: "127.0.0.1:${metricsPort}"`, '  enabled: ["drop:sourceContext=pod;destinationContext=pod", "dns:query;sourceContext=pod-name"]']);
     const b = await startAgent(['enablePodLevel: false', 'enabledPlugin: [dropreason]'], nodes[1]);
     for (const [ag, plugins] of [[a, ['packetparser', 'dropreason', 'dns']], [b, ['dropreason']]] as const) {
       for (const p of plugins) await ag.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 30_000);
@@ -108,6 +114,20 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     relay.stdout?.on('data', (d: Buffer) => (relayLog += d.toString()));
     relay.stderr?.on('data', (d: Buffer) => (relayLog += d.toString()));
   };
+
+  it('hubble_* metrics in local context: the kernel\'s drops by pod (namespace/name) with the pods\' app label, counted exactly', async () => {
+    const value = async (): Promise<number> => {
+      const r = await get(metricsPort, '/metrics');
+      assert.equal(r.status, 200);
+      const want = `hubble_drop_total{reason="POLICY_DENIED",protocol="UDP",source="${nsA}/${pods.cli.name}",source_label_app="cli",destination="${nsB}/${pods.srv.name}",destination_label_app="srv"} `;
+      const line = r.body.split('\n').find((l) => l.startsWith(want));
+      return line ? Number(line.slice(want.length)) : 0;
+    };
+    const before = await value();
+    await drops(7);
+    const got = await eventually('the 7 drops in hubble_drop_total', 20_000, async () => ((await value()) - before >= 7 ? (await value()) - before : undefined), 200);
+    assert.equal(got, 7);
+  });
 
   for (const cli of HUBBLE_CLIS) {
   const cliTools = (): string => hubbleTools(cli.pin);

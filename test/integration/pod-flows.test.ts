@@ -5,7 +5,9 @@
  * (IPv4 and IPv6) are the pods' status IPs (pod-flows-kube.ts), so the operator makes their
  * RetinaEndpoints and the agent enriches their flows. Checks adv_* series by pod, namespace and
  * workload (forward: packetparser; drop: dropreason with an nftables rule; DNS: dns), IPv6, a
- * MetricsConfiguration change without a restart, and a deleted pod's series going away.
+ * MetricsConfiguration change without a restart, and a deleted pod's series going away. The same
+ * agent serves Cilium's hubble_* metrics (hubble.metrics.enabled, pod context) and puts the pods'
+ * `app` label (metricsPodLabelsAllowlist, carried by the RetinaEndpoints) on adv_* and hubble_*.
  * Needs root, BTF and the built native objects; never skips.
  */
 import assert from 'node:assert/strict';
@@ -50,6 +52,8 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
   let agent: AgentProcess | undefined;
   let net: PodNet | undefined;
   let port = 0;
+  /** Where the agent serves hubble_* (hubble.metrics.listenAddress, port 0: read from its log). */
+  let hubblePort = 0;
   const dir = mkdtempSync(join(tmpdir(), 'pod-flows-'));
   const id = uniqueId('pf');
   const node = `${id}-node`;
@@ -75,6 +79,12 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
     return parseExposition(r.body.split('\n').filter((l) => l.startsWith(ADV)).join('\n')).samples;
   };
   const find = async (name: string, labels: Record<string, string>): Promise<Sample[]> => series({ types: new Map(), samples: await scrape() }, ADV + name, labels);
+  const hubbleScrape = async (): Promise<readonly Sample[]> => {
+    const r = await get(hubblePort, '/metrics');
+    assert.equal(r.status, 200);
+    return parseExposition(r.body).samples;
+  };
+  const findHubble = async (name: string, labels: Record<string, string>): Promise<Sample[]> => series({ types: new Map(), samples: await hubbleScrape() }, name, labels);
   const appliedLines = (): number => (agent as AgentProcess).logLines().filter((l) => l.msg === 'advanced metrics spec applied').length;
 
   before(async () => {
@@ -111,10 +121,14 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
       'apiServer:', '  host: 127.0.0.1', '  port: 0', 'logLevel: info',
       'enablePodLevel: true', 'remoteContext: true', 'dataAggregationLevel: high', 'conntrackReportInterval: 1s',
       `enabledPlugin: [${plugins.join(', ')}]`, 'metricsIntervalDuration: 1s',
-      'packetParserHostInterfaces: []', '',
+      'packetParserHostInterfaces: []', 'metricsPodLabelsAllowlist: [app]',
+      'hubble:', '  metrics:', '    listenAddress: 127.0.0.1:0', '    enabled:',
+      '      - "drop:sourceContext=pod;destinationContext=pod"', '      - "flow:sourceContext=pod-name;destinationContext=ip;labelsContext=source_namespace,destination_namespace"', '',
     ].join('\n'));
     agent = new AgentProcess({ args: ['--config', config, '--kubeconfig', cluster.kubeconfig], env: agentEnv({ NODE_NAME: node }) });
     port = await agent.listening(30_000);
+    const serving = await agent.waitForLog((l) => l.msg === 'serving hubble metrics', 'the hubble metrics server', 30_000);
+    hubblePort = Number(String(serving['address']).split(':').pop());
     // packetparser is checked by its own case, so the other cases run even when it cannot start.
     for (const p of plugins.filter((x) => x !== 'packetparser')) await agent.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 30_000);
     await agent.waitForLog((l) => l.msg === 'advanced metrics spec applied' && l['source'] === `MetricsConfiguration ${mcName}`, 'the MetricsConfiguration applied', 30_000);
@@ -150,6 +164,18 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
       return total(s) >= N && s;
     });
     assert.equal(total(got), N, `exactly the ${N} dropped datagrams: ${JSON.stringify(got)}`);
+    // The pods' app label (metricsPodLabelsAllowlist), from their RetinaEndpoints, on both sides.
+    assert.ok(got.every((x) => x.labels['source_label_app'] === 'cli' && x.labels['destination_label_app'] === 'srv'), JSON.stringify(got));
+    // Cilium's hubble_drop_total, pod context (namespace/name), the same N drops (an nftables drop is Cilium's POLICY_DENIED).
+    const hubble = await eventually('hubble_drop_total for cli -> srv', 20_000, async () => {
+      const s = await findHubble('hubble_drop_total', {
+        source: `${cli.namespace}/${cli.name}`, destination: `${srv.namespace}/${srv.name}`, reason: 'POLICY_DENIED', protocol: 'UDP', source_label_app: 'cli', destination_label_app: 'srv',
+      });
+      return total(s) >= N && s;
+    });
+    assert.equal(total(hubble), N, JSON.stringify(hubble));
+    const flows = await findHubble('hubble_flows_processed_total', { type: 'Drop', verdict: 'DROPPED', source: cli.name, destination: srv.ns.ip4, source_namespace: cli.namespace, destination_namespace: srv.namespace });
+    assert.equal(total(flows), N, JSON.stringify(flows));
   });
 
   it('IPv6 flows are enriched too: drops over IPv6 carry the pods\' names and workloads', async () => {
@@ -289,7 +315,9 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
       const visible = Date.now() - t0;
       console.log(JSON.stringify({ figure: 'metricsconfiguration-propagation', appliedMs: applied, newLabelsScrapedMs: visible }));
       for (const x of s) {
-        assert.deepEqual(Object.keys(x.labels).sort(), ['destination_podname', 'destination_port', 'direction', 'reason', 'source_namespace', 'source_podname']);
+        assert.deepEqual(Object.keys(x.labels).sort(), [
+          'destination_label_app', 'destination_podname', 'destination_port', 'direction', 'reason', 'source_label_app', 'source_namespace', 'source_podname',
+        ]);
       }
       assert.equal((await find('drop_count', { source_ip: pods.cli.ns.ip4 })).length, 0, 'the old label set is gone');
       assert.equal(a.pid, pid);
@@ -308,12 +336,20 @@ describe('pod-level flows against a real API server and kernel', { timeout: 240_
     const mentions = async (): Promise<Sample[]> => (await scrape()).filter((x) => Object.values(x.labels).includes(gone.name));
     await eventually('series of the pod to delete', 20_000, async () => (await find('drop_count', { source_podname: gone.name })).length > 0);
     await eventually('series of the pod to delete as a destination', 20_000, async () => (await find('drop_count', { source_podname: cli.name, destination_podname: gone.name })).length > 0);
+    const hubbleMentions = async (): Promise<Sample[]> => (await hubbleScrape()).filter((x) => Object.values(x.labels).some((v) => v === gone.name || v === `${gone.namespace}/${gone.name}` || v === gone.ns.ip4));
+    await eventually('hubble series of the pod to delete, both sides', 20_000, async () => {
+      const m = await hubbleMentions();
+      return m.some((x) => x.labels['source'] === `${gone.namespace}/${gone.name}`) && m.some((x) => x.labels['destination'] === `${gone.namespace}/${gone.name}`);
+    });
     const t0 = Date.now();
     await client.request('DELETE', objectPath(resources.pods, gone.namespace, gone.name), { body: { gracePeriodSeconds: 0 } });
     await eventually('no series of the deleted pod', 60_000, async () => (await mentions()).length === 0, 100);
     const removedMs = Date.now() - t0;
-    console.log(JSON.stringify({ figure: 'deleted-pod-series-removal', ms: removedMs }));
+    await eventually('no hubble series of the deleted pod', 60_000, async () => (await hubbleMentions()).length === 0, 100);
+    const hubbleRemovedMs = Date.now() - t0;
+    console.log(JSON.stringify({ figure: 'deleted-pod-series-removal', ms: removedMs, hubbleMs: hubbleRemovedMs }));
     assert.ok(removedMs < 60_000);
     assert.ok((await find('drop_count', { source_podname: pods.cli.name })).length > 0, 'the other pods keep their series');
+    assert.ok((await findHubble('hubble_drop_total', { source: `${cli.namespace}/${cli.name}` })).length > 0, 'the other pods keep their hubble series');
   });
 });

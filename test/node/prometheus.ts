@@ -3,6 +3,7 @@
  * stopped (and its directory removed) by dispose.
  */
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +16,23 @@ export interface Prometheus extends AsyncDisposable {
   targets(timeoutMs?: number): Promise<{ labels: Record<string, string>; health: string; scrapeUrl: string; lastError: string }[]>;
 }
 
-/** Starts Prometheus on `listen` with `config(dir)` (dir: its own directory, for files the config names). */
-export function startPrometheus(listen: string, config: (dir: string) => unknown): Prometheus {
+/** Whether something already listens on `host:port` (a connection is accepted). */
+function listening(listen: string): Promise<boolean> {
+  const i = listen.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const c = connect({ host: listen.slice(0, i), port: Number(listen.slice(i + 1)) });
+    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts Prometheus on `listen` with `config(dir)` (dir: its own directory, for files the config names).
+ * Fails at once when something already listens there: an orphan Prometheus of a run killed by hand
+ * would otherwise answer this one's queries.
+ */
+export async function startPrometheus(listen: string, config: (dir: string) => unknown): Promise<Prometheus> {
+  if (await listening(listen)) throw new Error(`${listen} is in use before Prometheus starts (an orphan of a killed run? ss -ltnp 'sport = :${listen.slice(listen.lastIndexOf(':') + 1)}')`);
   const dir = mkdtempSync(join(tmpdir(), 'rn-prom-'));
   writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify(config(dir)));
   const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${listen}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -22,6 +22,7 @@ import { after, before, describe } from 'node:test';
 import { importImage, startNode } from './node.js';
 import { captureCases } from './real-node/capture.js';
 import { chartCases } from './real-node/chart.js';
+import { debugCases } from './real-node/debug.js';
 import { dnsCases } from './real-node/dns.js';
 import { hardenedCases } from './real-node/hardened.js';
 import { hubbleCases } from './real-node/hubble.js';
@@ -54,6 +55,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   dnsCases(s); // DNS to the server pod; cluster DNS
   observeCases(s); // a new pod's first series; Prometheus with the chart's job; diagnose
   captureCases(s); // kubectl-retina capture create and download
+  debugCases(s); // kubectl-retina bpftrace and shell against scripted faults
   resourceCases(s); // the agent pod's cgroup: RSS and CPU
   hubbleCases(s); // Hubble Relay through the chart
   whyCases(s); // kubectl-retina why against faults of our own: an nftables deny, a closed port, NXDOMAIN, a Service without endpoints

@@ -73,6 +73,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- $_ := set $cfg "hubble" (mergeOverwrite $h (deepCopy ($cfg.hubble | default dict))) -}}
 {{- end -}}
+{{- if .root.Values.hubble.metrics.enabled -}}
+{{- $m := dict "enabled" .root.Values.hubble.metrics.enabled "listenAddress" (printf ":%v" .root.Values.hubble.metrics.port) -}}
+{{- $h := deepCopy ($cfg.hubble | default dict) -}}
+{{- $_ := set $h "metrics" (mergeOverwrite $m (deepCopy ($h.metrics | default dict))) -}}
+{{- $_ := set $cfg "hubble" $h -}}
+{{- end -}}
 {{- $x := include "retina.hubbleExportKeys" . | fromYaml -}}
 {{- if $x -}}
 {{- $_ := set $cfg "hubble" (mergeOverwrite (deepCopy ($cfg.hubble | default dict)) (dict "export" $x)) -}}

@@ -134,7 +134,8 @@ export function toLogRecord(r: FlowLogRecord, nowNano: string, body = JSON.strin
   };
 }
 
-function resourceAttrs(res: OtlpResourceInfo): Array<[string, AttrValue]> {
+/** The resource's attributes: service.name, service.version and k8s.node.name (the empty ones left out). */
+export function resourceAttributes(res: OtlpResourceInfo): Array<[string, AttrValue]> {
   const a: Array<[string, AttrValue]> = [['service.name', res.serviceName]];
   if (res.serviceVersion) a.push(['service.version', res.serviceVersion]);
   if (res.nodeName) a.push(['k8s.node.name', res.nodeName]);
@@ -149,7 +150,7 @@ function jsonKv([key, v]: readonly [string, AttrValue]): object {
 export function toJsonRequest(records: readonly OtlpLogRecord[], res: OtlpResourceInfo): string {
   return JSON.stringify({
     resourceLogs: [{
-      resource: { attributes: resourceAttrs(res).map(jsonKv) },
+      resource: { attributes: resourceAttributes(res).map(jsonKv) },
       scopeLogs: [{
         scope: { name: SCOPE_NAME, version: res.serviceVersion },
         logRecords: records.map((r) => ({

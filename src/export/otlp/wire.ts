@@ -16,7 +16,7 @@
  *   KeyValue.key 1, .value 2; AnyValue.string_value 1, .int_value 3 (int64).
  */
 import { fieldSize, I64, int64Size, LEN, ProtoWriter, tag, utf8Length, VARINT } from '../../flow/protobuf/index.js';
-import type { OtlpLogRecord, OtlpResourceInfo } from './encode.js';
+import { resourceAttributes, type OtlpLogRecord, type OtlpResourceInfo } from './encode.js';
 
 type Attr = readonly [string, string | number];
 
@@ -63,17 +63,10 @@ function writeAttr(out: ProtoWriter, [key, v]: Attr, s: Sized): void {
   }
 }
 
-function resourceAttrs(res: OtlpResourceInfo): Attr[] {
-  const a: Attr[] = [['service.name', res.serviceName]];
-  if (res.serviceVersion) a.push(['service.version', res.serviceVersion]);
-  if (res.nodeName) a.push(['k8s.node.name', res.nodeName]);
-  return a;
-}
-
 /** The ExportLogsServiceRequest of `records` (one resource, one scope: service.name, service.version and k8s.node.name; SCOPE_NAME). */
 export function encodeLogsRequest(records: readonly OtlpLogRecord[], res: OtlpResourceInfo, scopeName: string): Buffer {
   // Pass 1: sizes.
-  const rAttrs = resourceAttrs(res);
+  const rAttrs: Attr[] = resourceAttributes(res);
   const rSized = rAttrs.map(sizeAttr);
   const resourceLen = rSized.reduce((n, s) => n + fieldSize(s.kv), 0);
   const nameLen = utf8Length(scopeName);

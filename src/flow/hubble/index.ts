@@ -12,4 +12,6 @@ export { enumValues, messageFields, planner, resolveTypeName, type EnumValue, ty
 export { createFlowJson, loadFlowProtos, rfc3339, FieldMaskError, type FieldMask, type FlowJson } from './json.js';
 export { FLOW_PROTO_FILES, hubbleProtoFiles, HUBBLE_PROTO_FILES, type HubbleProtoFiles } from './protos.js';
 export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';
+export { createFlowJsonReader, parseRfc3339, type FlowJsonReader } from './json-read.js';
+export { filterImplies, uncoveredBy } from './filter-cover.js';
 export { tlsServerName } from './tls-name.js';

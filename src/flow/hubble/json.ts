@@ -22,9 +22,9 @@ import { enumValues, planner, resolveTypeName } from './descriptors.js';
 import { flowEnums, type FlowEnums } from './enums.js';
 import { FLOW_PROTO_FILES, hubbleProtoFiles, type HubbleProtoFiles } from './protos.js';
 
-type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' | 'bytes' | 'timestamp' | 'wrapper';
+export type Kind = 'string' | 'bool' | 'int' | 'int64' | 'enum' | 'message' | 'float' | 'bytes' | 'timestamp' | 'wrapper';
 
-interface Field {
+export interface Field {
   readonly name: string;
   /** Declaration order in its message. */
   readonly index: number;
@@ -41,7 +41,7 @@ interface Field {
   sub: Plan | undefined;
 }
 
-interface Plan {
+export interface Plan {
   readonly type: string;
   readonly fields: Field[];
   readonly byName: Map<string, Field>;
@@ -62,7 +62,8 @@ const WRAPPERS: Readonly<Record<string, Kind>> = {
   'google.protobuf.UInt64Value': 'int64', 'google.protobuf.DoubleValue': 'float', 'google.protobuf.FloatValue': 'float',
 };
 
-function plans(def: PackageDefinition): (name: string) => Plan {
+/** The plans of flow.proto's messages as the JSON writer and reader (json-read.ts) see them. */
+export function jsonPlans(def: PackageDefinition): (name: string) => Plan {
   const create = (name: string): Plan => ({ type: name, fields: [], byName: new Map(), lookup: Object.create(null) as Record<string, Field | undefined> });
   return planner(def, create, (p, name, descriptors, plan) => {
     for (const f of descriptors) {
@@ -164,7 +165,7 @@ export interface FlowJson {
 
 /** The protojson writer of `type` (default flow.Flow) over a package definition that includes flow.proto. */
 export function createFlowJson(def: PackageDefinition, type = 'flow.Flow'): FlowJson {
-  const plan = plans(def);
+  const plan = jsonPlans(def);
   const root = plan(type);
 
   const value = (f: Field, v: unknown, mask: FieldMask | undefined): unknown => {

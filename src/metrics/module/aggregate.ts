@@ -43,6 +43,8 @@ export interface AggregatorOptions {
   readonly maxMemo: number;
   /** The removal count the spec's families share (tails forget their series indexes when it moves). */
   readonly removals: RemovalCount;
+  /** Pod label keys (metricsPodLabelsAllowlist) labelled on each side with context labels. */
+  readonly podLabels?: readonly string[];
 }
 
 const NONE: readonly Compiled[] = [];
@@ -78,7 +80,7 @@ export class Aggregator {
       const sig = sideSignature(labels);
       let s = specsBySig.get(sig);
       if (s === undefined) {
-        specsBySig.set(sig, (s = new SideSpec(labels, this.#budget, o.inScope)));
+        specsBySig.set(sig, (s = new SideSpec(labels, this.#budget, o.inScope, o.podLabels)));
         this.#specs.push(s);
       }
       return s;

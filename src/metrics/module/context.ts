@@ -24,13 +24,21 @@ function ordered(labels: readonly ContextLabel[]): ContextLabel[] {
   return [...eps, ...(labels.includes('ip') ? ['ip' as const] : []), ...(labels.includes('port') ? ['port' as const] : [])];
 }
 
-/** Label names for one side, in the order its values come: `source_podname`, or `podname` locally. */
-export function contextLabelNames(labels: readonly ContextLabel[], prefix: string): string[] {
+/**
+ * Label names for one side, in the order its values come: `source_podname`, or `podname` locally.
+ * The pod labels (metricsPodLabelsAllowlist, as `label_<key>`) follow the endpoint labels, on a side
+ * that has any context label (a side the spec does not label stays unlabelled).
+ */
+export function contextLabelNames(labels: readonly ContextLabel[], prefix: string, podLabelNames: readonly string[] = []): string[] {
   const out: string[] = [];
-  for (const l of ordered(labels)) {
+  const ord = ordered(labels);
+  for (const l of ord) {
+    if (l === 'ip' || l === 'port') continue;
     if (l === 'workload') out.push(`${prefix}workload_kind`, `${prefix}workload_name`);
     else out.push(`${prefix}${l}`);
   }
+  if (ord.length) for (const n of podLabelNames) out.push(`${prefix}${n}`);
+  for (const l of ord) if (l === 'ip' || l === 'port') out.push(`${prefix}${l}`);
   return out;
 }
 
@@ -41,7 +49,13 @@ export function sideSignature(labels: readonly ContextLabel[]): string {
 
 const text = (v: string | undefined): string => (v ? cleanLabelValue(v) : UNKNOWN);
 
-function endpointFragment(labels: readonly ContextLabel[], ep: Endpoint | undefined): string {
+function endpointFragment(labels: readonly ContextLabel[], ep: Endpoint | undefined, podLabels: readonly string[]): string {
+  let s = '';
+  for (const k of podLabels) s += SEP + cleanLabelValue(ep?.labels[k] ?? '');
+  return endpointLabels(labels, ep) + s;
+}
+
+function endpointLabels(labels: readonly ContextLabel[], ep: Endpoint | undefined): string {
   let s = '';
   for (const l of labels) {
     switch (l) {
@@ -131,6 +145,7 @@ export class SideSpec {
   readonly #withIp: boolean;
   readonly #withPort: boolean;
   readonly #none: string;
+  readonly #podLabels: readonly string[];
   /** Survives `reset`: an Endpoint object stands for one cache entry's content. */
   #frags = new WeakMap<Endpoint, string>();
   /**
@@ -145,20 +160,24 @@ export class SideSpec {
   /** The key when the side has no labels at all. */
   #empty: SideKey | undefined;
 
-  /** @param scope the namespace filter (undefined: none), remembered per key. */
-  constructor(labels: readonly ContextLabel[], readonly budget: Budget, readonly scope: ((ep: Endpoint) => boolean) | undefined) {
+  /**
+   * @param scope the namespace filter (undefined: none), remembered per key.
+   * @param podLabels pod label keys whose values follow the endpoint labels (on a side with any label).
+   */
+  constructor(labels: readonly ContextLabel[], readonly budget: Budget, readonly scope: ((ep: Endpoint) => boolean) | undefined, podLabels: readonly string[] = []) {
     const ord = ordered(labels);
     this.#labels = ord.filter((l) => ENDPOINT_LABELS.includes(l));
     this.#withIp = ord.includes('ip');
     this.#withPort = ord.includes('port');
-    this.#none = endpointFragment(this.#labels, undefined);
+    this.#podLabels = ord.length ? podLabels : [];
+    this.#none = endpointFragment(this.#labels, undefined, this.#podLabels);
     this.#empty = ord.length === 0 ? new SideKey(undefined, '', '', undefined) : undefined;
   }
 
   #frag(ep: Endpoint | undefined): string {
-    if (ep === undefined || this.#labels.length === 0) return this.#none;
+    if (ep === undefined || (this.#labels.length === 0 && this.#podLabels.length === 0)) return this.#none;
     let s = this.#frags.get(ep);
-    if (s === undefined) this.#frags.set(ep, (s = endpointFragment(this.#labels, ep)));
+    if (s === undefined) this.#frags.set(ep, (s = endpointFragment(this.#labels, ep, this.#podLabels)));
     return s;
   }
 

@@ -8,19 +8,9 @@
  * pod-specific: its series are shared by every pod with those values and are left to their TTL.
  */
 import { SEP } from '../series.js';
+import type { GoneSets } from '../gone.js';
 
-/**
- * What is gone, as the caller (which knows which pods live now) decided: identities still held by
- * a live pod are left out, so a live pod's series are never removed.
- */
-export interface GonePods {
-  /** Deleted pods (no pod of that namespace and name lives now). */
-  readonly pods: readonly { readonly namespace: string; readonly name: string }[];
-  /** Deleted pods' names that no live pod has in any namespace: for label sets without `namespace`. */
-  readonly names: readonly string[];
-  /** Deleted pods' IPs (IPv4 and IPv6, as the cache spells them) that no live endpoint holds now. */
-  readonly ips: readonly string[];
-}
+export { goneSets, type GonePods, type GoneSets } from '../gone.js';
 
 /** Where one side's identity labels sit in a tail split at SEP (-1: not in the label set). */
 export interface PodSide {
@@ -44,17 +34,6 @@ export function podSides(labelNames: readonly string[], fixed: number, prefixes:
     if (side.podname >= 0 || side.ip >= 0) out.push(side);
   }
   return out;
-}
-
-/** The sets one pass looks values up in. */
-export interface GoneSets {
-  readonly pods: ReadonlySet<string>;
-  readonly names: ReadonlySet<string>;
-  readonly ips: ReadonlySet<string>;
-}
-
-export function goneSets(g: GonePods): GoneSets {
-  return { pods: new Set(g.pods.map((p) => p.namespace + SEP + p.name)), names: new Set(g.names), ips: new Set(g.ips) };
 }
 
 /** Value `k` of a tail (`SEP v1 SEP v2 ...`, k ≥ 1), without splitting the rest. */

@@ -35,6 +35,11 @@ export interface MetricsModuleOptions {
   readonly now?: () => number;
   /** The API server's addresses, for the node_apiserver_* metrics (without it they stay off). */
   readonly isApiServer?: (ip: string) => boolean;
+  /**
+   * Pod label keys (metricsPodLabelsAllowlist) and their label names (`label_<key>`): each side with
+   * context labels gets them (`source_label_app` in remote context, `label_app` locally).
+   */
+  readonly podLabels?: readonly { readonly key: string; readonly name: string }[];
 }
 
 export interface MetricsModule extends FlowConsumer, Disposable {
@@ -61,6 +66,8 @@ const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandsha
 export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   const now = opts.now ?? Date.now;
   const maxSeries = opts.maxSeriesPerMetric ?? 50_000;
+  const podKeys = (opts.podLabels ?? []).map((p) => p.key);
+  const podNames = (opts.podLabels ?? []).map((p) => p.name);
   let spec: MetricsSpec | undefined;
   let emitters: EmitterInit[] = [];
   let agg: Aggregator | undefined;
@@ -111,14 +118,14 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       for (const o of next.contextOptions) {
         const kind = KINDS[o.metricName];
         if (!kind) continue;
-        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, (k) => overflow.inc({ metric: kind.def.name }, k));
+        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, (k) => overflow.inc({ metric: kind.def.name }, k), podNames);
         opts.metrics.attach(e.family);
         emitters.push(e);
       }
       if (emitters.length) {
         agg = new Aggregator(emitters, {
           remote: opts.remoteContext, nodeName: opts.nodeName ?? '', inScope: scope(next.namespaces),
-          maxMemo: 4 * maxSeries + 65_536, removals,
+          maxMemo: 4 * maxSeries + 65_536, removals, podLabels: podKeys,
         });
       }
       if (opts.isApiServer && next.contextOptions.some((o) => wantsApiServer(o.metricName))) {
@@ -148,12 +155,12 @@ function scope(filter: NamespaceFilter | undefined): ((ep: Endpoint) => boolean)
   return (ep) => !exc.has(ep.namespace);
 }
 
-function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: number, removals: RemovalCount, onOverflow: (n: number) => void): EmitterInit {
+function buildEmitter(kind: Kind, o: ContextOption, remote: boolean, maxSeries: number, removals: RemovalCount, onOverflow: (n: number) => void, podNames: readonly string[]): EmitterInit {
   const isReply = o.additionalLabels.includes('is_reply') && kind.def.name.includes('forward');
   const fixed = [...kind.def.labels];
   const ctxNames = remote
-    ? [...contextLabelNames(o.sourceLabels, 'source_'), ...contextLabelNames(o.destinationLabels, 'destination_')]
-    : contextLabelNames(o.sourceLabels, '');
+    ? [...contextLabelNames(o.sourceLabels, 'source_', podNames), ...contextLabelNames(o.destinationLabels, 'destination_', podNames)]
+    : contextLabelNames(o.sourceLabels, '', podNames);
   const labelNames = [...fixed, ...ctxNames, ...(isReply ? ['is_reply'] : [])];
   const family = new SeriesFamily({
     name: kind.def.name, help: kind.def.help, type: kind.def.type === 'counter' ? 'counter' : 'gauge',

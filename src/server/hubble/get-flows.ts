@@ -12,11 +12,13 @@ import type { Logger } from '../../log/index.js';
 import type { Encoder } from './encode.js';
 import { checkFilterLimits, compileFlowFilters, FieldMaskError, FilterError, type FieldMask, type FilterLimits, type FlowMatcher } from '../../flow/hubble/index.js';
 import { createEncodedFlows, grpcFrame, grpcSink, rawSink, rawStreamOf, type PickedFlow } from './frames.js';
-import { timestamp, timestampMs, toHubbleFlow, type HubbleObject } from '../../flow/hubble/index.js';
+import { timestamp, timestampMs, toHubbleFlow, uncoveredBy, type HubbleObject } from '../../flow/hubble/index.js';
+import type { Flow } from '../../flow/index.js';
 import type { CelCompiler } from './cel.js';
 import { carriedPaths, createProjection, maskPaths, type FlowProjection } from './field-mask.js';
 import type { FlowRing } from './ring.js';
 import type { FlowEnums } from './proto.js';
+import { readStoredFlows, sendForward, sendLast, type StoredFlowSource, type StoredReadStats } from './history.js';
 
 export type FlowsCall = grpc.ServerWritableStream<HubbleObject, HubbleObject>;
 
@@ -55,6 +57,10 @@ export interface GetFlowsDeps {
   readonly lost: { inc(labels: Record<string, string>, n: number): void } | undefined;
   /** Registers an open stream and how to end it (server stop); returns its release. */
   readonly track: (rpc: string, close: () => void) => () => void;
+  /** The stored flow-log history read beyond the ring (history.ts; hubble.history.fromExport), or undefined. */
+  readonly history?: StoredFlowSource | undefined;
+  /** A stored protojson flow as a Hubble flow object (proto.ts `readFlowJson`). */
+  readonly readFlow?: (json: Record<string, unknown>) => HubbleObject;
 }
 
 export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<void> {
@@ -80,7 +86,9 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
   };
   /** GetFlows calls on the raw path; the encoded flows are forgotten when the last one ends. */
   let rawCalls = 0;
-  const whole = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timestamp(p.timeMs) });
+  // The response's time is the flow's (a stored flow's keeps its nanoseconds).
+  const timeOf = (p: PickedFlow): unknown => p.hubble['time'] ?? timestamp(p.timeMs);
+  const whole = (p: PickedFlow): HubbleObject => ({ flow: p.hubble, node_name: nodeName, time: timeOf(p) });
 
   async function getFlows(call: FlowsCall): Promise<void> {
     const req = call.request;
@@ -104,7 +112,7 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     }
     const project = projection;
     // With a mask, each response is made for this call (the shared encoded frames are whole flows).
-    const respond = project === undefined ? whole : (p: PickedFlow): HubbleObject => ({ flow: project(p.hubble), node_name: nodeName, time: timestamp(p.timeMs) });
+    const respond = project === undefined ? whole : (p: PickedFlow): HubbleObject => ({ flow: project(p.hubble), node_name: nodeName, time: timeOf(p) });
     // `hubble observe --all` asks for 2^64-1 flows: every flow held.
     const asked = Number(req['number'] ?? 0);
     const number = asked >= Number.MAX_SAFE_INTEGER ? 0 : asked;
@@ -122,6 +130,24 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
     if (!Number.isSafeInteger(number) || number < 0) {
       call.emit('error', grpcError(grpc.status.INVALID_ARGUMENT, `number: ${String(req['number'])} is not a count of flows`));
       return;
+    }
+    // The ring as the request found it (no await before the history is picked: nothing is written meanwhile).
+    const head = ring.head();
+    const tail = ring.tail();
+    const store = d.history;
+    const readFlow = d.readFlow;
+    /** With stored history: the ring's flows, when the request's time range starts before the oldest of them. */
+    let held: Readonly<Flow>[] | undefined;
+    let ringMin = Infinity;
+    if (store !== undefined && readFlow !== undefined && (since !== undefined || until !== undefined) && (!follow || since !== undefined)) {
+      held = [];
+      for (let s = tail; s < head; s++) {
+        const f = ring.at(s);
+        if (f === undefined) continue;
+        held.push(f);
+        if (f.timeMs < ringMin) ringMin = f.timeMs;
+      }
+      if (since !== undefined && !(since.s * 1000 + since.n / 1e6 < ringMin)) held = undefined; // the ring holds the whole range
     }
     const raw = rawWrites ? rawStreamOf(call) : undefined;
     if (raw) {
@@ -162,8 +188,6 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       return project === undefined ? p : { hubble: p.hubble, timeMs: p.timeMs };
     };
     try {
-      const head = ring.head();
-      const tail = ring.tail();
       // History: picked in one synchronous pass (nothing is written meanwhile), then sent.
       const history: PickedFlow[] = [];
       if (!follow || wantsHistory || since !== undefined) {
@@ -179,6 +203,24 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
           }
           history.reverse();
         }
+      }
+      // Beyond the ring: the stored flows first (all of them forward, or the last ones the ring lacks).
+      const forward = first || number === 0;
+      if (held !== undefined && store !== undefined && readFlow !== undefined && (forward || history.length < number)) {
+        const why = uncoveredBy({ allow: asFilters(req['whitelist']), deny: asFilters(req['blacklist']) }, store);
+        if (why !== undefined) {
+          const from = Number.isFinite(ringMin) ? `ask from ${new Date(ringMin).toISOString()} on (the ring's oldest flow)` : 'ask without --since';
+          call.emit('error', grpcError(grpc.status.FAILED_PRECONDITION, `since: the time asked for is older than the flows this node's ring holds, and its stored history, ${store.name}, cannot answer it: ${why}. Add filters at least as narrow, or ${from}`));
+          return;
+        }
+        const stats: StoredReadStats = { lines: 0, bad: 0 };
+        const stored = readStoredFlows(store, {
+          since: since && { seconds: since.s, nanos: since.n }, until: until && { seconds: until.s, nanos: until.n }, matcher, ring: held, nowMs: Date.now(), readFlow, cancelled: () => cancelled,
+        }, stats);
+        const sent = forward ? await sendForward(stored, number, sink, () => cancelled) : await sendLast(stored, number - history.length, sink, () => cancelled);
+        if (stats.bad > 0) log.warn('stored flow-log lines that are not flows were skipped', { source: store.name, skipped: stats.bad, read: stats.lines });
+        if (sent === undefined) return;
+        if (forward && number > 0) history.splice(Math.max(0, number - sent));
       }
       for (const p of history) {
         if (cancelled) return;
@@ -241,3 +283,6 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
 
   return getFlows;
 }
+
+/** A request's FlowFilter list (absent: none). */
+const asFilters = (v: unknown): Readonly<Record<string, unknown>>[] => (Array.isArray(v) ? (v as Readonly<Record<string, unknown>>[]) : []);

@@ -9,3 +9,4 @@ export { hostPort, nodePeers, selfPeer, type PeerNode } from './peers.js';
 export { hubbleServerCredentials, tlsServerName, type HubbleServerCredentials, type HubbleTlsFiles } from './tls.js';
 export { createNamespaceTracker, type HubbleNamespace, type NamespaceTracker } from './namespaces.js';
 export { rawStreamOf } from './frames.js';
+export { readStoredFlows, type StoredFlowSource, type StoredReadRequest, type StoredReadStats } from './history.js';

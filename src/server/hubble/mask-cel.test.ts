@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { createFlow, type Endpoint, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
+import { collectStream as collect } from '../../../test/fakes/hubble-probe.js';
 import { createMetricsRegistry } from '../../metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from './index.js';
 
@@ -34,15 +35,6 @@ function flows(): Flow[] {
     createFlow({ srcIp: '10.0.0.1', dstIp: '10.0.0.9', verdict: 'DROPPED', dropReason: 'NETFILTER_DROP', proto: 17, srcPort: 40001, dstPort: 9999, direction: 'EGRESS', source: web, timeMs: 1_700_000_001_000 }),
     createFlow({ srcIp: '10.0.0.2', dstIp: '10.0.0.1', verdict: 'FORWARDED', proto: 6, srcPort: 5432, dstPort: 40000, tcpFlags: 18, direction: 'INGRESS', source: db, destination: web, isReply: true, timeMs: 1_700_000_002_000 }),
   ];
-}
-
-function collect(call: grpc.ClientReadableStream<Obj>): Promise<{ msgs: Obj[]; err: grpc.ServiceError | undefined }> {
-  return new Promise((resolve) => {
-    const msgs: Obj[] = [];
-    call.on('data', (m: Obj) => msgs.push(m));
-    call.on('error', (err: grpc.ServiceError) => resolve({ msgs, err }));
-    call.on('end', () => resolve({ msgs, err: undefined }));
-  });
 }
 
 for (const rawWrites of [true, false]) {

@@ -6,7 +6,7 @@
  * The enums the flow filter resolves come from src/flow/hubble/enums.ts (the same proto).
  */
 import * as grpc from '@grpc/grpc-js';
-import { createFlowJson, flowEnums, hubbleProtoFiles, type FieldMask, type FlowEnums, type HubbleProtoFiles } from '../../flow/hubble/index.js';
+import { createFlowJson, createFlowJsonReader, flowEnums, hubbleProtoFiles, type FieldMask, type FlowEnums, type FlowJsonReader, type HubbleObject, type HubbleProtoFiles } from '../../flow/hubble/index.js';
 import { createFrameEncoder, type Encoder } from './encode.js';
 import { createCelCompiler, type CelCompiler } from './cel.js';
 import { celSamples } from './cel-samples.js';
@@ -23,6 +23,8 @@ export interface HubbleProtos {
   readonly fieldMask: (paths: readonly string[]) => FieldMask | undefined;
   /** Compiles a FlowFilter's CEL expressions (cel.ts; its descriptors are made on the first use). */
   readonly cel: CelCompiler;
+  /** A protojson flow.Flow (a stored flow-log line's `flow`, freshly parsed: read in place) as a Hubble flow object (json-read.ts; throws on a bad one). */
+  readonly readFlowJson: (json: Record<string, unknown>) => HubbleObject;
   /** Client constructors, for tests and tools. */
   readonly ObserverClient: grpc.ServiceClientConstructor;
   readonly PeerClient: grpc.ServiceClientConstructor;
@@ -51,10 +53,12 @@ export function loadHubbleProtos(from: string | HubbleProtoFiles): HubbleProtos 
     return createCelCompiler({ def, encodeFlow: (f) => flowFrame(f).subarray(5), samples: celSamples('node') });
   };
   const flowJson = (): ReturnType<typeof createFlowJson> => (json ??= createFlowJson(def));
+  let reader: FlowJsonReader | undefined;
   return {
     flowsFrame: createFrameEncoder(def, 'observer.GetFlowsResponse'),
     fieldMask: (paths) => flowJson().mask(paths),
     cel: (exprs, path) => (cel ??= celCompiler())(exprs, path),
+    readFlowJson: (j) => (reader ??= createFlowJsonReader(def)).flow(j),
     observer: pkg.observer.Observer.service, peer: pkg.peer.Peer.service, health: health.service,
     ObserverClient: pkg.observer.Observer, PeerClient: pkg.peer.Peer, HealthClient: health, enums: flowEnums(def),
   };

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { createFlow, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
+import { collectStream as collect } from '../../../test/fakes/hubble-probe.js';
 import { createMetricsRegistry } from '../../metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer, type PeerChange, type HubblePeer } from './index.js';
 
@@ -14,15 +15,6 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 
 function flowAt(i: number, extra: Partial<Flow> = {}): Flow {
   return createFlow({ srcIp: `10.0.0.${i % 250}`, dstIp: '10.0.1.1', verdict: 'FORWARDED', proto: 6, srcPort: 1000 + i, dstPort: 80, tcpFlags: 2, timeMs: 1_700_000_000_000 + i * 1000, ...extra });
-}
-
-function collect(call: grpc.ClientReadableStream<Obj>): Promise<{ msgs: Obj[]; err: grpc.ServiceError | undefined }> {
-  return new Promise((resolve) => {
-    const msgs: Obj[] = [];
-    call.on('data', (m: Obj) => msgs.push(m));
-    call.on('error', (err: grpc.ServiceError) => resolve({ msgs, err }));
-    call.on('end', () => resolve({ msgs, err: undefined }));
-  });
 }
 
 describe('hubble gRPC server', () => {

@@ -17,6 +17,7 @@ import { createNamespaceTracker, type HubbleNamespace } from './namespaces.js';
 import { hubbleServerCredentials, tlsServerName, type HubbleTlsFiles } from './tls.js';
 import type { HubbleProtos } from './proto.js';
 import type { FlowRing } from './ring.js';
+import type { StoredFlowSource } from './history.js';
 
 /** One Hubble peer: a node and where its Hubble service answers (`ip:port`). */
 export interface HubblePeer {
@@ -63,6 +64,8 @@ export interface HubbleServerOptions {
   readonly namespaces?: () => readonly HubbleNamespace[];
   /** TLS on the TCP address (the unix socket stays plaintext); undefined: plaintext. */
   readonly tls?: HubbleTlsFiles;
+  /** Stored flow logs GetFlows reads beyond the ring (history.ts; hubble.history.fromExport); undefined: the ring alone. */
+  readonly history?: StoredFlowSource | undefined;
 }
 
 export interface HubbleServer extends AsyncDisposable {
@@ -109,6 +112,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   const getFlows = createGetFlows({
     ring, enums: o.protos.enums, nodeName, log, slice, buffered, lost: lostCounter, track,
     rawWrites, chunkBytes, serialize, flowsFrame: o.protos.flowsFrame, fieldMask: o.protos.fieldMask, cel: o.protos.cel, filterLimits: o.filterLimits ?? DEFAULT_FILTER_LIMITS,
+    history: o.history, readFlow: o.protos.readFlowJson,
   });
 
   const heldNamespaces = (): HubbleNamespace[] => {
@@ -225,7 +229,7 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   }
   log.info('hubble server listening', {
     ...(o.listen ? { address: `${o.listen.host || '*'}:${port}`, tls: tls ? (tls.mutual ? 'mutual' : 'server') : 'off' } : {}),
-    ...(o.socketPath ? { socket: o.socketPath } : {}), maxFlows: ring.capacity,
+    ...(o.socketPath ? { socket: o.socketPath } : {}), maxFlows: ring.capacity, ...(o.history ? { history: o.history.name } : {}),
   });
 
   return {

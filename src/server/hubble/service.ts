@@ -16,6 +16,7 @@ import { loadHubbleProtos } from './proto.js';
 import { createNamespaceTracker } from './namespaces.js';
 import { createFlowRing } from './ring.js';
 import { startHubbleServer, type HubbleServer } from './server.js';
+import type { StoredFlowSource } from './history.js';
 
 export interface HubbleService extends AsyncDisposable {
   /** Takes enriched flows (a consumer of the flow pipeline). */
@@ -35,6 +36,8 @@ export interface HubbleServiceOptions {
   readonly version: string;
   /** Hubble's .proto files, parsed once and shared with the flow-log export (src/flow/hubble's hubbleProtoFiles), or their folder. */
   readonly protoFiles: HubbleProtoFiles | string;
+  /** The stored flow logs GetFlows reads beyond the ring (hubble.history.fromExport: src/export's createExportHistory). */
+  readonly history?: StoredFlowSource | undefined;
 }
 
 export function createHubbleService(o: HubbleServiceOptions): HubbleService {
@@ -60,7 +63,7 @@ export function createHubbleService(o: HubbleServiceOptions): HubbleService {
       const peers = o.nodes ? nodePeers(o.nodes, () => port) : selfPeer(nodeName, cfg.listen.host, () => port);
       server = await startHubbleServer({
         protos, ring: ringStore, listen: cfg.listen, socketPath: cfg.socketPath, nodeName, version: `${o.version}+retina-ts`, peers, log, metrics: o.metrics,
-        clusterName: cfg.clusterName, namespaces: () => namespaces.list(), ...(cfg.tls ? { tls: cfg.tls } : {}),
+        clusterName: cfg.clusterName, namespaces: () => namespaces.list(), ...(cfg.tls ? { tls: cfg.tls } : {}), history: o.history,
       });
       if (port === 0) port = server.port;
       return server;

@@ -68,7 +68,7 @@ export function hardenedCases(s: RealNodeSuite): void {
       assert.equal(await httpsGet(promToken), 200, 'Prometheus\' ServiceAccount (metricsSecurity.auth.scrapers)');
       await assert.rejects(get(AGENT_PORT, '/metrics', 5000).then((r) => { if (r.status !== 200) throw new Error(String(r.status)); return r; }), 'no plain HTTP /metrics');
       // the job of docs/metrics.md (Azure Monitor's, static): the Secret's ca.crt and the token as files
-      await using prom = startPrometheus(PROM, (dir) => {
+      await using prom = await startPrometheus(PROM, (dir) => {
         writeFileSync(join(dir, 'ca.crt'), ca);
         writeFileSync(join(dir, 'token'), promToken);
         return {

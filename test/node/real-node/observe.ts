@@ -4,9 +4,7 @@
  * pods/exec in the agent pod (see test/node/real-node.test.ts for why the areas share one node).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { parse } from 'yaml';
@@ -19,6 +17,7 @@ import { API_SERVICE_IP, NODE_IP, NODE_NAME } from '../node.js';
 import { RELEASE_NS, SLEEPER, agentPods, deploymentsRes, netnsOf, podExec, readyPod, scriptDeployment, type Pod } from '../workloads.js';
 import { withDrops } from '../../ebpf/drop-lock.js';
 import { ADV, AGENT_PORT, PROM, find, type RealNodeSuite } from './suite.js';
+import { startPrometheus } from '../prometheus.js';
 
 /** A new pod's first series; Prometheus with the chart's job; diagnose. */
 export function observeCases(s: RealNodeSuite): void {
@@ -45,45 +44,28 @@ export function observeCases(s: RealNodeSuite): void {
   // __meta_kubernetes_* labels), so the chart's relabeling meets the real API objects.
   it('a real Prometheus with the chart\'s scrape job over the real Pods\' discovery labels: exactly the agent, up == 1, pod series', async (t) => {
     const { client, pods } = s;
-    const dir = mkdtempSync(join(tmpdir(), 'rn-prom-'));
     const jobs = parse(readFileSync(join(CHART, 'scrape', 'prometheus-job.yaml'), 'utf8')) as Record<string, unknown>[];
     assert.equal(jobs.length, 1);
     const { kubernetes_sd_configs: sd, ...job } = jobs[0] as Record<string, unknown>;
     assert.deepEqual(sd, [{ role: 'pod' }]);
     const all = await listAll<Pod>(client, resources.pods);
-    writeFileSync(join(dir, 'pods.json'), JSON.stringify(podDiscovery(all)));
-    writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({ global: { scrape_interval: '2s', evaluation_interval: '2s' }, scrape_configs: [{ ...job, scrape_interval: '2s', scrape_timeout: '2s', file_sd_configs: [{ files: [join(dir, 'pods.json')] }] }] }));
-    const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${PROM}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let promErr = '';
-    prom.stderr.on('data', (d: Buffer) => (promErr += d.toString()));
-    const exited = new Promise((r) => prom.once('exit', r));
-    const api = async (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => {
-      const r = await fetch(`http://${PROM}${path}?${new URLSearchParams(params).toString()}`);
-      return (await r.json()) as { status: string; data: unknown };
-    };
-    try {
-      type Target = { labels: Record<string, string>; health: string; scrapeUrl: string; lastError: string };
-      const active = await eventually('the scrape job\'s targets scraped', 60_000, async () => {
-        if (prom.exitCode !== null) throw new Error(`prometheus exited ${prom.exitCode}: ${promErr.slice(-2000)}`);
-        const a = ((await api('/api/v1/targets')).data as { activeTargets: Target[] }).activeTargets;
-        return a.length > 0 && a.every((x) => x.health !== 'unknown') && a;
-      }, 1000);
-      const [agent] = await agentPods(client);
-      assert.ok(agent);
-      t.diagnostic(`targets: ${active.map((x) => `${x.scrapeUrl} ${x.health} ${JSON.stringify(x.labels)}`).join('; ')}`);
-      assert.deepEqual(active.map((x) => [x.labels['job'], x.labels['instance'], x.labels['namespace'], x.labels['pod'], x.scrapeUrl, x.health]),
-        [['network-observability', NODE_NAME, RELEASE_NS, agent.metadata.name, `http://${NODE_IP}:${AGENT_PORT}/metrics`, 'up']], 'exactly the agent, named by its node');
-      await eventually('up == 1', 30_000, async () => ((await api('/api/v1/query', { query: 'up{job="network-observability"} == 1' })).data as { result: unknown[] }).result.length === 1, 1000);
-      const adv = await eventually('pod-level series through Prometheus', 30_000, async () => {
-        const r = (await api('/api/v1/query', { query: `sum by (source_podname) (networkobservability_adv_forward_count{source_namespace="${nsA}"})` })).data as { result: { metric: Record<string, string> }[] };
-        return r.result.length > 0 && r.result;
-      }, 1000);
-      assert.ok(adv.some((x) => x.metric['source_podname'] === pods.cli.name), JSON.stringify(adv));
-    } finally {
-      if (prom.exitCode === null) prom.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await using prom = await startPrometheus(PROM, (dir) => {
+      writeFileSync(join(dir, 'pods.json'), JSON.stringify(podDiscovery(all)));
+      return { global: { scrape_interval: '2s', evaluation_interval: '2s' }, scrape_configs: [{ ...job, scrape_interval: '2s', scrape_timeout: '2s', file_sd_configs: [{ files: [join(dir, 'pods.json')] }] }] };
+    });
+    const api = prom.api;
+    const active = await prom.targets();
+    const [agent] = await agentPods(client);
+    assert.ok(agent);
+    t.diagnostic(`targets: ${active.map((x) => `${x.scrapeUrl} ${x.health} ${JSON.stringify(x.labels)}`).join('; ')}`);
+    assert.deepEqual(active.map((x) => [x.labels['job'], x.labels['instance'], x.labels['namespace'], x.labels['pod'], x.scrapeUrl, x.health]),
+      [['network-observability', NODE_NAME, RELEASE_NS, agent.metadata.name, `http://${NODE_IP}:${AGENT_PORT}/metrics`, 'up']], 'exactly the agent, named by its node');
+    await eventually('up == 1', 30_000, async () => ((await api('/api/v1/query', { query: 'up{job="network-observability"} == 1' })).data as { result: unknown[] }).result.length === 1, 1000);
+    const adv = await eventually('pod-level series through Prometheus', 30_000, async () => {
+      const r = (await api('/api/v1/query', { query: `sum by (source_podname) (networkobservability_adv_forward_count{source_namespace="${nsA}"})` })).data as { result: { metric: Record<string, string> }[] };
+      return r.result.length > 0 && r.result;
+    }, 1000);
+    assert.ok(adv.some((x) => x.metric['source_podname'] === pods.cli.name), JSON.stringify(adv));
   });
 
   it('retina-agent diagnose through pods/exec (API server -> kubelet -> containerd\'s stream server) in the agent pod', async (t) => {

@@ -64,7 +64,7 @@ export interface PacketparserTiming {
 export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: PacketparserTiming = {}): Promise<ResourceStack> {
   return ResourceStack.build(async (s) => {
     if (!ctx.flows) {
-      const why = 'nothing wants flows (enablePodLevel, hubble.enabled and the flow-log exporters are off)';
+      const why = 'nothing wants flows (enablePodLevel, hubble.enabled, hubble.metrics.enabled and the flow-log exporters are off)';
       ctx.log.warn(`${why}: packetparser attaches nothing`);
       ctx.status.degraded('enablePodLevel', `${why}: packetparser has nothing to feed`);
       return;
