@@ -15,7 +15,8 @@ const mayImport = {
   pipeline: ['k8s', 'enricher', 'cache', 'metrics', 'plugin', 'config', 'flow'],
   // Stored flow logs (STYLE.md section 13): FlowConsumers handed in by src/cli; the filter compiler from flow/hubble.
   export: ['k8s', 'metrics', 'config', 'flow'],
-  capture: ['k8s', 'plugin', 'config'],
+  // flow: a triggered capture follows the node's agent over Hubble (src/flow/hubble's protos and flow fields).
+  capture: ['k8s', 'plugin', 'config', 'flow'],
   // kubectl retina why (src/cli/why.ts keeps the flags): the API server, and the agents' Hubble flows read as flow/hubble maps them.
   why: ['k8s', 'config', 'flow'],
   debug: ['k8s'], // kubectl-retina shell and bpftrace: pods, attach, the bpftrace program and its events

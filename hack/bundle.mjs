@@ -70,6 +70,21 @@ await build({
   logLevel: 'warning',
 });
 
+// The pipeline's worker thread and the packetparser decoder it loads by URL (pipelineWorkers): ES
+// modules of their own beside the entries, named as in dist/, so `new URL('./worker-thread.js',
+// import.meta.url)` (src/pipeline/workers.ts) and packetparser's RAW_DECODER_MODULE find them from the
+// ES bundle's chunks and from the snapshot's script alike (both sit in this folder).
+await build({
+  absWorkingDir: root,
+  entryPoints: [
+    { out: 'worker-thread', in: 'src/pipeline/worker-thread.ts' },
+    ...(opts.os === 'linux' ? [{ out: 'raw-decoder', in: 'src/plugins/linux/packetparser/raw-decoder.ts' }] : []),
+  ],
+  outdir: out, bundle: true, format: 'esm', platform: 'node', target: 'node22', external: ['*.node'],
+  banner: { js: "import { createRequire as __retinaRequire } from 'node:module'; const require = __retinaRequire(import.meta.url);" },
+  legalComments: 'none', minifyWhitespace: true, minifySyntax: true, logLevel: 'warning',
+});
+
 const triplet = `${opts.os}_${opts.arch}`;
 const koffi = join(root, 'node_modules', 'koffi', 'build', 'koffi', triplet, 'koffi.node');
 if (!existsSync(koffi)) throw new Error(`koffi has no native module for ${triplet} (${koffi})`);

@@ -26,18 +26,18 @@
  * BENCH_RETINA_IDLE=0 runs the starts alone. BENCH_RETINA_SHORT=1 is a quick mode for iteration (2 starts, idle window 60-120 s, 1 round).
  * Needs root, kernel BTF, bpftool (and Retina's build: RETINA_GIT_DIR=... hack/retina/build.sh).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sleep } from '../../test/ebpf/netns.js';
-import { AgentProcess, ROOT, agentEnv } from '../../test/e2e/agent-process.js';
-import { cpuSeconds, rssSplit } from '../../test/e2e/proc-stats.js';
+import { ROOT, agentEnv } from '../../test/e2e/agent-process.js';
+import { rssSplit } from '../../test/e2e/proc-stats.js';
 import { agentNodeFlags } from '../../test/bundle/serving.js';
 import { Bed, median } from '../datapath/setup.js';
 import { envInt } from '../server/summary.js';
+import { Run, retinaBuild, retinaVmlinuxInclude, type Subject } from './cgroup-run.js';
 
 const SHORT = process.env['BENCH_RETINA_SHORT'] === '1';
 const STARTS = envInt('BENCH_RETINA_STARTS', SHORT ? 2 : 6);
@@ -50,15 +50,6 @@ const SOCKETS = Number(process.env['BENCH_RETINA_SOCKETS'] ?? 300);
 const FIRST_MINUTE_S = 60;
 if (SETTLE_S < FIRST_MINUTE_S) throw new Error(`BENCH_RETINA_SETTLE_S must be at least ${FIRST_MINUTE_S}`);
 const PLUGINS = ['linuxutil', 'packetforward', 'dns'];
-
-interface Subject {
-  readonly name: string;
-  readonly command: readonly string[];
-  readonly env: NodeJS.ProcessEnv;
-  /** The config file's text for an agent serving /metrics on `port`. */
-  config(port: number): string;
-  readonly args: (configFile: string) => string[];
-}
 
 const work = mkdtempSync(join(tmpdir(), 'rtbench-retina-'));
 
@@ -85,13 +76,11 @@ function tsSubject(name: string, root: string): Subject {
 
 /** Retina's controller as its chart runs it (deploy/standard/.../configmap.yaml, daemonset.yaml). */
 function retinaSubject(): Subject {
-  const dir = process.env['BENCH_RETINA_BIN'] ?? execFileSync(join(ROOT, 'hack', 'retina', 'build.sh'), { encoding: 'utf8', env: { ...process.env, RETINA_BUILD_IF_MISSING: 'no' } }).trim();
-  const controller = join(dir, 'controller');
-  if (!existsSync(controller)) throw new Error(`${controller} is missing: build it with RETINA_GIT_DIR=<clone of microsoft/retina> hack/retina/build.sh`);
+  const build = retinaBuild();
+  if ('missing' in build) throw new Error(build.missing);
+  const controller = join(build.dir, 'controller');
   // Its init container's work: vmlinux.h for the programs it compiles at start-up.
-  const include = join(work, 'retina-include');
-  mkdirSync(include, { recursive: true });
-  writeFileSync(join(include, 'vmlinux.h'), execFileSync('bpftool', ['btf', 'dump', 'file', '/sys/kernel/btf/vmlinux', 'format', 'c'], { maxBuffer: 256 << 20 }));
+  const include = retinaVmlinuxInclude(join(work, 'retina-include'));
   const kubeconfig = join(work, 'refusing.kubeconfig');
   writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: x\n');
   return {
@@ -104,39 +93,6 @@ function retinaSubject(): Subject {
     ].join('\n'),
     args: (file) => ['--config', file, '--health-probe-bind-address=:18081', '--metrics-bind-address=:18080'],
   };
-}
-
-/** A cgroup holding one agent and what it starts: CPU seconds used so far. */
-class CpuGroup {
-  static #seq = 0;
-  readonly dir: string;
-  readonly #read: () => number;
-  constructor(tag: string) {
-    const name = `rtbench-${process.pid}-${tag}-${CpuGroup.#seq++}`;
-    if (existsSync('/sys/fs/cgroup/cpuacct/cpuacct.usage')) {
-      this.dir = `/sys/fs/cgroup/cpuacct/${name}`;
-      this.#read = () => Number(readFileSync(join(this.dir, 'cpuacct.usage'), 'utf8')) / 1e9;
-    } else if (existsSync('/sys/fs/cgroup/cgroup.controllers')) {
-      this.dir = `/sys/fs/cgroup/${name}`;
-      this.#read = () => Number(/^usage_usec (\d+)/m.exec(readFileSync(join(this.dir, 'cpu.stat'), 'utf8'))?.[1]) / 1e6;
-    } else {
-      throw new Error('no cgroup v1 cpuacct or cgroup v2 hierarchy at /sys/fs/cgroup');
-    }
-    mkdirSync(this.dir);
-  }
-  cpu(): number {
-    return this.#read();
-  }
-  remove(): void {
-    for (let i = 0; i < 50; i++) {
-      try {
-        rmdirSync(this.dir);
-        return;
-      } catch {
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
-      }
-    }
-  }
 }
 
 /**
@@ -203,46 +159,6 @@ function spawnProbe(ns: string): ChildProcess {
   return child;
 }
 
-/** One agent running: its cgroup, its process, when it was exec'd. */
-class Run implements AsyncDisposable {
-  readonly proc: AgentProcess;
-  readonly group: CpuGroup;
-  readonly t0: number;
-  readonly #file: string;
-  constructor(readonly subject: Subject, ns: string, readonly port: number) {
-    this.#file = join(work, `${subject.name}-${port}.yaml`);
-    writeFileSync(this.#file, subject.config(port));
-    this.group = new CpuGroup(subject.name);
-    // The shell joins the cgroup, then becomes `ip netns exec`, which becomes the agent (one pid).
-    const command = ['sh', '-c', `echo $$ > ${this.group.dir}/cgroup.procs && exec "$@"`, 'sh', 'ip', 'netns', 'exec', ns, ...subject.command];
-    this.t0 = performance.timeOrigin + performance.now();
-    this.proc = new AgentProcess({ command, args: subject.args(this.#file), env: subject.env });
-  }
-  /** Seconds since exec. */
-  age(): number {
-    return (performance.timeOrigin + performance.now() - this.t0) / 1000;
-  }
-  cpu(): number {
-    return this.group.cpu();
-  }
-  ownCpu(): number {
-    return cpuSeconds(this.proc.pid);
-  }
-  alive(): void {
-    if (this.proc.exit) throw new Error(`${this.subject.name} exited ${JSON.stringify(this.proc.exit)}:\n${this.proc.stderr.slice(-3000)}\n${this.proc.stdout.slice(-3000)}`);
-  }
-  /** Waits until `s` seconds after exec. */
-  async until(s: number): Promise<void> {
-    const left = s - this.age();
-    if (left > 0) await sleep(left * 1000);
-    this.alive();
-  }
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.proc[Symbol.asyncDispose]();
-    this.group.remove();
-  }
-}
-
 const subjects: Subject[] = [
   ...(process.env['BENCH_RETINA'] === '0' ? [] : [retinaSubject()]),
   tsSubject('current', ROOT),
@@ -273,7 +189,7 @@ const load0 = loadavg()[0] ?? 0;
     let seq = 0;
     for (let k = 0; k < STARTS; k++) {
       for (const s of order(k)) {
-        await using run = new Run(s, bed.client.name, PORT(0));
+        await using run = new Run(s, bed.client.name, PORT(0), work);
         const t200 = await Promise.race([probe.first200(`s${seq++}`, run.port), run.proc.exited.then(() => run.alive() as never)]);
         const cpuTo200 = run.cpu();
         await run.until(STARTUP_S);
@@ -286,7 +202,7 @@ const load0 = loadavg()[0] ?? 0;
         const measured: Promise<void>[] = [];
         for (const [i, s] of order(r).entries()) {
           if (i > 0) await sleep(STAGGER_S * 1000);
-          const run = new Run(s, bed.client.name, PORT(i + 1));
+          const run = new Run(s, bed.client.name, PORT(i + 1), work);
           runs.push(run);
           measured.push((async () => {
             const t200 = await probe.first200(`r${seq++}`, run.port);

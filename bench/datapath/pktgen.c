@@ -6,7 +6,13 @@
  *     SIZE-byte datagrams to DST_IP:DST_PORT round-robin over the sockets at PPS packets/s in total
  *     for SECONDS, with sendmmsg batches paced every millisecond; prints "sent N".
  *   pktgen sink SECONDS PORT
- *     receives on 0.0.0.0:PORT (and [::]) with recvmmsg for SECONDS; prints "received N". */
+ *     receives on 0.0.0.0:PORT (and [::]) with recvmmsg for SECONDS; prints "received N".
+ *   pktgen connect SECONDS RATE DST_IP DST_PORT
+ *     short TCP connections to DST_IP:DST_PORT, RATE new connections/s (0: as fast as one thread can),
+ *     each one connect, read until the server's FIN, close (the server closes first, so TIME_WAIT
+ *     stays on its side and the client's ports are free again); prints "connected N failed M".
+ *   pktgen accept SECONDS PORT
+ *     accepts on 0.0.0.0:PORT and closes every connection at once; prints "ready", then "accepted N". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -137,11 +143,73 @@ static int sink_mode(int argc, char **argv)
 	return 0;
 }
 
+static int connect_mode(int argc, char **argv)
+{
+	if (argc < 6) return 2;
+	double seconds = atof(argv[2]);
+	long rate = atol(argv[3]);
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[5])) };
+	if (inet_pton(AF_INET, argv[4], &dst.sin_addr) != 1) return 2;
+	long done = 0, failed = 0;
+	char buf[64];
+	double t0 = now();
+	for (;;) {
+		double t = now() - t0;
+		if (t >= seconds) break;
+		if (rate > 0 && (long)(t * rate) <= done + failed) {
+			struct timespec pause = { 0, 50000 };
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)&dst, sizeof dst) != 0) {
+			failed++;
+		} else {
+			while (read(s, buf, sizeof buf) > 0) {}
+			done++;
+		}
+		if (s >= 0) close(s);
+	}
+	printf("connected %ld failed %ld\n", done, failed);
+	return 0;
+}
+
+static int accept_mode(int argc, char **argv)
+{
+	if (argc < 4) return 2;
+	double seconds = atof(argv[2]);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[3])), .sin_addr.s_addr = INADDR_ANY };
+	if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 4096) != 0) {
+		fprintf(stderr, "pktgen: bind/listen: %s\n", strerror(errno));
+		return 1;
+	}
+	struct timeval tv = { 0, 100000 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	printf("ready\n");
+	fflush(stdout);
+	long got = 0;
+	double t0 = now();
+	while (now() - t0 < seconds) {
+		int c = accept(s, NULL, NULL);
+		if (c >= 0) {
+			got++;
+			close(c);
+		}
+	}
+	printf("accepted %ld\n", got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc = 2;
 	if (argc > 1 && !strcmp(argv[1], "send")) rc = send_mode(argc, argv);
 	else if (argc > 1 && !strcmp(argv[1], "sink")) rc = sink_mode(argc, argv);
-	if (rc == 2) fprintf(stderr, "usage: pktgen send SECONDS PPS SIZE DST_IP DST_PORT NETNS... | pktgen sink SECONDS PORT\n");
+	else if (argc > 1 && !strcmp(argv[1], "connect")) rc = connect_mode(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "accept")) rc = accept_mode(argc, argv);
+	if (rc == 2) fprintf(stderr, "usage: pktgen send SECONDS PPS SIZE DST_IP DST_PORT NETNS... | pktgen sink SECONDS PORT | pktgen connect SECONDS RATE DST_IP DST_PORT | pktgen accept SECONDS PORT\n");
 	return rc;
 }

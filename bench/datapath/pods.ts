@@ -30,18 +30,27 @@ export interface PodNodeOptions {
   readonly tag?: string;
   /** First two octets of the pods' addresses (default `10.238`). */
   readonly net?: string;
+  /** The network namespace the node's side lives in (the host's when absent). */
+  readonly node?: string;
+  /** Pod to pod through the node: proxy ARP on the node's veth ends, IP forwarding in the node's namespace. */
+  readonly podToPod?: boolean;
 }
 
 export class PodNode implements Disposable {
   readonly pods: Pod[] = [];
   readonly #tag: string;
   readonly #net: string;
+  readonly #node: readonly string[];
+  readonly #opts: PodNodeOptions;
   constructor(n: number, opts: PodNodeOptions = {}) {
+    this.#opts = opts;
     this.#tag = opts.tag ?? `ppb${process.pid % 1000}`;
     this.#net = opts.net ?? '10.238';
-    sh('ip', ['link', 'add', `${this.#tag}svc`, 'type', 'bridge']);
-    sh('ip', ['addr', 'add', `${SERVICE_IP}/32`, 'dev', `${this.#tag}svc`]);
-    sh('ip', ['link', 'set', `${this.#tag}svc`, 'up']);
+    this.#node = opts.node ? ['-n', opts.node] : [];
+    sh('ip', [...this.#node, 'link', 'add', `${this.#tag}svc`, 'type', 'bridge']);
+    sh('ip', [...this.#node, 'addr', 'add', `${SERVICE_IP}/32`, 'dev', `${this.#tag}svc`]);
+    sh('ip', [...this.#node, 'link', 'set', `${this.#tag}svc`, 'up']);
+    if (opts.podToPod) this.#sysctl(opts.node, 'net.ipv4.ip_forward=1');
     try {
       for (let i = 0; i < n; i++) this.pods.push(this.#addPod(i));
     } catch (e) {
@@ -54,18 +63,19 @@ export class PodNode implements Disposable {
     const hostIf = `${this.#tag}h${i}`;
     const ip = `${this.#net}.${Math.floor(i / 200)}.${(i % 200) + 1}`;
     sh('ip', ['netns', 'add', netns]);
-    sh('ip', ['-batch', '-'], [
+    sh('ip', [...this.#node, '-batch', '-'], [
       `link add ${hostIf} type veth peer name eth0 netns ${netns}`,
       `link set ${hostIf} up`,
       `route add ${ip}/32 dev ${hostIf}`,
     ].join('\n'));
     sh('ip', ['-n', netns, '-batch', '-'], ['link set lo up', `addr add ${ip}/32 dev eth0`, 'link set eth0 up', 'route add default dev eth0'].join('\n'));
-    for (const [ns, dev] of [[undefined, hostIf], [netns, 'eth0']] as const) {
-      const args = ['-qw', `net.ipv6.conf.${dev}.disable_ipv6=1`];
-      if (ns) sh('ip', ['netns', 'exec', ns, 'sysctl', ...args]);
-      else sh('sysctl', args);
-    }
+    for (const [ns, dev] of [[this.#opts.node, hostIf], [netns, 'eth0']] as const) this.#sysctl(ns, `net.ipv6.conf.${dev}.disable_ipv6=1`);
+    if (this.#opts.podToPod) this.#sysctl(this.#opts.node, `net.ipv4.conf.${hostIf}.proxy_arp=1`);
     return { index: i, netns, hostIf, ip };
+  }
+  #sysctl(ns: string | undefined, setting: string): void {
+    if (ns) sh('ip', ['netns', 'exec', ns, 'sysctl', '-qw', setting]);
+    else sh('sysctl', ['-qw', setting]);
   }
   /** Starts pktgen sending `pps` UDP packets/s in total from every pod to SERVICE_IP:port. */
   send(seconds: number, pps: number, size: number, port: number): ChildProcess {
@@ -73,7 +83,10 @@ export class PodNode implements Disposable {
   }
   /** A UDP sink on the host for `seconds`; resolves when it is ready. */
   async sink(seconds: number, port: number): Promise<ChildProcess> {
-    const child = spawn(pktgen(), ['sink', String(seconds), String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = ['sink', String(seconds), String(port)];
+    const child = this.#opts.node
+      ? spawn('ip', ['netns', 'exec', this.#opts.node, pktgen(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(pktgen(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     await new Promise<void>((resolve, reject) => {
       child.stdout?.once('data', () => resolve());
       child.once('exit', (code) => reject(new Error(`pktgen sink exited ${code}`)));
@@ -83,9 +96,9 @@ export class PodNode implements Disposable {
   [Symbol.dispose](): void {
     for (const p of this.pods) {
       try { sh('ip', ['netns', 'del', p.netns]); } catch { /* gone */ }
-      try { sh('ip', ['link', 'del', p.hostIf]); } catch { /* went with the namespace */ }
+      try { sh('ip', [...this.#node, 'link', 'del', p.hostIf]); } catch { /* went with the namespace */ }
     }
-    try { sh('ip', ['link', 'del', `${this.#tag}svc`]); } catch { /* gone */ }
+    try { sh('ip', [...this.#node, 'link', 'del', `${this.#tag}svc`]); } catch { /* gone */ }
   }
 }
 

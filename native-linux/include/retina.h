@@ -58,19 +58,25 @@ static __always_inline void retina_count_lost(void *map)
  * records wait for the agent's follow-up drain, which it arms after each wake-up for longer than the
  * hold-off (RingBufferOptions.followUpMs). So a lone record wakes the agent at once, a busy ring at
  * most every hold-off (plus once per wakeup_bytes), and an idle agent needs no timer at all.
+ * While wakeup_bytes wait and the agent has not drained them yet, records wake it at most once per
+ * RETINA_WAKEUP_MIN_GAP_NS: each forced wake-up queues the kernel's irq_work again once the one
+ * before has run: a self-IPI (on a VM an exit to the hypervisor) per record for as long as the agent
+ * lags (the APIC write under bpf_ringbuf_submit shows in profiles of a flood of UDP drops).
  * 0 keeps the kernel's adaptive wake-up, one per drain. One object, one batched ring: the time of
  * the last wake-up is the object's (racy across CPUs: at worst one more wake-up). */
 #define RETINA_WAKEUP_HOLDOFF_NS (50ULL * 1000 * 1000)
+#define RETINA_WAKEUP_MIN_GAP_NS (1000ULL * 1000)
 static __u64 retina_last_wakeup_ns;
 
 static __always_inline __u64 retina_submit_flags(void *ring, __u32 wakeup_bytes)
 {
 	if (!wakeup_bytes)
 		return 0;
-	if (bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
 	__u64 now = bpf_ktime_get_ns();
-	if (now - retina_last_wakeup_ns < RETINA_WAKEUP_HOLDOFF_NS)
+	__u64 since = now - retina_last_wakeup_ns;
+	if (since < RETINA_WAKEUP_MIN_GAP_NS)
+		return BPF_RB_NO_WAKEUP;
+	if (since < RETINA_WAKEUP_HOLDOFF_NS && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < wakeup_bytes)
 		return BPF_RB_NO_WAKEUP;
 	retina_last_wakeup_ns = now;
 	return BPF_RB_FORCE_WAKEUP;

@@ -1,1 +1,1 @@
-export { IpCache, normalizeIp, type Endpoint, type IpCacheStats, type NodeEndpoint, type PodEndpoint, type ServiceEndpoint, type Workload } from './ip-cache.js';
+export { IpCache, applyIpCacheChange, normalizeIp, type IpCacheChange, type Endpoint, type IpCacheStats, type NodeEndpoint, type PodEndpoint, type ServiceEndpoint, type Workload } from './ip-cache.js';

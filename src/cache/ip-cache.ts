@@ -148,12 +148,45 @@ class Index<E extends Endpoint> {
   }
 }
 
+/** One change to the cache, as `IpCache.subscribe` tells it (replaying them in order rebuilds the cache: the pipeline's workers do). */
+export type IpCacheChange =
+  | { readonly op: 'upsertPod'; readonly e: PodEndpoint }
+  | { readonly op: 'deletePod'; readonly namespace: string; readonly name: string }
+  | { readonly op: 'upsertService'; readonly e: ServiceEndpoint }
+  | { readonly op: 'deleteService'; readonly namespace: string; readonly name: string }
+  | { readonly op: 'upsertNode'; readonly e: NodeEndpoint }
+  | { readonly op: 'deleteNode'; readonly name: string }
+  | { readonly op: 'clear' };
+
+/** Applies one change (a mirror of another thread's cache). */
+export function applyIpCacheChange(cache: IpCache, c: IpCacheChange): void {
+  switch (c.op) {
+    case 'upsertPod': return cache.upsertPod(c.e);
+    case 'deletePod': return void cache.deletePod(c.namespace, c.name);
+    case 'upsertService': return cache.upsertService(c.e);
+    case 'deleteService': return void cache.deleteService(c.namespace, c.name);
+    case 'upsertNode': return cache.upsertNode(c.e);
+    case 'deleteNode': return void cache.deleteNode(c.name);
+    case 'clear': return cache.clear();
+  }
+}
+
 export class IpCache {
   readonly #pods = new Index<PodEndpoint>();
   readonly #services = new Index<ServiceEndpoint>();
   readonly #nodes = new Index<NodeEndpoint>();
   #version = 0;
   #topologyVersion = 0;
+  readonly #listeners = new Set<(c: IpCacheChange) => void>();
+
+  /** Calls `listener` after every change, until disposed (the pipeline's workers mirror the cache so). */
+  subscribe(listener: (c: IpCacheChange) => void): Disposable {
+    this.#listeners.add(listener);
+    return { [Symbol.dispose]: () => void this.#listeners.delete(listener) };
+  }
+  #tell(c: IpCacheChange): void {
+    if (this.#listeners.size) for (const l of this.#listeners) l(c);
+  }
 
   /** Bumped by every change (upsert, delete, clear): readers compare it to drop memoised lookups. */
   get version(): number {
@@ -167,25 +200,31 @@ export class IpCache {
   upsertPod(e: PodEndpoint): void {
     this.#version++;
     this.#pods.upsert(e.namespace, e);
+    this.#tell({ op: 'upsertPod', e });
   }
   deletePod(namespace: string, name: string): boolean {
     this.#version++;
+    this.#tell({ op: 'deletePod', namespace, name });
     return this.#pods.delete(namespace, name);
   }
   upsertService(e: ServiceEndpoint): void {
     this.#topology();
     this.#services.upsert(e.namespace, e);
+    this.#tell({ op: 'upsertService', e });
   }
   deleteService(namespace: string, name: string): boolean {
     this.#topology();
+    this.#tell({ op: 'deleteService', namespace, name });
     return this.#services.delete(namespace, name);
   }
   upsertNode(e: NodeEndpoint): void {
     this.#topology();
     this.#nodes.upsert('', e);
+    this.#tell({ op: 'upsertNode', e });
   }
   deleteNode(name: string): boolean {
     this.#topology();
+    this.#tell({ op: 'deleteNode', name });
     return this.#nodes.delete('', name);
   }
   #topology(): void {
@@ -236,6 +275,7 @@ export class IpCache {
     this.#pods.clear();
     this.#services.clear();
     this.#nodes.clear();
+    this.#tell({ op: 'clear' });
   }
 }
 

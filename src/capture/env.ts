@@ -7,6 +7,7 @@
  */
 import { parseDurationMs } from '../config/index.js';
 import { captureBaseName } from './naming.js';
+import { resolveTrigger, validateTrigger, type ResolvedTrigger } from './trigger.js';
 
 export { captureBaseName };
 
@@ -46,6 +47,8 @@ export interface WorkloadEnv {
   readonly pvcPath: string | undefined;
   readonly s3: S3Target | undefined;
   readonly apiserver: string | undefined;
+  /** CAPTURE_TRIGGER (JSON of spec.captureConfiguration.trigger): a triggered capture; undefined for a plain one. */
+  readonly trigger: ResolvedTrigger | undefined;
 }
 
 /** Every bad variable, each message naming it. */
@@ -140,11 +143,29 @@ export function decodeWorkloadEnv(env: Env): WorkloadEnv {
     problems.push('S3_BUCKET is required when S3_ENDPOINT or S3_PATH is set');
   }
 
+  let trigger: ResolvedTrigger | undefined;
+  const tj = get('CAPTURE_TRIGGER');
+  if (tj) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(tj);
+    } catch (e) {
+      problems.push(`CAPTURE_TRIGGER is not JSON: ${(e as Error).message}`);
+    }
+    if (parsed !== undefined) {
+      const bad = validateTrigger(parsed, 'CAPTURE_TRIGGER');
+      problems.push(...bad);
+      if (!bad.length) trigger = resolveTrigger(parsed as Parameters<typeof resolveTrigger>[0]);
+    }
+    if (interfaces.length > 1) problems.push(`CAPTURE_INTERFACES: a triggered capture (CAPTURE_TRIGGER) captures on one interface or all, not ${interfaces.length}`);
+    if (fileCount > 0) problems.push('CAPTURE_FILE_COUNT: a triggered capture (CAPTURE_TRIGGER) writes one file; set 0');
+  }
+
   const out: WorkloadEnv = {
     captureName, nodeName, podName: opt('POD_NAME'), podNamespace: opt('POD_NAMESPACE'), startTimestamp, durationMs, maxSizeMb, fileCount, packetSize,
     interfaces, includeMetadata: meta !== 'false', tcpdumpFilter: filter('TCPDUMP_FILTER'), tcpdumpRawFilter: filter('TCPDUMP_RAW_FILTER'),
     pcapFilter: filter('PCAP_FILTER'), tcpdumpFlags, netshFilter, hostPath: absolute('HOSTPATH'), pvcPath: absolute('PERSISTENT_VOLUME_CLAIM'), s3,
-    apiserver: opt('APISERVER'),
+    apiserver: opt('APISERVER'), trigger,
   };
   if (problems.length) throw new CaptureEnvError(problems);
   return out;

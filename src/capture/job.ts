@@ -5,8 +5,9 @@
  */
 import type { CaptureSpec } from '../k8s/index.js';
 import {
-  DEFAULT_MAX_CAPTURE_SIZE_MB, andAll, captureDurationMs, compileFilters, goDuration, hostsFilter, netshFilter, resolveHostPath, srcDstFilter, tcpdumpFlags,
+  DEFAULT_MAX_CAPTURE_SIZE_MB, andAll, captureDurationMs, captureRunMs, compileFilters, goDuration, hostsFilter, netshFilter, resolveHostPath, srcDstFilter, tcpdumpFlags,
 } from './spec.js';
+import { resolveTrigger } from './trigger.js';
 
 export const CAPTURE_APP_LABEL = 'retina.sh/app';
 export const CAPTURE_APP_VALUE = 'capture';
@@ -86,6 +87,17 @@ export class JobNumLimitError extends Error {
   override readonly name = 'JobNumLimitError';
   constructor(readonly wanted: number, readonly limit: number) {
     super(`the capture needs ${wanted} jobs (one per node), more than the limit of ${limit} (captureJobNumLimit / --job-num-limit)`);
+  }
+}
+
+/**
+ * A triggered capture targets a Windows node: refused before any Job is made (the workload's PktMon
+ * provider has no pre-trigger stream yet, docs/capture.md#windows).
+ */
+export class TriggerOnWindowsError extends Error {
+  override readonly name = 'TriggerOnWindowsError';
+  constructor(readonly nodes: readonly string[]) {
+    super(`spec.captureConfiguration.trigger: triggered captures run on Linux nodes only; Windows target node(s) ${nodes.join(', ')} (narrow the targets, e.g. --node-selectors kubernetes.io/os=linux)`);
   }
 }
 
@@ -180,6 +192,17 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
     }
   }
   if (o.apiServer) envs.push(env('APISERVER', o.apiServer));
+  if (cc.trigger) {
+    // The workload reads the trigger back with the same validator (CAPTURE_TRIGGER.<field>), defaults resolved here once.
+    const t = resolveTrigger(cc.trigger);
+    envs.push(env('CAPTURE_TRIGGER', JSON.stringify(cc.trigger)));
+    const sock = /^unix:\/\/(\/.*)\/[^/]+$/.exec(t.hubbleAddress);
+    if (sock) {
+      // The agent's Hubble socket (hubble.socketPath): its folder from the host.
+      volumes.push({ name: 'hubble-socket', hostPath: { path: sock[1], type: 'Directory' } });
+      mounts.push({ name: 'hubble-socket', mountPath: sock[1], readOnly: true });
+    }
+  }
 
   const container: Record<string, unknown> = {
     name: CAPTURE_CONTAINER,
@@ -220,7 +243,7 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
     metadata: { generateName: `${capture.name}-`, namespace: capture.namespace, labels: { ...labels }, annotations: { ...annotations } },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds: Math.ceil(durationMs / 1000) + o.deadlineSlackSeconds,
+      activeDeadlineSeconds: Math.ceil(captureRunMs(spec) / 1000) + o.deadlineSlackSeconds,
       template: { metadata: { labels: { ...labels }, annotations }, spec: podSpec },
     },
   };
@@ -228,9 +251,11 @@ export function nodeJob(capture: { name: string; namespace: string; spec: Captur
   return job;
 }
 
-/** One Job per node; JobNumLimitError when the limit is exceeded (nothing is to be created then). */
+/** One Job per node; JobNumLimitError when the limit is exceeded, TriggerOnWindowsError for a trigger on Windows nodes (nothing is to be created then). */
 export function captureJobs(capture: { name: string; namespace: string; spec: CaptureSpec }, nodes: readonly TargetNode[], o: TranslateOptions): Manifest[] {
   if (o.jobNumLimit > 0 && nodes.length > o.jobNumLimit) throw new JobNumLimitError(nodes.length, o.jobNumLimit);
+  const windows = nodes.filter((n) => n.os === 'windows').map((n) => n.name);
+  if (capture.spec.captureConfiguration.trigger && windows.length) throw new TriggerOnWindowsError(windows);
   return [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((n) => nodeJob(capture, n, o));
 }
 

@@ -9,8 +9,10 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { combinedFilter, type WorkloadEnv } from './env.js';
 import type { CaptureCounts } from './provider.js';
+import type { ManifestTrigger } from './triggered.js';
 
-export type StopReason = 'duration' | 'maxSize' | 'signal' | 'toolEnded';
+/** Why the capture stopped; a triggered capture's: `postTrigger` (its window after the trigger ended) or `notTriggered` (armed for the duration, no trigger). */
+export type StopReason = 'duration' | 'maxSize' | 'signal' | 'toolEnded' | 'postTrigger' | 'notTriggered';
 
 export interface ManifestFile {
   readonly name: string;
@@ -42,6 +44,8 @@ export interface Manifest {
   readonly dropped: number | null;
   readonly files: readonly ManifestFile[];
   readonly metadata: boolean;
+  /** A triggered capture's trigger: what armed it, the flow that fired it, where its packet is in the file (ours). */
+  readonly trigger?: ManifestTrigger;
 }
 
 export function sha256File(path: string): Promise<string> {
@@ -66,6 +70,7 @@ export interface ManifestInput {
   readonly counts: CaptureCounts;
   readonly files: readonly ManifestFile[];
   readonly metadata: boolean;
+  readonly trigger?: ManifestTrigger | undefined;
 }
 
 export function buildManifest(i: ManifestInput): Manifest {
@@ -76,5 +81,6 @@ export function buildManifest(i: ManifestInput): Manifest {
     options: { durationMs: e.durationMs, maxSizeMb: e.maxSizeMb, fileCount: e.fileCount, packetSize: e.packetSize, tcpdumpFlags: e.tcpdumpFlags },
     startedAt: i.startedAt.toISOString(), stoppedAt: i.stoppedAt.toISOString(), stopReason: i.stopReason,
     packets: i.counts.packets, dropped: i.counts.dropped, files: i.files, metadata: i.metadata,
+    ...(i.trigger ? { trigger: i.trigger } : {}),
   };
 }

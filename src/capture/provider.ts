@@ -28,6 +28,16 @@ export interface RunningCapture {
   stop(): Promise<CaptureCounts>;
 }
 
+/** A capture whose packets come as a classic pcap byte stream (a triggered capture's ring reads it). */
+export interface StreamingCapture {
+  /** The pcap stream: the global header, then one record per packet, as the tool writes them. */
+  readonly packets: NodeJS.ReadableStream;
+  /** Resolves when the tool ended by itself: its message. */
+  readonly ended: Promise<string>;
+  /** Stops the tool and waits for the end of its stream; the tool's own counts (dropped by the kernel). */
+  stop(): Promise<CaptureCounts>;
+}
+
 export interface StartOptions {
   /** The folder the capture files go to (the tarball's folder). */
   readonly dir: string;
@@ -47,6 +57,8 @@ export interface CaptureProvider {
   /** Checks what can be checked before starting (the filter's syntax, the tool is there); throws CaptureError. */
   check(env: WorkloadEnv, log: Logger): Promise<void>;
   start(env: WorkloadEnv, opts: StartOptions): Promise<RunningCapture>;
+  /** A triggered capture's stream (undefined: this OS's provider has none, and triggered captures are refused). */
+  readonly startStream?: (env: WorkloadEnv, opts: Pick<StartOptions, 'logFile' | 'log'>) => Promise<StreamingCapture>;
   /** Writes the node's network state into `dir` (the tarball's `metadata/`); never throws for one part that fails. */
   collectMetadata(dir: string, log: Logger): Promise<void>;
 }

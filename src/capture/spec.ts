@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { formatDurationMs, parseDurationMs } from '../config/index.js';
 import type { CaptureSpec, LabelSelector } from '../k8s/index.js';
+import { resolveTrigger, validateTrigger } from './trigger.js';
 
 export const DEFAULT_DURATION_MS = 60_000;
 export const DEFAULT_MAX_CAPTURE_SIZE_MB = 100;
@@ -214,6 +215,12 @@ export function validateCaptureSpec(spec: CaptureSpec | undefined): string[] {
     const v = o[k];
     if (v !== undefined && !allowed.includes(v as string)) errors.push(`${of}.${k}: ${JSON.stringify(v)}; allowed: ${allowed.map((x) => x || '""').join(', ')}`);
   }
+  if (cc.trigger !== undefined) {
+    errors.push(...validateTrigger(cc.trigger));
+    // A triggered capture streams one tcpdump into its pre-trigger ring and writes one file.
+    if ((o.interfaces ?? []).length > 1) errors.push(`${of}.interfaces: a triggered capture (trigger) captures on one interface or all (none named), not ${o.interfaces?.length}`);
+    if (o.fileCount !== undefined && o.fileCount > 0) errors.push(`${of}.fileCount: a triggered capture (trigger) writes one file; leave fileCount out`);
+  }
   const out = spec.outputConfiguration;
   if (!out || typeof out !== 'object') errors.push('spec.outputConfiguration: required');
   else {
@@ -234,6 +241,15 @@ export function validateCaptureSpec(spec: CaptureSpec | undefined): string[] {
 export function captureDurationMs(spec: CaptureSpec): number {
   const d = spec.captureConfiguration.captureOption?.duration;
   return d === undefined ? DEFAULT_DURATION_MS : (parseDurationMs(d) ?? DEFAULT_DURATION_MS);
+}
+
+/**
+ * How long a node's capture may run: the duration, and for a triggered capture (armed for the
+ * duration) its post-trigger window after it. The spec must be valid.
+ */
+export function captureRunMs(spec: CaptureSpec): number {
+  const t = spec.captureConfiguration.trigger;
+  return captureDurationMs(spec) + (t ? resolveTrigger(t).postTriggerMs : 0);
 }
 
 /** tcpdump flags from the capture options, in Retina's order. */

@@ -16,6 +16,9 @@ import { hostPathOutput, pvcOutput } from './outputs/directory.js';
 import type { Output } from './outputs/output.js';
 import { s3Output } from './outputs/s3.js';
 import { CaptureError, type CaptureCounts, type CaptureProvider } from './provider.js';
+import type { TriggerSource } from './trigger-hubble.js';
+import type { ResolvedTrigger } from './trigger.js';
+import { captureTriggered, type ManifestTrigger } from './triggered.js';
 
 export { CaptureError } from './provider.js';
 
@@ -39,6 +42,8 @@ export interface WorkloadDeps {
   readonly annotate?: (tarball: string) => Promise<void>;
   readonly sizePollMs?: number;
   readonly now?: () => Date;
+  /** Arms a triggered capture's trigger (CAPTURE_TRIGGER): src/cli hands in hubbleTrigger over the agent's Hubble. */
+  readonly trigger?: (t: ResolvedTrigger) => TriggerSource;
 }
 
 export interface Delivery {
@@ -102,16 +107,10 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     }, { once: true });
   });
 
-export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise<WorkloadResult> {
+/** A plain capture: the tool writes its files until the duration, the max size, SIGTERM or its own end. */
+async function capturePlain(env: WorkloadEnv, deps: WorkloadDeps, dir: string, base: string, failures: string[]): Promise<{ startedAt: Date; stoppedAt: Date; stopReason: StopReason; counts: CaptureCounts }> {
   const { provider, log } = deps;
   const now = deps.now ?? (() => new Date());
-  const outputs = await resolveOutputs(env, deps);
-  await provider.check(env, log);
-
-  const base = captureBaseName(env.captureName, env.nodeName, env.startTimestamp ?? now());
-  const dir = join(deps.workDir, base);
-  await mkdir(dir, { recursive: true });
-  if (deps.signal.aborted) throw new CaptureError('stopped (SIGTERM) before the capture started');
   const running = await provider.start(env, { dir, base, logFile: join(dir, provider.logName), log });
   const startedAt = now();
   log.info('capturing', { base, durationMs: env.durationMs, maxSizeMb: env.maxSizeMb });
@@ -136,7 +135,6 @@ export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise
   const why = await Promise.race(reasons);
   stopped.abort();
   log.info('stopping the capture', { reason: why.reason, detail: why.detail });
-  const failures: string[] = [];
   if (why.reason === 'toolEnded') failures.push(why.detail ?? 'the capture tool ended by itself');
   let counts: CaptureCounts = { packets: null, dropped: null };
   try {
@@ -144,7 +142,28 @@ export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise
   } catch (e) {
     failures.push((e as Error).message);
   }
-  const stoppedAt = now();
+  return { startedAt, stoppedAt: now(), stopReason: why.reason, counts };
+}
+
+export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise<WorkloadResult> {
+  const { provider, log } = deps;
+  const now = deps.now ?? (() => new Date());
+  const outputs = await resolveOutputs(env, deps);
+  await provider.check(env, log);
+
+  const base = captureBaseName(env.captureName, env.nodeName, env.startTimestamp ?? now());
+  const dir = join(deps.workDir, base);
+  await mkdir(dir, { recursive: true });
+  if (deps.signal.aborted) throw new CaptureError('stopped (SIGTERM) before the capture started');
+  const failures: string[] = [];
+  let run: { startedAt: Date; stoppedAt: Date; stopReason: StopReason; counts: CaptureCounts; trigger?: ManifestTrigger };
+  if (env.trigger) {
+    if (!deps.trigger) throw new CaptureError('CAPTURE_TRIGGER is set but this workload has no trigger source');
+    const r = await captureTriggered(env, { provider, log, signal: deps.signal, now, trigger: deps.trigger }, dir, base, join(dir, provider.logName));
+    failures.push(...r.failures);
+    run = r;
+  } else run = await capturePlain(env, deps, dir, base, failures);
+  const { startedAt, stoppedAt, counts } = run;
 
   if (env.includeMetadata) {
     const mdir = join(dir, 'metadata');
@@ -156,9 +175,10 @@ export async function runWorkload(env: WorkloadEnv, deps: WorkloadDeps): Promise
       await writeFile(join(mdir, 'error.txt'), `${(e as Error).message}\n`);
     }
   }
-  const manifest = buildManifest({ env, os: provider.os, startedAt, stoppedAt, stopReason: why.reason, counts, files: await captureFiles(dir, base), metadata: env.includeMetadata });
+  const manifest = buildManifest({ env, os: provider.os, startedAt, stoppedAt, stopReason: run.stopReason, counts, files: await captureFiles(dir, base), metadata: env.includeMetadata, trigger: run.trigger });
   await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
-  if (!manifest.files.length) failures.push('the capture wrote no file');
+  // An armed capture whose trigger never came (by the end of its duration, or SIGTERM) writes no packet file: that is its answer, not a failure.
+  if (!manifest.files.length && !(run.trigger && !run.trigger.fired)) failures.push('the capture wrote no file');
 
   const tarball = `${base}.tar.gz`;
   const tarPath = join(deps.workDir, tarball);

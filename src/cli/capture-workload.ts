@@ -7,12 +7,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CaptureEnvError, CaptureError, FILENAME_ANNOTATION, decodeWorkloadEnv, runWorkload, type WorkloadEnv } from '../capture/index.js';
+import { CaptureEnvError, CaptureError, FILENAME_ANNOTATION, decodeWorkloadEnv, hubbleTrigger, runWorkload, type WorkloadEnv } from '../capture/index.js';
 import { parseDurationMs } from '../config/index.js';
 import { createRestClient, kubernetesAvailable, loadRestConfig } from '../k8s/index.js';
 import { createLogger, LOG_LEVELS, type LogLevel, type Logger } from '../log/index.js';
 import { currentOs, loadCaptureProvider } from '../platform/index.js';
-import { readCommandLine } from './command.js';
+import { packageFile, readCommandLine } from './command.js';
 
 export const USAGE = `usage: retina-capture [flags]   (the capture is described by the Job's environment: CAPTURE_NAME, NODE_HOST_NAME, CAPTURE_DURATION, ...)
   --secrets-dir DIR          where the Secrets are mounted (default $RETINA_CAPTURE_SECRETS_ROOT or /)
@@ -92,8 +92,10 @@ export async function main(argv: readonly string[], env: Readonly<Record<string,
       secretsRoot: flag('secrets-dir') ?? env['RETINA_CAPTURE_SECRETS_ROOT'] ?? '/',
       hostPathBase: flag('host-path-base-dir') ?? (env['RETINA_CAPTURE_HOSTPATH_BASE_DIR'] || undefined),
       annotate: podAnnotator(w, env, log),
+      // Reaching the agent may take as long as the capture stays armed, at most 30 s (an agent restarting).
+      trigger: (t) => hubbleTrigger(t, { protoDir: packageFile('proto/hubble'), log, connectTimeoutMs: Math.min(30_000, w.durationMs) }),
     });
-    process.stdout.write(`${JSON.stringify({ tarball: r.tarball, packets: r.manifest.packets, dropped: r.manifest.dropped, stopReason: r.manifest.stopReason, deliveries: r.deliveries })}\n`);
+    process.stdout.write(`${JSON.stringify({ tarball: r.tarball, packets: r.manifest.packets, dropped: r.manifest.dropped, stopReason: r.manifest.stopReason, deliveries: r.deliveries, ...(r.manifest.trigger ? { trigger: { fired: r.manifest.trigger.fired, dropToCaptureMs: r.manifest.trigger.dropToCaptureMs, cut: r.manifest.trigger.cut } } : {}) })}\n`);
     if (r.failures.length) return fail(1, `capture ${r.tarball}: ${r.failures.join('; ')}`);
     log.info('capture done', { tarball: r.tarball, outputs: r.deliveries.map((d) => d.output) });
     return 0;

@@ -31,6 +31,8 @@ export interface AgentConfig {
   readonly filterMapMaxEntries: number;
   readonly pluginStartTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** Worker threads that decode, enrich and count raw flow records (0: on the main thread; 'auto': by cores). */
+  readonly pipelineWorkers: number | 'auto';
   /** TLS and Kubernetes auth of the HTTP server's /metrics (off by default). */
   readonly metricsSecurity: MetricsSecurityConfig;
   /** The Hubble gRPC service (off by default). */
@@ -53,6 +55,23 @@ export interface PluginChoice {
 }
 
 /** Retina's `metricsInterval` (deprecated): an integer of seconds, or a duration. */
+/** `pipelineWorkers`: a count of worker threads, or `auto`. */
+export const MAX_PIPELINE_WORKERS = 64;
+const pipelineWorkersKey: KeySpec<number | 'auto'> = {
+  key: 'pipelineWorkers', default: 0, defaultText: '0',
+  doc: 'Ours: worker threads that decode, enrich and count packetparser records (0: on the main thread; auto: by cores).',
+  allowed: `an integer from 0 to ${MAX_PIPELINE_WORKERS}, or auto`,
+  schema: { oneOf: [{ type: 'integer', minimum: 0, maximum: MAX_PIPELINE_WORKERS }, { type: 'string', enum: ['auto'] }] },
+  parse(raw) {
+    const s = typeof raw === 'string' ? raw.trim() : typeof raw === 'number' ? String(raw) : undefined;
+    if (s === 'auto') return 'auto';
+    if (s === undefined || !/^\d+$/.test(s)) throw new InvalidValue();
+    const n = Number(s);
+    if (n > MAX_PIPELINE_WORKERS) throw new InvalidValue();
+    return n;
+  },
+};
+
 const legacyMetricsInterval: KeySpec<number> = {
   key: 'metricsInterval', default: 0, defaultText: '(unset)',
   doc: 'Deprecated: used only when metricsIntervalDuration is not set. An integer is seconds, as in Retina.',
@@ -89,6 +108,7 @@ export function agentKeys(plugins: PluginChoice) {
     filterMapMaxEntries: intKey('filterMapMaxEntries', 255, 'Size of the IPs-of-interest filter map.', { min: 1, max: 1_048_576 }),
     pluginStartTimeout: durationKey('pluginStartTimeout', 10_000, 'Ours: how long a plugin may take to start before it counts as failed.', { minMs: 100 }),
     shutdownTimeout: durationKey('shutdownTimeout', 8_000, 'Ours: how long stopping all plugins may take on SIGTERM before the process exits anyway.', { minMs: 100 }),
+    pipelineWorkers: pipelineWorkersKey,
     ...metricsSecurityKeys(),
     ...hubbleKeys(),
     ...hubbleMetricsKeys(),
@@ -122,6 +142,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     filterMapMaxEntries: v.get(keys.filterMapMaxEntries),
     pluginStartTimeoutMs: v.get(keys.pluginStartTimeout),
     shutdownTimeoutMs: v.get(keys.shutdownTimeout),
+    pipelineWorkers: v.get(keys.pipelineWorkers),
     metricsSecurity: metricsSecurityConfig(keys, v),
     hubble: hubbleConfig(keys, v),
     hubbleMetrics: hubbleMetricsConfig(keys, v),

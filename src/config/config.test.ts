@@ -108,6 +108,9 @@ dataAggregationLevel: high
     ['empty string', 'apiServer:\n  host: ""', {}, /"apiServer\.host".*a non-empty string/],
     ['wrong shape', 'logLevel: [debug]', {}, /"logLevel"/],
     ['sampling rate zero', 'dataSamplingRate: 0', {}, /"dataSamplingRate".*from 1 to/],
+    ['pipeline workers not a count', 'pipelineWorkers: many', {}, /"pipelineWorkers".*an integer from 0 to 64, or auto/],
+    ['too many pipeline workers', 'pipelineWorkers: 65', {}, /"pipelineWorkers".*an integer from 0 to 64, or auto/],
+    ['pipeline workers from the environment', '', { RETINA_PIPELINEWORKERS: '-1' }, /"pipelineWorkers".*RETINA_PIPELINEWORKERS/],
   ];
   for (const [name, file, env, re] of invalid) {
     it(`rejects ${name}`, () => {

@@ -45,6 +45,16 @@ describe('contradictory keys are reported at start, naming the keys', () => {
     assert.deepEqual(warnings('enablePodLevel: false\nremoteContext: false\nenableAnnotations: false\ndataAggregationLevel: low\ndataSamplingRate: 1\n'), []);
     assert.deepEqual(warnings('enablePodLevel: true\nenabledPlugin: [packetparser, dns]\nremoteContext: true\ndataAggregationLevel: high\nenableConntrackMetrics: true\n'), []);
   });
+  it('pipelineWorkers without packetparser at pod level has no effect, named with the reason', () => {
+    assert.deepEqual(warnings('enablePodLevel: true\nenabledPlugin: [packetparser]\npipelineWorkers: 2\n'), []);
+    assert.deepEqual(warnings('enablePodLevel: true\nenabledPlugin: [packetparser]\npipelineWorkers: auto\n'), []);
+    const off = warnings('enabledPlugin: [dns]\npipelineWorkers: 2\n');
+    assert.deepEqual(off.map((x) => x.keys), [['pipelineWorkers', 'enablePodLevel']]);
+    assert.match(off[0]?.problem ?? '', /^pipelineWorkers: 2 has no effect: workers count packetparser's records at pod level, and enablePodLevel is false$/);
+    const noPp = warnings('enablePodLevel: true\nenabledPlugin: [dns]\npipelineWorkers: auto\n');
+    assert.deepEqual(noPp.map((x) => x.keys), [['pipelineWorkers', 'enabledPlugin']]);
+    assert.match(noPp[0]?.problem ?? '', /packetparser is not in enabledPlugin/);
+  });
   it('packetparser without enablePodLevel', () => {
     const w = warnings('enabledPlugin: [packetparser, dns]\n');
     assert.deepEqual(w.map((x) => x.keys), [['enabledPlugin', 'enablePodLevel']]);

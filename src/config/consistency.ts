@@ -62,6 +62,11 @@ export function configWarnings(i: ConsistencyInput): ConfigWarning[] {
       if (changed(f)) out.push({ keys: [keys[f].key, 'enabledPlugin'], problem: `${shown(f)} has no effect: only packetparser reads it, and ${why}` });
     }
   }
+  // Workers count packetparser's records for the Metrics Module: nothing else is handed to them.
+  if (changed('pipelineWorkers') && agent.pipelineWorkers !== 0 && !(agent.enablePodLevel && packetparser)) {
+    const why = agent.enablePodLevel ? 'packetparser is not in enabledPlugin' : 'enablePodLevel is false';
+    out.push({ keys: [keys.pipelineWorkers.key, agent.enablePodLevel ? 'enabledPlugin' : 'enablePodLevel'], problem: `${shown('pipelineWorkers')} has no effect: workers count packetparser's records at pod level, and ${why}` });
+  }
   if (agent.metricsPodLabels.length > 0 && !agent.enablePodLevel && agent.hubbleMetrics.metrics.length === 0) {
     out.push({ keys: [keys.metricsPodLabelsAllowlist.key, 'enablePodLevel'], problem: `${shown('metricsPodLabelsAllowlist')} has no effect: only adv_* (enablePodLevel) and hubble_* (hubble.metrics.enabled) series carry pod labels, and both are off` });
   }

@@ -77,6 +77,58 @@ export interface FlowBatch {
 /** A pipeline stage: synchronous, cheap, never throws. */
 export interface FlowConsumer {
   consume(batch: FlowBatch): void;
+  /**
+   * Off-thread decoding (the pipeline's workers, `pipelineWorkers` > 0): a sink for one source's raw
+   * records, decoded, enriched and counted in worker threads by the decoder module `ref` names; or
+   * undefined (no workers, or nothing counts flows): the source then decodes and calls `consume`.
+   */
+  openRaw?(ref: RawDecoderRef): RawRecordSink | undefined;
+}
+
+/** Which module decodes a source's raw records in a worker thread, and with what (structured-clonable) options. */
+export interface RawDecoderRef {
+  readonly source: string;
+  /** URL of an ES module exporting `createRawDecoder(options): RawDecoder`. */
+  readonly module: string;
+  readonly options: unknown;
+  /**
+   * The bytes of a record that pick its worker (a hash of them), so that the records of one
+   * series go to one worker (packetparser: the source and destination addresses); without it, each
+   * slot goes to the least backlogged worker.
+   */
+  readonly partitionKey?: { readonly offset: number; readonly length: number };
+}
+
+/** What a raw decoder module's `createRawDecoder` returns (it runs in a worker thread). */
+export interface RawDecoder {
+  /** A new hand-off batch starts; `param` is the sink's `param` when its records were pushed. */
+  batch(param: number): void;
+  decode(view: DataView, offset: number, size: number): Flow;
+}
+
+/** A raw decoder module's shape. */
+export interface RawDecoderModule {
+  createRawDecoder(options: unknown): RawDecoder;
+}
+
+/**
+ * Where a source copies its raw records for the workers (never blocks: a record that finds no room
+ * is counted lost by the sink, lost_events_counter{type="pipeline", reason="worker_backlog"}).
+ */
+export interface RawRecordSink {
+  /** What the decoder's `batch` gets with the records pushed from now on (packetparser: its clock offset). */
+  param: number;
+  /** Copies one record (`size` bytes at `offset` of `view`). */
+  push(view: DataView, offset: number, size: number): void;
+  /** Hands what was pushed since the last flush to the workers (a source calls it at the end of each drain). */
+  flush(): void;
+  /**
+   * Whether this thread still wants the decoded flows (Hubble, flow-log exporters, API-server
+   * latency): then the source decodes as well and hands them to `consume`, in drain order.
+   */
+  readonly wantsFlows: boolean;
+  /** This thread's consumers of the source's flows (the workers count them: not counted again). */
+  consume(batch: FlowBatch): void;
 }
 
 /**

@@ -24,7 +24,7 @@ export {
 } from './slim.js';
 export type { RetinaEndpoint, RetinaEndpointOwner, RetinaEndpointSpec } from './crd/retina-endpoint.js';
 export type { MetricsConfiguration, MetricsConfigurationSpec, MetricsConfigurationState, MetricsConfigurationStatus, MetricsContextOption } from './crd/metrics-configuration.js';
-export type { Capture, CaptureCondition, CaptureNodeState, CaptureSpec, CaptureStatus, LabelSelector } from './crd/capture.js';
+export type { Capture, CaptureCondition, CaptureNodeState, CaptureSpec, CaptureStatus, CaptureTrigger, LabelSelector } from './crd/capture.js';
 export {
   CNL_NAMESPACE_LABEL, CNL_PROTOCOLS, CNL_VERDICTS, CONTAINER_NETWORK_LOG_FIELDS, isIpOrCidr, validateContainerNetworkLogSpec,
   type ContainerNetworkLog, type ContainerNetworkLogCondition, type ContainerNetworkLogEndpoint, type ContainerNetworkLogFilter,

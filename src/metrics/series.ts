@@ -216,6 +216,37 @@ export class SeriesFamily {
   }
 
   /**
+   * A worker thread's counts since its last hand-over (src/metrics/module/handover.ts), by index:
+   * each series whose value is not 0 goes to `out` and is set back to 0. A series whose label values
+   * `seen` does not hold at its index yet (new, or an index reused) goes to `announce` first, and
+   * `seen` remembers them. Returns how many went out.
+   */
+  takeIndexed(
+    seen: { prefix: (string | undefined)[]; tail: (string | undefined)[] },
+    announce: (i: number, prefix: string, tail: string) => void,
+    out: (i: number, value: number, touchedMs: number) => void,
+  ): number {
+    let n = 0;
+    const values = this.values;
+    for (let i = 0; i < this.#next; i++) {
+      const v = values[i] as number;
+      if (v === 0) continue;
+      const prefix = this.#prefixOf[i];
+      const tail = this.#tailOf[i];
+      if (prefix === undefined || tail === undefined) continue;
+      if (seen.prefix[i] !== prefix || seen.tail[i] !== tail) {
+        seen.prefix[i] = prefix;
+        seen.tail[i] = tail;
+        announce(i, prefix, tail);
+      }
+      values[i] = 0;
+      out(i, v, this.touched[i] as number);
+      n++;
+    }
+    return n;
+  }
+
+  /**
    * The family's text exposition block, what formatExposition writes from `get()` (a test checks
    * they agree), without building a label object per series per scrape. Each series' line is made
    * anew: keeping them between scrapes (an array by series index) made the deleted pods' endpoints

@@ -14,7 +14,7 @@ import {
 import type { Logger } from '../log/index.js';
 import type { MetricWriters } from '../metrics/index.js';
 import {
-  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, CAPTURE_SERVICE_ACCOUNT, JobNumLimitError, TargetError, captureJobs, captureSelector,
+  CAPTURE_APP_LABEL, CAPTURE_APP_VALUE, CAPTURE_NAME_LABEL, CAPTURE_SERVICE_ACCOUNT, JobNumLimitError, TargetError, TriggerOnWindowsError, captureJobs, captureSelector,
   referencedSecrets, resolveTargets, validateCaptureSpec,
 } from '../capture/index.js';
 import { CONDITION_COMPLETE, CONDITION_ERROR, captureStatus, condition, slimCapture, slimJob, slimPod, type CaptureReason, type JobWire, type PodWire, type SlimCapture, type SlimJob, type SlimPod } from './capture-status.js';
@@ -199,8 +199,8 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
         owner: { apiVersion: apiVersionOf(resources.captures), kind: 'Capture', name: c.name, uid: c.uid },
       });
     } catch (e) {
-      if (!(e instanceof JobNumLimitError)) throw e;
-      await fail(c, 'ExceedJobNumLimit', e.message, signal);
+      if (!(e instanceof JobNumLimitError) && !(e instanceof TriggerOnWindowsError)) throw e;
+      await fail(c, e instanceof JobNumLimitError ? 'ExceedJobNumLimit' : 'OtherError', e.message, signal);
       return 'success';
     }
     // As Retina: one capture at a time on a Windows node (a single trace session per host).

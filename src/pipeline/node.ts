@@ -19,7 +19,7 @@
  * has src/cli hand it in): the pod-level side drives it from the same watches (its spec, deleted
  * pods' series, the API server's addresses), so building it in src/cli would split one wiring in two.
  */
-import { flowsWanted, type AgentConfig } from '../config/index.js';
+import { flowsWanted, podLabelName, type AgentConfig } from '../config/index.js';
 import { cacheLookup, createEnricher, type EndpointLookup } from '../enricher/index.js';
 import { fanOut, type FlowConsumer } from '../flow/index.js';
 import type { RestClient } from '../k8s/index.js';
@@ -30,6 +30,8 @@ import { everyIp, type IpInterest } from '../plugin/index.js';
 import type { SpecController } from './pod-level-spec.js';
 import { guarded } from './stages.js';
 import type { NodeWatches } from './watches.js';
+import type { PipelineWorkers } from './workers.js';
+import { resolvePipelineWorkers, startedFromSnapshot } from './worker-count.js';
 
 /** A consumer of enriched flows; `name` is its stage in lost_events_counter when it throws. */
 export interface NamedConsumer {
@@ -65,6 +67,8 @@ export interface NodePipeline extends AsyncDisposable {
   readonly module: MetricsModule | undefined;
   /** The pod-level spec in force (enablePodLevel with Kubernetes). */
   readonly spec: SpecController | undefined;
+  /** The worker threads (pipelineWorkers > 0 with enablePodLevel). */
+  readonly workers: PipelineWorkers | undefined;
 }
 
 const noLookup: EndpointLookup = { byIp: () => undefined };
@@ -87,7 +91,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   const consumers = [...(podLevel ? [{ name: 'metrics_module', consumer: podLevel.module }] : []), ...o.consumers];
   const stages = consumers.map((c) => guarded(c.consumer, 'pipeline', c.name, o.metrics, log));
   const lookup = watches ? cacheLookup(watches.cache) : noLookup;
-  const flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
+  let flows = wanted && stages.length ? guarded(createEnricher(lookup, fanOut(stages)), 'pipeline', 'enricher', o.metrics, log) : undefined;
   if (wanted && !stages.length) log.warn('flows are wanted but no consumer was wired; plugins produce none');
   const forgetting = o.consumers.filter((c) => c.forget !== undefined);
   const forgetters = watches && forgetting.length
@@ -95,15 +99,46 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
       pods: watches.watch.pods, cache: watches.cache, module: c.forget as NonNullable<NamedConsumer['forget']>, log: log.child({ consumer: c.name }),
     })))
     : [];
+  // Worker threads (pipelineWorkers): sources that can hand raw records over have them decoded,
+  // enriched and counted there; only the counting (the Metrics Module) moves, the other consumers
+  // get those flows here, in drain order, as before (workers.ts).
+  let workerCount = resolvePipelineWorkers(o.agent.pipelineWorkers);
+  if (workerCount > 0 && startedFromSnapshot()) {
+    log.warn('pipelineWorkers needs an agent started without the start-up snapshot (the image: command node /app/retina-agent.mjs): Node 22 aborts the process when a worker starts after --snapshot-blob; flows are counted on the main thread', { setting: o.agent.pipelineWorkers });
+    workerCount = 0;
+  }
+  let workers: PipelineWorkers | undefined;
+  if (flows && podLevel && workerCount > 0) {
+    const module = podLevel.module;
+    const apiServer = guarded({ consume: (b) => module.observe(b) }, 'pipeline', 'metrics_module', o.metrics, log);
+    const others = stages.slice(1);
+    const onThread = guarded(createEnricher(lookup, fanOut([apiServer, ...others])), 'pipeline', 'enricher', o.metrics, log);
+    const { startPipelineWorkers } = await import('./workers.js');
+    workers = startPipelineWorkers({
+      workers: workerCount, module, cache: watches?.cache, remoteContext: o.agent.remoteContext, nodeName: watches?.nodeName ?? '',
+      podLabels: o.agent.metricsPodLabels.map((key) => ({ key, name: podLabelName(key) })),
+      metrics: o.metrics, log, onThread, wantsFlows: () => others.length > 0 || module.observes(), fallback: flows,
+    });
+    const pool = workers;
+    const inThread = flows;
+    flows = { consume: (b) => inThread.consume(b), openRaw: (ref) => pool.openRaw(ref) };
+    log.info('pipeline workers started', { workers: workerCount, setting: o.agent.pipelineWorkers });
+  }
   return {
     flows,
     interest: podLevel?.interest ?? everyIp,
     module: podLevel?.module,
     spec: podLevel?.spec,
-    // The pod-level side and the consumers' forgetters (their subscriptions); the watches they read are their owner's.
+    workers,
+    // The workers (their last counts merged), then the consumers' forgetters and the pod-level side (their
+    // subscriptions); the watches they read are their owner's.
     [Symbol.asyncDispose]: async () => {
-      for (const f of forgetters) f[Symbol.dispose]();
-      await podLevel?.[Symbol.asyncDispose]();
+      try {
+        await workers?.[Symbol.asyncDispose]();
+      } finally {
+        for (const f of forgetters) f[Symbol.dispose]();
+        await podLevel?.[Symbol.asyncDispose]();
+      }
     },
   };
 }

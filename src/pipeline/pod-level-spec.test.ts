@@ -34,6 +34,12 @@ function fakeModule(): MetricsModule & { applied: (MetricsSpec | undefined)[] } 
     },
     families: () => [],
     sweep: () => undefined,
+    spec: () => applied[applied.length - 1],
+    generation: () => applied.length,
+    observe: () => undefined,
+    observes: () => false,
+    takeDeltas: () => [],
+    merge: () => 0,
     [Symbol.dispose]: () => undefined,
   };
 }

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { AGENT_BIN, AgentProcess, ROOT, get, nodeBinary } from '../e2e/agent-process.js';
 import { NsAgent, requireKernel } from '../ebpf/netns.js';
@@ -95,6 +96,35 @@ describe('bundles, run from their own folder', () => {
       await agent[Symbol.asyncDispose]();
     }
     assert.ok(agent.logLines().some((l) => l.msg === 'stopped'), `stopped cleanly: ${agent.stderr.slice(-1000)}`);
+  });
+
+  it('pipeline workers: their script and packetparser\'s decoder beside the entries; the ES bundle starts them, the snapshot refuses them and runs on', async () => {
+    const mod = (await import(pathToFileURL(join(dir, 'raw-decoder.js')).href)) as { createRawDecoder?: unknown; RAW_DECODER_MODULE?: string };
+    assert.equal(typeof mod.createRawDecoder, 'function');
+    assert.equal(mod.RAW_DECODER_MODULE, pathToFileURL(join(dir, 'raw-decoder.js')).href, 'the URL the plugin hands the workers is the file beside it');
+    const cfg = join(dir, 'workers.yaml');
+    writeFileSync(cfg, 'apiServer:\n  host: 127.0.0.1\n  port: 0\nenabledPlugin: [linuxutil]\nenablePodLevel: true\npipelineWorkers: 2\n');
+    const es = new AgentProcess({ command: [nodeBinary(), ...agentNodeFlags(), join(dir, 'retina-agent.mjs')], args: ['--config', cfg] });
+    try {
+      await es.listening();
+      await es.waitForLog((l) => l.msg === 'pipeline workers started' && l['workers'] === 2, '"pipeline workers started"');
+      await es.waitForLog((l) => l.msg === 'plugins started', '"plugins started"');
+      await new Promise((r) => setTimeout(r, 2000)); // a worker that cannot load its script exits within this
+    } finally {
+      await es[Symbol.asyncDispose]();
+    }
+    assert.deepEqual(es.logLines().filter((l) => /pipeline worker/.test(String(l.msg)) && l.level === 'error'), []);
+    assert.ok(es.logLines().some((l) => l.msg === 'stopped'), `stopped cleanly: ${es.stderr.slice(-1000)}`);
+    const snap = new AgentProcess({ command: [nodeBinary(), ...agentNodeFlags(), '--snapshot-blob', join(dir, 'retina-agent.blob'), '--'], args: ['--config', cfg] });
+    try {
+      await snap.listening();
+      await snap.waitForLog((l) => l.msg.startsWith('pipelineWorkers needs an agent started without the start-up snapshot'), 'the snapshot\'s refusal');
+      await snap.waitForLog((l) => l.msg === 'plugins started', '"plugins started"');
+    } finally {
+      await snap[Symbol.asyncDispose]();
+    }
+    assert.ok(!snap.logLines().some((l) => l.msg === 'pipeline workers started'));
+    assert.ok(snap.logLines().some((l) => l.msg === 'stopped'), `stopped cleanly: ${snap.stderr.slice(-1000)}`);
   });
 
   it('the agent runs the default plugins in a network namespace; /readyz and /metrics answer', async (t) => {

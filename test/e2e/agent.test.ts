@@ -304,6 +304,26 @@ describe('keys that are misspelt or contradict each other: warned at start, the 
   });
 });
 
+describe('pipeline workers (pipelineWorkers)', () => {
+  test('a bad count names the key and what is allowed', async () => {
+    for (const bad of ['many', '65', '-1']) {
+      const err = await rejected(['--config', configFile(`workers-${bad}.yaml`, `${agentYaml(['linuxutil'])}pipelineWorkers: ${bad}\n`)]);
+      assert.ok(err.includes('"pipelineWorkers"') && err.includes('or auto'), err);
+    }
+  });
+
+  test('two workers at pod level: started, /metrics served, and SIGTERM stops them with the agent, exit 0', async () => {
+    const config = configFile('workers.yaml', `${agentYaml(['linuxutil'])}enablePodLevel: true\npipelineWorkers: 2\n`);
+    await using agent = new AgentProcess({ args: ['--config', config], env: agentEnv() });
+    const port = await agent.listening();
+    const started = await agent.waitForLog((l) => l.msg === 'pipeline workers started', '"pipeline workers started"');
+    assert.equal(started['workers'], 2);
+    await agent.waitForLog((l) => l.msg === 'plugins started', '"plugins started"');
+    assert.match((await scrape(port)).text, /^nodejs_heap_size_used_bytes /m);
+    await assertCleanStop(agent, 'SIGTERM');
+  });
+});
+
 describe('a signal during start-up', () => {
   test('SIGTERM before the plugins start: a clean stop with exit 0, no plugin started, not death by the signal', async () => {
     // An API server that accepts connections and never answers: the pod-level start-up waits up to

@@ -7,7 +7,11 @@
  * the flows also go through the Metrics Module's API-server latency stage)}, interest {ips},
  * flows (the flows since the previous call), lost, logs, metrics, block {argv} (spawnSync: the
  * event loop, and so the ring buffer's reader, stands still while it runs), runstats (BPF run-time
- * statistics on), stop.
+ * statistics on), stop. With `workers` (start), the flows go through the node's pipeline with that
+ * many pipeline workers (pipelineWorkers), standalone, with `workerSpec` applied: the workers count
+ * the raw records, and a check module on this thread counts the flows decoded here; `workerCounts`
+ * answers both expositions' adv_* lines (after the workers handed their counts over) and the
+ * workers' figures.
  */
 import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -18,7 +22,12 @@ import type { IpInterest } from '../../src/plugin/index.js';
 import type { PacketparserConfig } from '../../src/plugins/linux/packetparser/config.js';
 import { enableBpfRunStats } from './run-stats.js';
 import { runPacketparser, type PacketparserTiming } from '../../src/plugins/linux/packetparser/index.js';
-import { fakeContext, type Collected } from './fake-context.js';
+import { fakeContext, testAgentConfig, type Collected } from './fake-context.js';
+import { silentLogger } from '../../src/log/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
+import { createMetricsModule } from '../../src/metrics/module/index.js';
+import { startNodePipeline, type NodePipeline } from '../../src/pipeline/index.js';
+import { specOf } from '../fakes/metrics-spec.js';
 
 /** A flow as the harness reports it. */
 export interface PFlow {
@@ -48,6 +57,10 @@ interface Command {
   readonly ips?: string[];
   readonly argv?: string[];
   readonly apiServer?: string[];
+  readonly workers?: number;
+  readonly workerSpec?: unknown;
+  /** With `workers`: no consumer on the main thread (it then decodes nothing). */
+  readonly workersOnly?: boolean;
 }
 
 const compact = (f: Flow): PFlow => ({
@@ -57,6 +70,10 @@ const compact = (f: Flow): PFlow => ({
 });
 
 let handle: AsyncDisposable | undefined;
+let pipeline: NodePipeline | undefined;
+let check: MetricsRegistry | undefined;
+const advLines = async (m: MetricsRegistry | undefined): Promise<string[]> =>
+  ((await m?.expose())?.body ?? '').split('\n').filter((l) => l.startsWith('networkobservability_adv_')).sort();
 let got: Collected | undefined;
 let flowsSeen = 0;
 let stats: Disposable | undefined;
@@ -68,6 +85,8 @@ async function run(c: Command): Promise<unknown> {
     case 'start': {
       await handle?.[Symbol.asyncDispose](); // a test that failed midway left its plugin running
       handle = undefined;
+      await pipeline?.[Symbol.asyncDispose]();
+      pipeline = undefined;
       const made = fakeContext(c.config as PacketparserConfig, { enablePodLevel: true, ...c.agent });
       got = made.got;
       flowsSeen = 0;
@@ -82,7 +101,21 @@ async function run(c: Command): Promise<unknown> {
       };
       const api = c.apiServer ? new Set(c.apiServer) : undefined;
       const latency = api ? createApiServerLatency({ metrics: made.got.metrics, isApiServer: (ip) => api.has(ip) }) : undefined;
-      const flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
+      let flows = latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
+      if (c.workers !== undefined) {
+        // Standalone there are no pods to scope by namespace: the spec counts every flow.
+        const spec = { ...specOf(c.workerSpec), namespaces: undefined };
+        check = createMetricsRegistry({ processMetrics: false });
+        const checkModule = createMetricsModule({ metrics: check, remoteContext: true });
+        checkModule.apply(spec);
+        const collect = made.ctx.flows;
+        pipeline = await startNodePipeline({
+          agent: testAgentConfig({ enablePodLevel: true, remoteContext: true, pipelineWorkers: c.workers, ...c.agent }), metrics: made.got.metrics, log: silentLogger, watches: undefined,
+          consumers: c.workersOnly ? [] : [{ name: 'check', consumer: { consume: (b) => (checkModule.consume(b), collect?.consume(b)) } }],
+        });
+        pipeline.module?.apply(spec);
+        flows = pipeline.flows;
+      }
       handle = await runPacketparser({ ...made.ctx, interest, flows }, c.timing ?? {});
       return { status: got.status };
     }
@@ -108,6 +141,9 @@ async function run(c: Command): Promise<unknown> {
       if (r.status !== 0) throw new Error(`${cmd} exited ${r.status}: ${r.stderr}`);
       return r.stdout;
     }
+    case 'workerCounts':
+      await pipeline?.workers?.flushNow();
+      return { workers: await advLines(got?.metrics), check: await advLines(check), stats: pipeline?.workers?.stats() };
     case 'runstats':
       // The kernel's per-program run time, held on while the harness lives (read with bpftool).
       stats ??= enableBpfRunStats();
@@ -115,6 +151,8 @@ async function run(c: Command): Promise<unknown> {
     case 'stop':
       await handle?.[Symbol.asyncDispose]();
       handle = undefined;
+      await pipeline?.[Symbol.asyncDispose]();
+      pipeline = undefined;
       return { status: got?.status ?? [] };
     default:
       throw new Error(`unknown op ${c.op}`);
@@ -136,6 +174,7 @@ rl.on('line', (line) => {
 rl.on('close', () => {
   void queue.then(async () => {
     await handle?.[Symbol.asyncDispose]();
+    await pipeline?.[Symbol.asyncDispose]();
     process.exit(0);
   });
 });

@@ -12,6 +12,19 @@ s.close();
 console.log('sent', n);
 `;
 
+/** Sends argv[1] datagrams `<argv[4]>-<nnn>` (numbered from 000) to argv[2]:argv[3], argv[5] ms apart: each one told apart in a capture. */
+export const TAGGED_UDP_SEND = `
+import dgram from 'node:dgram';
+const [n, host, port, tag, gap] = process.argv.slice(1);
+const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+for (let i = 0; i < Number(n); i++) {
+  await new Promise((r) => s.send(Buffer.from(tag + '-' + String(i).padStart(3, '0')), Number(port), host, r));
+  if (Number(gap)) await new Promise((r) => setTimeout(r, Number(gap)));
+}
+s.close();
+console.log('sent', n);
+`;
+
 /** Counts UDP datagrams on argv[2]:argv[3] until SIGTERM; prints "got N" on stdout when it stops. */
 export const UDP_SINK = `
 import dgram from 'node:dgram';

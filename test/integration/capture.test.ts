@@ -188,6 +188,27 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     assert.equal((await jobsOf('toomany')).length, 0);
   });
 
+  it('triggered captures: the Job carries CAPTURE_TRIGGER and runs for the armed duration plus the post-trigger window; a bad trigger and a Windows target are error conditions naming them, with no Job', async () => {
+    const trigger = { dropReason: 'NETFILTER_DROP', pod: `${ns}/web`, postTriggerDuration: '4s' };
+    const linuxSel = { matchLabels: { 'cc-test': id, 'cc-sel': 'yes', 'kubernetes.io/os': 'linux' } };
+    await createCapture('trig2', { ...spec({ nodeSelector: linuxSel }), captureConfiguration: { captureTarget: { nodeSelector: linuxSel }, captureOption: { duration: '1s' }, trigger } });
+    const jobs = await eventually('2 triggered jobs', 30_000, async () => {
+      const j = await jobsOf('trig2');
+      return j.length === 2 && j;
+    });
+    assert.deepEqual(byNode(jobs), [...lin].sort());
+    assert.deepEqual(JSON.parse(envOf(jobs[0] as Job)['CAPTURE_TRIGGER'] ?? '{}'), trigger);
+    assert.ok(jobs.every((j) => j.spec.activeDeadlineSeconds === 1 + 4 + 2), 'duration + post-trigger + slack');
+    await createCapture('badtrig', { ...spec({ nodeSelector: nodeSel }), captureConfiguration: { captureTarget: { nodeSelector: nodeSel }, trigger: { pod: 'web', preTrigger: { packets: 5, duration: '1s' } } } });
+    const bad = await eventually('the bad trigger named', 30_000, async () => (await getCapture('badtrig')).status?.conditions?.find((k) => k.type === 'error')?.message);
+    assert.match(bad, /spec\.captureConfiguration\.trigger\.pod: "web" is not namespace\/name/);
+    assert.match(bad, /spec\.captureConfiguration\.trigger\.preTrigger: set packets or duration, not both/);
+    await createCapture('wintrig', { ...spec({ nodeSelector: nodeSel }), captureConfiguration: { captureTarget: { nodeSelector: nodeSel }, trigger: { dropReason: 'NETFILTER_DROP' } } });
+    const win1 = await eventually('the Windows target refused', 30_000, async () => (await getCapture('wintrig')).status?.conditions?.find((k) => k.type === 'error')?.message);
+    assert.match(win1, new RegExp(`triggered captures run on Linux nodes only; Windows target node\\(s\\) ${win}`));
+    assert.equal((await jobsOf('badtrig')).length + (await jobsOf('wintrig')).length, 0);
+  });
+
   it('deleting a Capture: the finalizer deletes its Jobs and its own Secret (not a user\'s), then lets it go', async () => {
     const secret = (name: string, own: boolean): unknown => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: ns, labels: own ? { 'retina.sh/app': 'capture', 'capture-name': 'fin' } : {} }, stringData: { 'blob-upload-url': 'https://x.invalid/c?sig=s' } });
     await client.request('POST', collectionPath(resources.secrets, ns), { body: secret('fin-blob-upload-secret', true) });

@@ -31,6 +31,7 @@ import { observeCases } from './real-node/observe.js';
 import { podTrafficCases } from './real-node/pod-traffic.js';
 import { resourceCases } from './real-node/resources.js';
 import { newSuite } from './real-node/suite.js';
+import { triggeredCaptureCases } from './real-node/triggered-capture.js';
 import { whyCases } from './real-node/why.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION } from './workloads.js';
 
@@ -58,6 +59,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   debugCases(s); // kubectl-retina bpftrace and shell against scripted faults
   resourceCases(s); // the agent pod's cgroup: RSS and CPU
   hubbleCases(s); // Hubble Relay through the chart
+  triggeredCaptureCases(s); // a capture started by the first drop (the agent's Hubble, on since the Hubble case)
   whyCases(s); // kubectl-retina why against faults of our own: an nftables deny, a closed port, NXDOMAIN, a Service without endpoints
   lifecycleCases(s); // pod deleted, container killed, upgrade, uninstall
   hardenedCases(s); // the hardened profile

@@ -4,7 +4,7 @@
  * Capture resource the operator runs. Then, when asked, waiting for the capture to end and cleaning up.
  */
 import { apiVersionOf, collectionPath, isApiError, objectPath, resources, type Capture, type CaptureCondition, type CaptureSpec, type CaptureStatus, type KubeList, type RestClient } from '../../k8s/index.js';
-import { CAPTURE_SERVICE_ACCOUNT, JobNumLimitError, captureJobs, captureSecrets, captureSelector, type Manifest, type NodeOs, type SecretValues } from '../job.js';
+import { CAPTURE_SERVICE_ACCOUNT, JobNumLimitError, TriggerOnWindowsError, captureJobs, captureSecrets, captureSelector, type Manifest, type NodeOs, type SecretValues } from '../job.js';
 import { TargetError, resolveTargets } from '../targets.js';
 import { captureImages, type CaptureImages, type ImageChoice } from './images.js';
 import { deleteCaptureJobs, jobProgress, type CaptureProgress } from './jobs.js';
@@ -94,7 +94,7 @@ export async function createCaptureJobs(client: RestClient, r: JobsRequest, even
       startTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     });
   } catch (e) {
-    if (!(e instanceof JobNumLimitError)) throw e;
+    if (!(e instanceof JobNumLimitError) && !(e instanceof TriggerOnWindowsError)) throw e;
     return { kind: 'refused', message: e.message };
   }
   const secrets = await createCaptureSecrets(client, r);

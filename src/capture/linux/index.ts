@@ -1,9 +1,9 @@
 /** The Linux capture provider: tcpdump and the node's network state (see tcpdump.ts, metadata.ts). */
 import type { CaptureProvider } from '../provider.js';
 import { collectLinuxMetadata, type LinuxMetadataOptions } from './metadata.js';
-import { checkFilter, startTcpdump } from './tcpdump.js';
+import { checkFilter, startTcpdump, startTcpdumpStream } from './tcpdump.js';
 
-export { captureInterfaces, parseTcpdumpSummary, pcapName, tcpdumpArgs } from './tcpdump.js';
+export { captureInterfaces, parseTcpdumpSummary, pcapName, tcpdumpArgs, tcpdumpStreamArgs } from './tcpdump.js';
 export { METADATA_FILES } from './metadata.js';
 
 export function linuxCaptureProvider(metadata: LinuxMetadataOptions = {}): CaptureProvider {
@@ -14,6 +14,7 @@ export function linuxCaptureProvider(metadata: LinuxMetadataOptions = {}): Captu
     limitsSize: (env) => env.fileCount > 0,
     check: (env) => checkFilter(env),
     start: (env, opts) => startTcpdump(env, opts),
+    startStream: (env, opts) => startTcpdumpStream(env, opts),
     collectMetadata: (dir, log) => collectLinuxMetadata(dir, log, metadata),
   };
 }

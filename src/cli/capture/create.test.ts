@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { validateCaptureSpec } from '../../capture/index.js';
 import { parseFlags, UsageError } from '../args.js';
-import { CREATE_FLAGS, specFromFlags } from './create.js';
+import { CREATE_FLAGS, specFromFlags, withTriggerFlag } from './create.js';
 
 const parse = (...argv: string[]): ReturnType<typeof specFromFlags> => specFromFlags(parseFlags(argv, CREATE_FLAGS), 'cap');
 
@@ -37,4 +37,19 @@ test('bad flags are named', () => {
   assert.throws(() => parse('--no-wait=maybe'), /--no-wait: "maybe" is not true or false/);
   assert.throws(() => parse('--bogus'), /unknown flag --bogus/);
   assert.throws(() => parse('--node-selectors', 'nokey'), /--node-selectors: "nokey" is not key=value/);
+});
+
+test('trigger flags make spec.captureConfiguration.trigger; each bad one is named with its field and its flag', () => {
+  const { spec } = parse('--trigger-drop-reason', 'NETFILTER_DROP', '--trigger-pod', 'rn-b/srv', '--pre-trigger-packets', '20', '--post-trigger-duration', '3s',
+    '--trigger-protocol', 'UDP', '--trigger-destination-port', '9999');
+  assert.deepEqual(spec.captureConfiguration.trigger, {
+    dropReason: 'NETFILTER_DROP', pod: 'rn-b/srv', preTrigger: { packets: 20 }, postTriggerDuration: '3s', flowFilter: { protocol: 'UDP', destinationPort: 9999 },
+  });
+  assert.deepEqual(validateCaptureSpec(spec), []);
+  assert.equal(parse().spec.captureConfiguration.trigger, undefined, 'no trigger flag, no trigger');
+  const bad = validateCaptureSpec(parse('--trigger-pod', 'srv', '--pre-trigger-packets', 'many', '--pre-trigger-duration', '2s', '--trigger-destination-port', '0').spec).map(withTriggerFlag);
+  assert.ok(bad.includes('spec.captureConfiguration.trigger.pod: "srv" is not namespace/name (--trigger-pod)'), bad.join('\n'));
+  assert.ok(bad.includes('spec.captureConfiguration.trigger.preTrigger.packets: "many"; an integer from 0 to 1000000 (--pre-trigger-packets)'), bad.join('\n'));
+  assert.ok(bad.includes('spec.captureConfiguration.trigger.flowFilter.destinationPort: 0 is not a port (1-65535) (--trigger-destination-port)'), bad.join('\n'));
+  assert.ok(bad.includes('spec.captureConfiguration.trigger.preTrigger: set packets or duration, not both'), bad.join('\n'));
 });

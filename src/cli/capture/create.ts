@@ -5,9 +5,9 @@
  * creates a Capture resource for the operator. --no-wait=false waits, prints per-node progress and
  * then cleans up (as Retina).
  */
-import { CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, validateCaptureSpec, captureDurationMs } from '../../capture/index.js';
+import { CAPTURE_SERVICE_ACCOUNT, DEFAULT_HOSTPATH_BASE_DIR, validateCaptureSpec, captureRunMs, describeTrigger, resolveTrigger } from '../../capture/index.js';
 import { createCaptureJobs, createCaptureResource, waitForCaptureResource, waitForJobs, type CaptureRequest } from '../../capture/client/index.js';
-import type { CaptureSpec, LabelSelector } from '../../k8s/index.js';
+import type { CaptureSpec, CaptureTrigger, LabelSelector } from '../../k8s/index.js';
 import { version } from '../command.js';
 import { parseFlags, UsageError, type Flags } from '../args.js';
 import { withKubeFlags, type KubeFlags } from '../kube-flags.js';
@@ -24,10 +24,48 @@ Capture: --duration 1m --max-size 100 --file-count 0 --packet-size 0 --interface
   --print-data hex|hex-with-link|ascii|ascii-with-link
 Outputs: --host-path retina --host-path-base-dir /var/log/retina/captures --pvc NAME --blob-upload SAS_URL
   --s3-bucket B --s3-region R --s3-endpoint URL --s3-path retina/captures --s3-access-key-id ID --s3-secret-access-key KEY
+Trigger (ours: arm on each node, write only around the first matching flow of the node's agent; needs hubble.enabled):
+  --trigger-drop-reason NETFILTER_DROP --trigger-pod ns/name --trigger-verdict DROPPED|FORWARDED --trigger-protocol TCP|UDP|ICMPv4|ICMPv6
+  --trigger-source-ip IP --trigger-destination-ip IP --trigger-source-pod ns/name --trigger-destination-pod ns/name
+  --trigger-source-port P --trigger-destination-port P --pre-trigger-packets 100 | --pre-trigger-duration 2s
+  --post-trigger-duration 10s --trigger-hubble-address 127.0.0.1:4244|unix:///path (--duration: how long it stays armed)
 Run: --job-num-limit 0 --no-wait=true --cleanup-after-upload=false --use-operator=false
 Image: --image IMAGE (the capture image; default: the image of the agent DaemonSet of the retina-ts chart
   installed in the cluster, else ghcr.io/retina-ts/retina-ts:<version>) --windows-image IMAGE (default: --image,
   else the chart's Windows agent image) --debug=false (as Retina: with --debug, RETINA_AGENT_IMAGE names the image)`;
+
+/** The trigger's flags and the field each sets (spec.captureConfiguration.trigger...). */
+const TRIGGER_FLAGS: Readonly<Record<string, string>> = {
+  'trigger-drop-reason': 'dropReason', 'trigger-pod': 'pod', 'trigger-verdict': 'flowFilter.verdict', 'trigger-protocol': 'flowFilter.protocol',
+  'trigger-source-ip': 'flowFilter.sourceIP', 'trigger-destination-ip': 'flowFilter.destinationIP', 'trigger-source-pod': 'flowFilter.sourcePod',
+  'trigger-destination-pod': 'flowFilter.destinationPod', 'trigger-source-port': 'flowFilter.sourcePort', 'trigger-destination-port': 'flowFilter.destinationPort',
+  'pre-trigger-packets': 'preTrigger.packets', 'pre-trigger-duration': 'preTrigger.duration', 'post-trigger-duration': 'postTriggerDuration',
+  'trigger-hubble-address': 'hubbleAddress',
+};
+const TRIGGER_AT = 'spec.captureConfiguration.trigger';
+
+/** The trigger from its flags (undefined when none is given); numbers stay text when they do not read as one, so the check names them. */
+export function triggerFromFlags(f: Flags): CaptureTrigger | undefined {
+  const t: Record<string, unknown> = {};
+  for (const [flag, field] of Object.entries(TRIGGER_FLAGS)) {
+    const v = f.str(flag);
+    if (v === undefined) continue;
+    const numeric = /(Port|packets)$/.test(field);
+    const value = numeric && /^\d+$/.test(v) ? Number(v) : v;
+    const [a, b] = field.split('.') as [string, string | undefined];
+    if (b === undefined) t[a] = value;
+    else t[a] = { ...(t[a] as Record<string, unknown> | undefined), [b]: value };
+  }
+  return Object.keys(t).length ? (t as CaptureTrigger) : undefined;
+}
+
+/** A trigger problem with the flag that set its field: `... (--trigger-pod)`. */
+export function withTriggerFlag(problem: string): string {
+  if (!problem.startsWith(TRIGGER_AT)) return problem;
+  const field = problem.slice(TRIGGER_AT.length + 1).split(':')[0] ?? '';
+  const flag = Object.entries(TRIGGER_FLAGS).find(([, f]) => f === field)?.[0];
+  return flag ? `${problem} (--${flag})` : problem;
+}
 
 const STRINGS = {
   ...NAME_FLAG, image: undefined, 'windows-image': undefined,
@@ -37,6 +75,7 @@ const STRINGS = {
   's3-access-key-id': undefined, 's3-secret-access-key': undefined, 'tcpdump-filter': undefined, 'pcap-filter': undefined, 'source-ips': undefined,
   'destination-ips': undefined, interfaces: undefined, verbosity: undefined, 'timestamp-format': undefined, 'print-data': undefined,
   'exclude-filter': undefined, 'include-filter': undefined, 'job-num-limit': '0', 'poll-interval': '5s',
+  ...Object.fromEntries(Object.keys(TRIGGER_FLAGS).map((k) => [k, undefined])),
 };
 const BOOLEANS = {
   'no-promiscuous': false, 'packet-buffered': false, 'immediate-mode': false, 'no-resolve-dns': false, 'no-resolve-port': false, 'print-link-header': false,
@@ -101,6 +140,8 @@ export function specFromFlags(f: Flags, name: string): CreateInput {
   const exclude = f.list('exclude-filter');
   if (include.length || exclude.length) cc.filters = { ...(include.length ? { include } : {}), ...(exclude.length ? { exclude } : {}) };
   if (f.str('tcpdump-filter')) cc.tcpdumpFilter = f.str('tcpdump-filter');
+  const trigger = triggerFromFlags(f);
+  if (trigger) cc.trigger = trigger;
   const out: CaptureSpec['outputConfiguration'] = {};
   if (f.str('host-path')) out.hostPath = f.str('host-path');
   if (f.str('pvc')) out.persistentVolumeClaim = f.str('pvc');
@@ -143,7 +184,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv,
     return 2;
   }
   const name = f.str('name') as string;
-  const problems = validateCaptureSpec(input.spec);
+  const problems = validateCaptureSpec(input.spec).map(withTriggerFlag);
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 53) problems.unshift(`--name: ${JSON.stringify(name)} is not a valid capture name (lowercase letters, digits, -; at most 53)`);
   const baseDir = f.str('host-path-base-dir') as string;
   if (!baseDir.startsWith('/')) problems.push(`--host-path-base-dir: ${JSON.stringify(baseDir)} must be absolute`);
@@ -156,7 +197,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv,
   const ns = kube.namespace;
   const client = kube.client();
   const request: CaptureRequest = { name, namespace: ns, spec: input.spec, secrets: input.secrets };
-  const wait = { durationMs: captureDurationMs(input.spec), everyMs: pollMs(f) };
+  const wait = { durationMs: captureRunMs(input.spec), everyMs: pollMs(f) };
   try {
     if (f.bool('use-operator')) {
       const made = await createCaptureResource(client, request);
@@ -194,6 +235,7 @@ export async function runCreate(argv: readonly string[], env: NodeJS.ProcessEnv,
       return 1;
     }
     out(`capture ${ns}/${name}: ${made.jobs.length} job(s) created: ${made.jobs.join(', ')}${made.secrets.length ? `; secrets ${made.secrets.join(', ')}` : ''}`);
+    if (input.spec.captureConfiguration.trigger) out(`capture ${ns}/${name}: armed for ${f.str('duration')} on each node; triggers on ${describeTrigger(resolveTrigger(input.spec.captureConfiguration.trigger))}`);
     if (f.bool('no-wait')) return 0;
     let last = '';
     const r = await waitForJobs(client, ns, name, {

@@ -6,8 +6,32 @@ export interface LabelSelector {
   matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
 }
 
+/**
+ * Ours: a triggered capture arms on its nodes and writes packets only once a flow of the node's agent
+ * matches (docs/capture.md#triggered-captures): the pre-trigger window before it, the trigger packet,
+ * and postTriggerDuration after it.
+ */
+export interface CaptureTrigger {
+  /** A drop reason as the agent names it (`NETFILTER_DROP`; Retina's names with dropReasonNames: retina). */
+  dropReason?: string;
+  /** `namespace/name` (a pod name prefix, as Hubble's --pod): a flow from or to that pod. */
+  pod?: string;
+  /** Every field given must match (Hubble's FlowFilter fields of the same meaning). */
+  flowFilter?: {
+    verdict?: 'DROPPED' | 'FORWARDED'; sourceIP?: string; destinationIP?: string; sourcePod?: string; destinationPod?: string;
+    protocol?: 'TCP' | 'UDP' | 'ICMPv4' | 'ICMPv6'; sourcePort?: number; destinationPort?: number;
+  };
+  /** The window kept before the trigger: the last `packets` packets, or those of the last `duration` (default packets: 100). */
+  preTrigger?: { packets?: number; duration?: string };
+  /** How long packets are written after the trigger (default 10s). */
+  postTriggerDuration?: string;
+  /** The node's agent's Hubble server (default 127.0.0.1:4244; `unix:///path` for its socket). */
+  hubbleAddress?: string;
+}
+
 export interface CaptureSpec {
   captureConfiguration: {
+    trigger?: CaptureTrigger;
     captureTarget: { nodeSelector?: LabelSelector; namespaceSelector?: LabelSelector; podSelector?: LabelSelector; podNames?: string[] };
     filters?: { include?: string[]; exclude?: string[] };
     tcpdumpFilter?: string;

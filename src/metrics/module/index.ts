@@ -13,6 +13,7 @@ import type { MetricsRegistry } from '../registry.js';
 import { SeriesFamily, drain, type RemovalCount } from '../series.js';
 import { Aggregator, type EmitterInit } from './aggregate.js';
 import { contextLabelNames } from './context.js';
+import { DeltaMerger, DeltaTaker, type FamilyDeltas } from './handover.js';
 import { goneSets, podSides, tailOfGonePod, type GonePods } from './forget.js';
 import { KINDS, wantsApiServer, type Kind } from './kinds.js';
 import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } from '../spec.js';
@@ -20,6 +21,7 @@ import { sameSpec, type ContextOption, type MetricsSpec, type NamespaceFilter } 
 export { validateMetricsSpec, describeIssues, annotationSpec, sameSpec, ANNOTATION_METRICS, ANNOTATION_CONTEXT } from '../spec.js';
 export type { MetricsSpec, ContextOption, ContextLabel, NamespaceFilter, SpecCheck, SpecIssue } from '../spec.js';
 export type { GonePods } from './forget.js';
+export { DeltaMerger, type FamilyDeltas } from './handover.js';
 
 export interface MetricsModuleOptions {
   readonly metrics: MetricsRegistry;
@@ -35,12 +37,15 @@ export interface MetricsModuleOptions {
   readonly now?: () => number;
   /** The API server's addresses, for the node_apiserver_* metrics (without it they stay off). */
   readonly isApiServer?: (ip: string) => boolean;
+  /** A worker thread's module (src/pipeline/workers.ts): keeps overflow counts for `takeDeltas`. */
+  readonly handsOver?: boolean;
   /**
    * Pod label keys (metricsPodLabelsAllowlist) and their label names (`label_<key>`): each side with
    * context labels gets them (`source_label_app` in remote context, `label_app` locally).
    */
   readonly podLabels?: readonly { readonly key: string; readonly name: string }[];
 }
+
 
 export interface MetricsModule extends FlowConsumer, Disposable {
   /** Applies a spec (undefined: advanced metrics off). An unchanged spec is a no-op. */
@@ -59,6 +64,17 @@ export interface MetricsModule extends FlowConsumer, Disposable {
   families(): string[];
   /** Expires series older than their TTL now (the module also does it on a timer). */
   sweep(): void;
+  /** The spec in force, and how many different specs were applied (deltas of another are not merged). */
+  spec(): MetricsSpec | undefined;
+  generation(): number;
+  /** The API-server latency part alone (a worker thread counts the batch's flows). */
+  observe(batch: FlowBatch): void;
+  /** Whether `observe` wants flows (the spec has node_apiserver_* metrics and addresses are known). */
+  observes(): boolean;
+  /** A worker's counts since the last call, each family's series set back to 0 (handover.ts). */
+  takeDeltas(): FamilyDeltas[];
+  /** Adds a worker's counts (taken under this module's current spec) to the families, through that worker's merger; returns series merged. */
+  merge(deltas: readonly FamilyDeltas[], from: DeltaMerger): number;
 }
 
 const API_SERVER_FAMILIES = [advNodeApiserverLatency, advNodeApiserverTcpHandshakeLatency, advNodeApiserverNoResponse];
@@ -73,6 +89,10 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
   let agg: Aggregator | undefined;
   let timer: NodeJS.Timeout | undefined;
   let apiServer: ApiServerLatency | undefined;
+  let generation = 0;
+  /** Overflowed flows per family since the last takeDeltas (handsOver only). */
+  const overflowed = new Map<string, number>();
+  const taker = new DeltaTaker();
 
   function sweep(): void {
     const t = now();
@@ -112,13 +132,20 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       if (sameSpec(spec, next)) return;
       clear();
       spec = next;
+      generation++;
+      overflowed.clear();
+      taker.reset();
       if (!next) return;
       const overflow = opts.metrics.counter(metricsModuleSeriesOverflow);
       const removals: RemovalCount = { n: 0 };
       for (const o of next.contextOptions) {
         const kind = KINDS[o.metricName];
         if (!kind) continue;
-        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, (k) => overflow.inc({ metric: kind.def.name }, k), podNames);
+        const name = kind.def.name;
+        const onOverflow = opts.handsOver
+          ? (k: number) => void overflowed.set(name, (overflowed.get(name) ?? 0) + k)
+          : (k: number) => overflow.inc({ metric: name }, k);
+        const e = buildEmitter(kind, o, opts.remoteContext, maxSeries, removals, onOverflow, podNames);
         opts.metrics.attach(e.family);
         emitters.push(e);
       }
@@ -138,6 +165,31 @@ export function createMetricsModule(opts: MetricsModuleOptions): MetricsModule {
       }
     },
     sweep,
+    spec: () => spec,
+    generation: () => generation,
+    observe(batch) {
+      apiServer?.consume(batch);
+    },
+    observes: () => apiServer !== undefined,
+    takeDeltas() {
+      const out: FamilyDeltas[] = [];
+      for (const e of emitters) {
+        const d = taker.take(e.family, overflowed.get(e.family.name) ?? 0);
+        if (d) out.push(d);
+      }
+      overflowed.clear();
+      return out;
+    },
+    merge(deltas, from) {
+      let n = 0;
+      for (const d of deltas) {
+        const e = emitters.find((x) => x.family.name === d.name);
+        if (e === undefined) continue;
+        n += from.merge(e.family, d);
+        if (d.overflow) opts.metrics.counter(metricsModuleSeriesOverflow).inc({ metric: d.name }, d.overflow);
+      }
+      return n;
+    },
     forgetPods: (gone) => drain(forgetPodsInSteps(gone, Infinity)),
     forgetPodsInSteps,
     families: () => [...emitters.map((e) => e.family.name), ...(apiServer ? API_SERVER_FAMILIES.map((d) => d.name) : [])],

@@ -9,6 +9,8 @@ export interface KernelClock {
   toMs(ns: number): number;
   /** Takes the offset again (the wall clock may have been stepped or slewed). */
   resync(): void;
+  /** Wall-clock ms at CLOCK_MONOTONIC 0 (what a pipeline worker's decoder is handed). */
+  offsetMs(): number;
 }
 
 /** Wall-clock ms at CLOCK_MONOTONIC 0, as this process sees it now. */
@@ -24,5 +26,6 @@ export function kernelClock(offsetMs?: number): KernelClock {
     resync: () => {
       if (offsetMs === undefined) offset = monotonicOffsetMs();
     },
+    offsetMs: () => offset,
   };
 }

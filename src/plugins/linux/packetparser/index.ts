@@ -5,16 +5,18 @@
  */
 import {
   attachTcAuto, loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
-  type BpfObject, type HookChoice, type TcAttachment,
+  type BpfObject, type HookChoice, type RingBufferReader, type TcAttachment,
 } from '../../../ffi/linux/index.js';
+import type { Flow, RawRecordSink } from '../../../flow/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { ResourceStack, definePlugin, errMessage, every, type HookSpec, type PluginContext } from '../../../plugin/index.js';
 import { emitFlows, wireEvents } from '../ebpf-shared/events.js';
 import { onHook, wakeupBytes } from '../ebpf-shared/hooks.js';
 import { defaultRouteInterfaces } from '../packetforward/routes.js';
 import { packetparserConfig, type PacketparserConfig } from './config.js';
-import { kernelClock } from '../ebpf-shared/clock.js';
-import { createPacketDecoder } from './decode.js';
+import { kernelClock, type KernelClock } from '../ebpf-shared/clock.js';
+import { createPacketDecoder, type PacketDecoder } from './decode.js';
+import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from './raw-decoder.js';
 import {
   CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
   addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
@@ -110,7 +112,10 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 
     const clock = kernelClock();
     const decode = createPacketDecoder({ clock });
-    const ring = wireEvents(s, ctx, obj, {
+    // With pipeline workers, records are copied to them raw (decoded, enriched and counted there);
+    // this thread decodes them as well only for its own consumers (Hubble, exporters).
+    const raw = ctx.flows.openRaw?.({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, partitionKey: RAW_PARTITION_KEY });
+    const ring = raw ? wireRaw(s, ctx, obj, raw, decode, clock) : wireEvents(s, ctx, obj, {
       source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP, decode,
       onRecords: (flows) => emitFlows(ctx, 'packetparser', flows),
     });
@@ -131,6 +136,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     };
     const runSweep = (final: boolean): SweepResult => {
       clock.resync();
+      if (raw) raw.param = clock.offsetMs();
       let r: SweepResult;
       if (sweepName === SWEEP_PROGRAM) r = sweepRun(sweepInput(final));
       else {
@@ -239,6 +245,27 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     ctx.log.info('eBPF hooks attached', {
       hooks: used.map((c) => c.label), aggregation: ctx.agent.dataAggregationLevel, bypass, hostInterfaces, veths: watcher.attached().length, serviceTranslation: translate, sweep: sweepName,
     });
+  });
+}
+
+/** The ring drained into the pipeline's workers (RawRecordSink): one copy per record, one publish per drain. */
+function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject, raw: RawRecordSink, decode: PacketDecoder, clock: KernelClock): RingBufferReader {
+  raw.param = clock.offsetMs();
+  let want = raw.wantsFlows;
+  return wireEvents<Flow | undefined>(s, ctx, obj, {
+    source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP,
+    decode: (v, off, size) => {
+      raw.push(v, off, size);
+      return want ? decode(v, off, size) : undefined;
+    },
+    onRecords: (records) => {
+      raw.flush();
+      if (want) {
+        const flows = records.filter((f): f is Flow => f !== undefined);
+        if (flows.length) raw.consume({ source: 'packetparser', flows });
+      }
+      want = raw.wantsFlows;
+    },
   });
 }
 

@@ -1,0 +1,137 @@
+/**
+ * The pod-level pipeline with 0, 1 and 2 worker threads (pipelineWorkers): flows/s through
+ * decode → enrich → count of packetparser records (workers-setup.ts), rounds alternated
+ * 0,1,2,2,1,0 in one process. With workers, the main thread copies the records into the hand-off in
+ * drains of 4096, as packetparser's ring drain does, and never lets a worker's hand-off fill
+ * (nothing is lost); a round ends when the workers' counts of every record handed over are merged
+ * into the main thread's families, so the rate includes the hand-over and the merge. Also printed:
+ * the main thread's own time per record (what the ring drain pays besides its libbpf callback), the
+ * merge's cost per series, and the memory the workers added. Each round checks that the workers
+ * counted every record handed over (the bench fails otherwise); test/pipeline/workers.test.ts
+ * compares the counts themselves with the main thread's.
+ * Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_WORKERS ("0,1,2").
+ */
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import type { MetricsRegistry } from '../../src/metrics/index.js';
+import type { PipelineWorkers } from '../../src/pipeline/workers.js';
+import { advSeries, handoffRoom, inThreadPipeline, median, slotsFor, workersPipeline } from './workers-setup.js';
+
+const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const ROUNDS = envNum('BENCH_ROUNDS', 3);
+const ROUND_MS = envNum('BENCH_ROUND_MS', 1500);
+const MODES = (process.env['BENCH_WORKERS'] ?? '0,1,2').split(',').map(Number);
+const DRAIN = 4096;
+const BATCH = 256;
+
+interface Mode {
+  readonly workers: number;
+  readonly metrics: MetricsRegistry;
+  readonly handle: (at: number, n: number) => void;
+  readonly pool: PipelineWorkers | undefined;
+  readonly samples: number[];
+  readonly mainNsPerRecord: number[];
+  /** The process's CPU time (every thread) per record, and its CPU time over wall time. */
+  readonly cpuNsPerRecord: number[];
+  readonly cores: number[];
+  /** CPU time per record of the main thread alone, and of the worker threads. */
+  readonly mainCpuNs: number[];
+  readonly workerCpuNs: number[];
+  records: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+globalThis.gc?.();
+const rss0 = process.memoryUsage().rss;
+const modes: Mode[] = MODES.map((n) => {
+  const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n);
+  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], mainCpuNs: [], workerCpuNs: [], records: 0 };
+});
+await sleep(300); // workers started, decoder modules loaded
+let cursor = 0;
+
+async function round(m: Mode, ms: number, keep = true): Promise<void> {
+  globalThis.gc?.();
+  const cpu0 = process.cpuUsage();
+  const main0 = process.threadCpuUsage();
+  const workerCpu0 = m.pool?.stats().workerCpuMs ?? 0;
+  const t0 = performance.now();
+  const end = t0 + ms;
+  let records = 0;
+  let mainMs = 0;
+  const pool = m.pool;
+  if (!pool) {
+    while (performance.now() < end) {
+      for (let k = 0; k < 20; k++) m.handle((cursor += BATCH), BATCH);
+      records += 20 * BATCH;
+    }
+    mainMs = performance.now() - t0;
+  } else {
+    const counted0 = pool.stats().counted;
+    const lost0 = pool.stats().lostBacklog;
+    while (performance.now() < end) {
+      if (handoffRoom(pool) < slotsFor(DRAIN)) {
+        await sleep(1); // the drain would find no room: wait for the workers (nothing lost), without taking a core from them
+        continue;
+      }
+      const t = performance.now();
+      m.handle((cursor += DRAIN), DRAIN);
+      mainMs += performance.now() - t;
+      records += DRAIN;
+    }
+    await pool.flushNow(60_000);
+    const st = pool.stats();
+    if (st.counted - counted0 !== records || st.lostBacklog !== lost0) throw new Error(`${m.workers} workers: ${records} handed, ${st.counted - counted0} counted, ${st.lostBacklog - lost0} refused`);
+  }
+  const s = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuS = (cpu.user + cpu.system) / 1e6;
+  const main = process.threadCpuUsage(main0);
+  if (!keep) return;
+  m.mainCpuNs.push(((main.user + main.system) * 1000) / records);
+  m.workerCpuNs.push((((m.pool?.stats().workerCpuMs ?? 0) - workerCpu0) * 1e6) / records);
+  m.cpuNsPerRecord.push((cpuS * 1e9) / records);
+  m.cores.push(cpuS / s);
+  m.samples.push(records / s);
+  m.mainNsPerRecord.push((mainMs * 1e6) / records);
+  m.records += records;
+}
+
+for (const m of modes) await round(m, 300, false); // warm-up: every connection seen
+globalThis.gc?.();
+const rssWarm = process.memoryUsage().rss;
+const order = [...modes, ...[...modes].reverse()];
+const loads: number[] = [];
+for (let r = 0; r < ROUNDS; r++) for (const m of order) {
+  await round(m, ROUND_MS);
+  loads.push(loadavg()[0] as number);
+}
+
+const results: { workers: number; flowsPerSec: number; mainThreadNsPerRecord: number; [k: string]: unknown }[] = [];
+for (const m of modes) {
+  const st = m.pool?.stats();
+  results.push({
+    workers: m.workers, flowsPerSec: Math.round(median(m.samples)), rounds: m.samples.map(Math.round),
+    mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), cpuNsPerRecord: Math.round(median(m.cpuNsPerRecord)), coresUsed: +median(m.cores).toFixed(2),
+    mainThreadCpuNsPerRecord: Math.round(median(m.mainCpuNs)), workerThreadsCpuNsPerRecord: Math.round(median(m.workerCpuNs)), records: m.records, series: await advSeries(m.metrics),
+    ...(st ? { lost: st.lostBacklog + st.lostExit, merges: st.merges, seriesMerged: st.seriesMerged, mergeMsTotal: +st.mergeMs.toFixed(1), mergeNsPerSeries: Math.round((st.mergeMs * 1e6) / Math.max(1, st.seriesMerged)) } : {}),
+  });
+}
+await Promise.all(modes.map((m) => m.pool?.[Symbol.asyncDispose]()));
+const rate = (n: number): number | undefined => results.find((r) => r.workers === n)?.flowsPerSec;
+const [zero, one, two] = [rate(0), rate(1), rate(2)];
+const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a && b ? +(a / b).toFixed(2) : undefined);
+const workerThreads = MODES.reduce((a, n) => a + n, 0);
+// What each mode would carry on free cores, from its CPU per record (derived, not measured: on a
+// shared machine the cores a process gets vary; the measured rates above are the figures).
+for (const r of results) {
+  const mainNs = r['mainThreadCpuNsPerRecord'] as number;
+  const workerNs = r['workerThreadsCpuNsPerRecord'] as number;
+  r['onFreeCoresFlowsPerSec'] = r.workers === 0 ? Math.round(1e9 / mainNs) : Math.round(Math.min(1e9 / mainNs, (r.workers * 1e9) / Math.max(1, workerNs)));
+}
+for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record  CPU ${String(r['cpuNsPerRecord'])} ns/record on ${String(r['coresUsed'])} cores\n`);
+console.log(JSON.stringify({
+  bench: 'pipeline/workers', fixture: 'packetparser records, remote context, annotation set (8 metrics)', cores: availableParallelism(), cpu: cpus()[0]?.model, node: process.version,
+  rounds: ROUNDS, roundMs: ROUND_MS, drain: DRAIN, loadavg1m: { min: Math.min(...loads), max: Math.max(...loads) },
+  results, twoToOne: ratio(two, one), oneToZero: ratio(one, zero), twoToZero: ratio(two, zero), goalTwoToOne: 1.7,
+  rssMBPerWorkerWarm: workerThreads ? +((rssWarm - rss0) / 1048576 / workerThreads).toFixed(1) : undefined,
+}));

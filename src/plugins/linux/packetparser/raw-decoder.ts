@@ -1,0 +1,31 @@
+/**
+ * packetparser's decoder in a pipeline worker thread (src/pipeline/worker-thread.ts loads this module
+ * by URL, RawDecoderRef): the same createPacketDecoder, with the kernel clock's offset handed over with
+ * each batch of raw records instead of read in the worker (no FFI there). Pure.
+ */
+import type { RawDecoder } from '../../../flow/index.js';
+import type { KernelClock } from '../ebpf-shared/clock.js';
+import { createPacketDecoder } from './decode.js';
+
+export interface RawDecoderOptions {
+  readonly nodeName?: string;
+}
+
+export function createRawDecoder(options: unknown): RawDecoder {
+  const o = (options ?? {}) as RawDecoderOptions;
+  let offset = 0;
+  const clock: KernelClock = { toMs: (ns) => offset + ns / 1e6, resync: () => undefined, offsetMs: () => offset };
+  const decode = createPacketDecoder({ clock, ...(o.nodeName ? { nodeName: o.nodeName } : {}) });
+  return {
+    batch(param) {
+      offset = param;
+    },
+    decode,
+  };
+}
+
+/** The reference a plugin hands to `ctx.flows.openRaw`. */
+export const RAW_DECODER_MODULE = new URL('./raw-decoder.js', import.meta.url).href;
+
+/** A record's source and destination addresses (packet_event.h: 16 bytes each from offset 8): one pair's records go to one worker. */
+export const RAW_PARTITION_KEY = { offset: 8, length: 32 } as const;
