@@ -17,6 +17,8 @@ const mayImport = {
   export: ['k8s', 'metrics', 'config', 'flow'],
   // flow: a triggered capture follows the node's agent over Hubble (src/flow/hubble's protos and flow fields).
   capture: ['k8s', 'plugin', 'config', 'flow'],
+  // kubectl retina why (src/cli/why.ts keeps the flags): the API server, and the agents' Hubble flows read as flow/hubble maps them.
+  why: ['k8s', 'config', 'flow'],
   debug: ['k8s'], // kubectl-retina shell and bpftrace: pods, attach, the bpftrace program and its events
   server: ['k8s', 'plugin', 'metrics', 'config', 'flow'], // /metrics, /healthz, /readyz
   'server/hubble': ['k8s', 'metrics', 'config', 'flow'], // the Hubble service: flows in, gRPC out; k8s: peer discovery

@@ -66,7 +66,8 @@ const blob = join(out, 'sea-prep.blob');
 const config = join(out, 'sea-config.json');
 writeFileSync(config, JSON.stringify({
   main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false,
-  assets: { 'package.json': seaPackage },
+  // the Hubble protos `why` reads the agents' GetFlows with (src/cli/why.ts WHY_PROTO_FILES)
+  assets: { 'package.json': seaPackage, ...Object.fromEntries(['observer.proto', 'flow.proto', 'relay.proto'].map((f) => [`proto/hubble/${f}`, join(root, 'proto', 'hubble', f)])) },
 }, null, 2) + '\n');
 execFileSync(opts.node, ['--experimental-sea-config', config], { stdio: 'inherit' });
 

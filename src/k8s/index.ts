@@ -16,7 +16,7 @@ export {
 export { serverHost, startApiServerIps, type ApiServerIps, type ApiServerIpsOptions } from './apiserver-ips.js';
 export { acceptedMetricsConfiguration, watchAnnotatedNamespaces, watchMetricsConfigurations, type SlimMetricsConfiguration } from './selection-watch.js';
 export {
-  apiVersionOf, collectionPath, keyOf, objectPath, resources, splitKey, type KubeList, type KubeObject, type ResourceRef,
+  CHART_AGENT_SELECTOR, apiVersionOf, collectionPath, keyOf, objectPath, resources, splitKey, type KubeList, type KubeObject, type ResourceRef,
 } from './resources.js';
 export {
   Interner, controllerOwners, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, pickKeys, podIps, podIsEndpoint, podTransform,
@@ -30,3 +30,4 @@ export {
   type ContainerNetworkLog, type ContainerNetworkLogCondition, type ContainerNetworkLogEndpoint, type ContainerNetworkLogFilter,
   type ContainerNetworkLogProtocol, type ContainerNetworkLogSpec, type ContainerNetworkLogState, type ContainerNetworkLogStatus, type ContainerNetworkLogVerdict,
 } from './crd/container-network-log.js';
+export { forwardLocally, openPortForward, type LocalForward, type PortForwardTarget } from './port-forward.js';

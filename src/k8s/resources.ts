@@ -43,7 +43,11 @@ export const resources = Object.freeze({
   captures: r('retina.sh', 'v1alpha1', 'captures', 'Capture', true),
   containerNetworkLogs: r('acn.azure.com', 'v1alpha1', 'containernetworklogs', 'ContainerNetworkLog', false),
   endpointSlices: r('discovery.k8s.io', 'v1', 'endpointslices', 'EndpointSlice', true),
+  networkPolicies: r('networking.k8s.io', 'v1', 'networkpolicies', 'NetworkPolicy', true),
 });
+
+/** The chart's agent pods and DaemonSets (charts/retina/templates/agent-*.yaml: retina.labels + component). */
+export const CHART_AGENT_SELECTOR = 'app.kubernetes.io/name=retina,app.kubernetes.io/component=agent';
 
 export function apiVersionOf(res: ResourceRef): string {
   return res.group ? `${res.group}/${res.version}` : res.version;

@@ -156,6 +156,24 @@ describe('kubectl-retina single executable, no node on PATH, against a real API 
     assert.match(l.err, new RegExp(`${id}-nobody`));
   });
 
+  it('why: the Hubble protos from the executable\'s assets; a Service with no endpoints named from the API alone (no agent to ask)', async () => {
+    await client.request('POST', collectionPath(resources.services, ctxNs), {
+      body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'why-empty' }, spec: { selector: { app: `${id}-none` }, ports: [{ port: 80, targetPort: 8080 }] } },
+    });
+    const w = await cli('why', '192.0.2.7', 'svc/why-empty:80', '--context', 'plugin', '-o', 'json');
+    assert.equal(w.code, 0, w.err);
+    const a = JSON.parse(w.out) as { cause: { code: string; summary: string; evidence: string[] }; commandMs: number };
+    assert.equal(a.cause.code, 'service-no-endpoints');
+    assert.equal(a.cause.summary, `Service ${ctxNs}/why-empty has no endpoints: its selector app=${id}-none matches no pod`);
+    assert.ok(a.cause.evidence.includes('no node to ask: neither side is a pod or a Service with endpoints'), a.cause.evidence.join('\n'));
+    const bad = await cli('why', '192.0.2.7', 'svc/why-empty:99999', '--context', 'plugin');
+    assert.equal(bad.code, 2);
+    assert.match(bad.err, /DST: port "99999" is not a number from 1 to 65535/);
+    const missing = await cli('why', '192.0.2.7', 'svc/nosuch:80', '--context', 'plugin');
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, new RegExp(`service ${ctxNs}/nosuch: no such Service`));
+  });
+
   it("the capture image: the installed chart's agent DaemonSet, else --image", async () => {
     const jobImages = async (name: string): Promise<string[]> =>
       (await client.request<KubeList<Job>>('GET', collectionPath(resources.jobs, ctxNs), { query: { labelSelector: `capture-name=${name}` } })).items.map((j) => j.spec.template.spec.containers[0]?.image ?? '');

@@ -8,8 +8,8 @@
  *
  * One file brings the node up; the cases are in area modules (test/node/real-node/), registered here
  * in the order they run. Why not one test file per area: the cases build on each other (the install,
- * then the advanced-remote upgrade with the test pods and the Services every traffic, DNS, capture and
- * Hubble case uses, then the lifecycle cases that roll and finally uninstall the release, then the
+ * then the advanced-remote upgrade with the test pods and the Services every traffic, DNS, capture,
+ * Hubble and `why` case uses, then the lifecycle cases that roll and finally uninstall the release, then the
  * hardened install), and the machine has one real node at a time (node.ts's locks). A file per area
  * would bring the node up and down again and repeat the set-up it needs: node up 11-14 s and down 8 s
  * (docs/real-node.md), the image import, `helm install` to Ready 14-19 s, and for most areas the
@@ -32,6 +32,7 @@ import { podTrafficCases } from './real-node/pod-traffic.js';
 import { resourceCases } from './real-node/resources.js';
 import { newSuite } from './real-node/suite.js';
 import { triggeredCaptureCases } from './real-node/triggered-capture.js';
+import { whyCases } from './real-node/why.js';
 import { IMAGE_ARCHIVE, IMAGE_VERSION } from './workloads.js';
 
 describe('real node: helm install of the chart with the real image', { timeout: 1_500_000 }, () => {
@@ -59,6 +60,7 @@ describe('real node: helm install of the chart with the real image', { timeout: 
   resourceCases(s); // the agent pod's cgroup: RSS and CPU
   hubbleCases(s); // Hubble Relay through the chart
   triggeredCaptureCases(s); // a capture started by the first drop (the agent's Hubble, on since the Hubble case)
+  whyCases(s); // kubectl-retina why against faults of our own: an nftables deny, a closed port, NXDOMAIN, a Service without endpoints
   lifecycleCases(s); // pod deleted, container killed, upgrade, uninstall
   hardenedCases(s); // the hardened profile
 });

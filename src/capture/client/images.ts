@@ -6,10 +6,10 @@
  * agents run), and only when none of these says the built-in default (defaultImages).
  */
 import { defaultImages } from '../job.js';
-import { isApiError, type KubeList, type KubeObject, type RestClient } from '../../k8s/index.js';
+import { CHART_AGENT_SELECTOR, isApiError, type KubeList, type KubeObject, type RestClient } from '../../k8s/index.js';
 
-/** The chart's agent DaemonSets (charts/retina/templates/agent-*.yaml: retina.labels + component). */
-export const CHART_AGENT_SELECTOR = 'app.kubernetes.io/name=retina,app.kubernetes.io/component=agent';
+export { CHART_AGENT_SELECTOR };
+
 /** The agent's container in the chart's DaemonSets (and Retina's name for it). */
 const AGENT_CONTAINERS = ['retina-agent', 'retina'];
 

@@ -14,3 +14,4 @@ export { FLOW_PROTO_FILES, hubbleProtoFiles, HUBBLE_PROTO_FILES, type HubbleProt
 export { checkFilterLimits, DEFAULT_FILTER_LIMITS, FilterLimitError, type FilterLimits } from './limits.js';
 export { createFlowJsonReader, parseRfc3339, type FlowJsonReader } from './json-read.js';
 export { filterImplies, uncoveredBy } from './filter-cover.js';
+export { tlsServerName } from './tls-name.js';

@@ -14,6 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../../log/index.js';
+import { tlsServerName } from '../../flow/hubble/index.js';
 
 export interface HubbleTlsFiles {
   readonly certFile: string;
@@ -22,11 +23,7 @@ export interface HubbleTlsFiles {
   readonly clientCAFiles: readonly string[];
 }
 
-/** Cilium's TLSServerName (pkg/hubble/peer/serviceoption): `<node>.<cluster>.hubble-grpc.cilium.io`. */
-export function tlsServerName(nodeName: string, clusterName: string): string {
-  if (nodeName === '') return '';
-  return [nodeName.replaceAll('.', '-'), (clusterName || 'default').replaceAll('.', '-'), 'hubble-grpc', 'cilium.io'].join('.');
-}
+export { tlsServerName };
 
 type Listener<T> = (update: T | null) => void;
 interface CaUpdate { caCertificate: Buffer }
