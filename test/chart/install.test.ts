@@ -115,7 +115,7 @@ describe('chart: helm install of every profile into the test control plane', { t
   }
 
   it('coexist beside Retina\'s own chart in one namespace: both install and run on every node, no host port twice; without the profile ours displace Retina\'s agents (host port 10093)', async () => {
-    const ns = `${ID}-coexist`;
+    const ns = `${ID}-beside-retina`; // not the coexist profile's own case's namespace (deleted, maybe still terminating)
     const retinaChart = join(ROOT, 'test/fixtures/retina/standard-chart');
     const pending = async (release: string): Promise<string[]> => (await listAll<PodLike & { status?: { conditions?: { type: string; status: string; message?: string }[] } }>(client, resources.pods, ns, { labelSelector: `app.kubernetes.io/instance=${release}` }))
       .filter((x) => x.status?.phase === 'Pending').map((x) => x.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message ?? '');

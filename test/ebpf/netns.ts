@@ -137,7 +137,7 @@ export class NsAgent implements AsyncDisposable {
     }
   }
   metrics(): string {
-    return this.ns.run('curl', ['-sf', `http://127.0.0.1:${this.port}/metrics`]);
+    return this.ns.run('curl', ['-sSf', `http://127.0.0.1:${this.port}/metrics`]);
   }
   /** The agent's /readyz body (200 or 503 alike). */
   readyz(): Readiness {

@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { collectionPath, isApiError, objectPath, resources, type Capture, type KubeList, type KubeObject, type RestClient } from '../../src/k8s/index.js';
+import { migrateValuesText } from '../../src/cli/migrate-values.js';
 import { installCrds } from '../../src/operator/index.js';
 import { ROOT, createNamespace, deleteNamespace, startCluster, type Cluster } from './harness.js';
 import { CRD_DIR, testLog, uniqueId } from './operator-helpers.js';
@@ -117,6 +118,13 @@ describe('kubectl-retina single executable, no node on PATH, against a real API 
     const v = await cli('version');
     assert.equal(v.code, 0, v.err);
     assert.equal(v.out.trim(), (JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { version: string }).version);
+  });
+
+  it('migrate-values: the executable writes what the module writes (it loads the plugin lists, whose modules must load in the executable)', async () => {
+    const file = `${ROOT}test/fixtures/retina/overrides/typical.yaml`;
+    const r = await cli('migrate-values', '-f', file);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, (await migrateValuesText([readFileSync(file, 'utf8')])).yaml);
   });
 
   it('without --context the first file\'s current-context (a closed port) is used and fails', async () => {

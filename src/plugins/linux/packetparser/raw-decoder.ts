@@ -24,8 +24,13 @@ export function createRawDecoder(options: unknown): RawDecoder {
   };
 }
 
-/** The reference a plugin hands to `ctx.flows.openRaw`. */
-export const RAW_DECODER_MODULE = new URL('./raw-decoder.js', import.meta.url).href;
+/**
+ * The reference a plugin hands to `ctx.flows.openRaw`. Empty where this module has no URL: in
+ * kubectl-retina's single executable (a CommonJS bundle, no import.meta.url), which loads the plugin
+ * list for migrate-values and runs no plugin. Made at load, it stopped that executable ("Invalid URL").
+ */
+const here = (import.meta as { url?: string }).url;
+export const RAW_DECODER_MODULE = here === undefined ? '' : new URL('./raw-decoder.js', here).href;
 
 /** A record's source and destination addresses (packet_event.h: 16 bytes each from offset 8): one pair's records go to one worker. */
 export const RAW_PARTITION_KEY = { offset: 8, length: 32 } as const;
