@@ -163,7 +163,11 @@ function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: 
     socket.write(closeFrame()); // 1000: normal closure
     closing = setTimeout(() => socket.destroy(), CLOSE_WAIT_MS);
   };
-  socket.on('error', (e) => done(e));
+  // EPIPE: a write (stdin, its end, our close) met a peer that had closed, as when the shell exits on a
+  // command sent just before stdin's end: what was read decides the outcome, on 'close' below.
+  socket.on('error', (e) => {
+    if ((e as NodeJS.ErrnoException).code !== 'EPIPE') done(e);
+  });
   readChannelFrames(socket, head, {
     data(channel, data, last) {
       if (channel === STDOUT && data.length > 0) {
