@@ -104,7 +104,7 @@ export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePip
   // get those flows here, in drain order, as before (workers.ts).
   let workerCount = resolvePipelineWorkers(o.agent.pipelineWorkers);
   if (workerCount > 0 && startedFromSnapshot()) {
-    log.warn('pipelineWorkers needs an agent started without the start-up snapshot (the image: command node /app/retina-agent.mjs): Node 22 aborts the process when a worker starts after --snapshot-blob; flows are counted on the main thread', { setting: o.agent.pipelineWorkers });
+    log.warn('pipelineWorkers needs an agent started without the start-up snapshot (the image: command node /app/retina-agent.mjs, which the chart sets when config.pipelineWorkers is): Node 22 aborts the process when a worker starts after --snapshot-blob; flows are counted on the main thread', { setting: o.agent.pipelineWorkers });
     workerCount = 0;
   }
   let workers: PipelineWorkers | undefined;

@@ -10,12 +10,11 @@
  * Needs root, kernel BTF and `prometheus` (the Makefile installs it).
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ROOT } from '../e2e/agent-process.js';
+import { startPrometheus, type Prometheus } from '../node/prometheus.js';
 import { Netns, NsAgent, requireKernel, sleep, stopAll, vethPair } from '../ebpf/netns.js';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
 import type { Dashboard } from './dashboards.js';
@@ -106,13 +105,10 @@ console.log('ready');
 let node: Netns | undefined;
 let peer: Netns | undefined;
 let agent: NsAgent | undefined;
-let dir: string | undefined;
+let prom: Prometheus | undefined;
 const children: ChildProcess[] = [];
 
-function api(path: string, params: Record<string, string> = {}): { status: string; data: unknown } {
-  const args = ['-sf', '--get', ...Object.entries(params).flatMap(([k, v]) => ['--data-urlencode', `${k}=${v}`]), `http://${PROM}${path}`];
-  return JSON.parse((node as Netns).run('curl', args)) as { status: string; data: unknown };
-}
+const api = (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => (prom as Prometheus).api(path, params);
 
 function loadCilium(): (Dashboard & { __source: { path: string; commit: string } })[] {
   return readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((file) => ({ ...JSON.parse(readFileSync(DIR + file, 'utf8')), file }));
@@ -134,13 +130,10 @@ before(async () => {
     'hubble:', '  metrics:', `    listenAddress: ${HUBBLE}`, '    enabled:', ...ENTRIES.map((e) => `      - ${JSON.stringify(e)}`), '',
   ].join('\n'));
   await agent.started(['packetparser', 'dropreason', 'dns']);
-  dir = mkdtempSync(join(tmpdir(), 'rt-hubdash-'));
-  writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({
+  prom = await startPrometheus(PROM, () => ({
     global: { evaluation_interval: '2s' },
     scrape_configs: [{ job_name: 'hubble-metrics', scrape_interval: '2s', scrape_timeout: '2s', static_configs: [{ targets: [HUBBLE], labels: { pod: 'retina-agent-hubdash' } }] }],
-  }));
-  children.push(spawn('ip', ['netns', 'exec', node.name, 'prometheus', `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-    `--web.listen-address=${PROM}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  }), { netns: node.name });
   children.push(await peer.spawnReady(PEER_SERVERS, ['10.233.1.2', 'fd00:233::2']));
   children.push(await node.spawnReady(NODE_TRAFFIC, ['10.233.1.2', 'fd00:233::2', '10.233.1.3']));
 });
@@ -148,11 +141,11 @@ before(async () => {
 after(async () => {
   try {
     await stopAll(children);
+    await prom?.[Symbol.asyncDispose]();
     await agent?.[Symbol.asyncDispose]();
   } finally {
     node?.destroy();
     peer?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -180,7 +173,7 @@ test("Cilium's Hubble dashboards answer through a real Prometheus, but for the p
       for (const expr of p.exprs) {
         let r: { status: string; data: unknown };
         try {
-          r = api('/api/v1/query', { query: expr });
+          r = await api('/api/v1/query', { query: expr });
         } catch {
           silent.push(`${p.key}: Prometheus not answering yet`);
           continue;
@@ -195,7 +188,7 @@ test("Cilium's Hubble dashboards answer through a real Prometheus, but for the p
   assert.deepEqual(silent, [], 'panels without data');
   // The panels named as unable to answer do not answer (so the list is not an excuse for a panel that works).
   for (const p of panels.filter((x) => x.key in CANNOT)) {
-    for (const expr of p.exprs) assert.equal((api('/api/v1/query', { query: expr }).data as { result: unknown[] }).result.length, 0, `${p.key} answers: take it off CANNOT`);
+    for (const expr of p.exprs) assert.equal(((await api('/api/v1/query', { query: expr })).data as { result: unknown[] }).result.length, 0, `${p.key} answers: take it off CANNOT`);
   }
   const answering = panels.length - Object.keys(CANNOT).length;
   const figure = { figure: 'cilium-hubble-dashboards', answering, panels: panels.length, dashboards: dashboards.map((d) => d.title), cannot: CANNOT };
@@ -205,17 +198,18 @@ test("Cilium's Hubble dashboards answer through a real Prometheus, but for the p
   assert.equal(answering, 35);
 });
 
-test('the series carry Cilium\'s labels and values for the traffic sent', () => {
-  const q = (expr: string): { metric: Record<string, string>; value: [number, string] }[] => (api('/api/v1/query', { query: expr }).data as { result: { metric: Record<string, string>; value: [number, string] }[] }).result;
-  const drops = q('hubble_drop_total');
+test('the series carry Cilium\'s labels and values for the traffic sent', async () => {
+  type Series = { metric: Record<string, string>; value: [number, string] };
+  const q = async (expr: string): Promise<Series[]> => ((await api('/api/v1/query', { query: expr })).data as { result: Series[] }).result;
+  const drops = await q('hubble_drop_total');
   assert.ok(drops.some((s) => s.metric['reason'] === 'POLICY_DENIED' && s.metric['protocol'] === 'UDP' && s.metric['source'] === '10.233.1.1' && s.metric['destination'] === '10.233.1.2'), JSON.stringify(drops));
-  const nx = q('hubble_dns_responses_total{rcode="Non-Existent Domain"}');
+  const nx = await q('hubble_dns_responses_total{rcode="Non-Existent Domain"}');
   assert.ok(nx.some((s) => s.metric['query'] === 'nx.test.' && s.metric['ips_returned'] === '0' && s.metric['qtypes'] === 'A'), JSON.stringify(nx));
-  const ok = q('hubble_dns_responses_total{rcode="No Error"}');
+  const ok = await q('hubble_dns_responses_total{rcode="No Error"}');
   assert.ok(ok.some((s) => s.metric['query'] === 'svc.test.' && s.metric['ips_returned'] === '2'), JSON.stringify(ok));
-  const flags = q('sum by (flag, family) (hubble_tcp_flags_total)').map((s) => `${s.metric['flag']}/${s.metric['family']}`);
+  const flags = (await q('sum by (flag, family) (hubble_tcp_flags_total)')).map((s) => `${s.metric['flag']}/${s.metric['family']}`);
   for (const f of ['SYN/IPv4', 'SYN-ACK/IPv4', 'FIN/IPv4', 'SYN/IPv6', 'SYN-ACK/IPv6']) assert.ok(flags.includes(f), `${f} in ${flags.join(' ')}`);
-  assert.ok(q('hubble_port_distribution_total{protocol="TCP",port="8080"}').length > 0);
+  assert.ok((await q('hubble_port_distribution_total{protocol="TCP",port="8080"}')).length > 0);
   // Standalone, the enricher knows no endpoint: every peer is outside the cluster (reserved:world).
-  assert.ok(q('hubble_flows_to_world_total{protocol="TCP",verdict="FORWARDED",port="8080"}').length > 0);
+  assert.ok((await q('hubble_flows_to_world_total{protocol="TCP",verdict="FORWARDED",port="8080"}')).length > 0);
 });

@@ -7,13 +7,12 @@
  * DNS to a second namespace. Needs root, kernel BTF and `prometheus` (the Makefile installs it).
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { parse } from 'yaml';
 import { ROOT } from '../e2e/agent-process.js';
+import { startPrometheus, type Prometheus } from '../node/prometheus.js';
 import { Netns, NsAgent, requireKernel, sleep, stopAll, vethPair } from '../ebpf/netns.js';
 import { DNS_SERVER } from '../ebpf/traffic.js';
 import { fillVariables, loadDashboards } from './dashboards.js';
@@ -51,8 +50,7 @@ const NO_DATA_HERE: Readonly<Record<string, string>> = {
 let node: Netns | undefined;
 let peer: Netns | undefined;
 let agent: NsAgent | undefined;
-let prom: ChildProcess | undefined;
-let dir: string | undefined;
+let prom: Prometheus | undefined;
 const children: ChildProcess[] = [];
 
 /** The chart's job with its pod discovery replaced by static targets: the agent, and a pod that does not ask to be scraped. */
@@ -73,10 +71,7 @@ function renderJob(agentPort: number): unknown {
   ] };
 }
 
-function api(path: string, params: Record<string, string> = {}): { status: string; data: unknown } {
-  const args = ['-sf', '--get', ...Object.entries(params).flatMap(([k, v]) => ['--data-urlencode', `${k}=${v}`]), `http://${PROM}${path}`];
-  return JSON.parse((node as Netns).run('curl', args)) as { status: string; data: unknown };
-}
+const api = (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => (prom as Prometheus).api(path, params);
 
 before(async () => {
   requireKernel();
@@ -98,11 +93,8 @@ before(async () => {
   // (docs/metrics.md): this node's interfaces are veths, so with them.
   agent = new NsAgent(node, 'enabledPlugin: [packetforward, dropreason, linuxutil, dns, tcpretrans, infiniband]\nmetricsIntervalDuration: 1s\npacketForwardInterfaces: [rtprom0]\ninterfaceStatsMode: per_interface_with_veths\n');
   await agent.started(['packetforward', 'dropreason', 'linuxutil', 'dns', 'tcpretrans']);
-  dir = mkdtempSync(join(tmpdir(), 'rt-prom-'));
-  writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify({ global: { evaluation_interval: '2s' }, scrape_configs: [renderJob(agent.port)] }));
-  prom = spawn('ip', ['netns', 'exec', node.name, 'prometheus', `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`,
-    `--web.listen-address=${PROM}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(prom);
+  const port = agent.port;
+  prom = await startPrometheus(PROM, () => ({ global: { evaluation_interval: '2s' }, scrape_configs: [renderJob(port)] }), { netns: node.name });
   children.push(await peer.spawnReady(DNS_SERVER, ['10.232.1.2', '::1']));
   children.push(await node.spawnReady(TRAFFIC_LOOP, ['node', '10.232.1.2', '10.232.2.2']));
   children.push(await peer.spawnReady(TRAFFIC_LOOP, ['peer', '10.232.1.1', '10.232.3.1']));
@@ -111,11 +103,11 @@ before(async () => {
 after(async () => {
   try {
     await stopAll(children);
+    await prom?.[Symbol.asyncDispose]();
     await agent?.[Symbol.asyncDispose]();
   } finally {
     node?.destroy();
     peer?.destroy();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -124,7 +116,7 @@ test("the chart's job scrapes the agent, names it by its node, and skips pods th
   for (let i = 0; i < 60 && !active.some((t) => t.health === 'up'); i++) {
     await sleep(1000);
     try {
-      active = (api('/api/v1/targets').data as { activeTargets: typeof active }).activeTargets;
+      active = ((await api('/api/v1/targets')).data as { activeTargets: typeof active }).activeTargets;
     } catch {
       /* Prometheus still starting */
     }
@@ -145,7 +137,7 @@ test('every panel query of every dashboard returns data, except the panels named
   for (let round = 0; round < 30; round++) {
     empty = [];
     for (const q of queries) {
-      const r = api('/api/v1/query', { query: q.expr });
+      const r = await api('/api/v1/query', { query: q.expr });
       assert.equal(r.status, 'success', q.panel);
       if ((r.data as { result: unknown[] }).result.length === 0) empty.push(`${q.panel}: ${q.expr}`);
     }
@@ -153,6 +145,6 @@ test('every panel query of every dashboard returns data, except the panels named
     await sleep(2000);
   }
   assert.deepEqual(empty, [], 'panels without data');
-  const plugins = api('/api/v1/query', { query: 'controlplane_networkobservability_plugin_up' }).data as { result: { metric: Record<string, string>; value: [number, string] }[] };
+  const plugins = (await api('/api/v1/query', { query: 'controlplane_networkobservability_plugin_up' })).data as { result: { metric: Record<string, string>; value: [number, string] }[] };
   assert.ok(plugins.result.some((s) => s.metric['plugin'] === 'infiniband' && s.value[1] === '0'), 'infiniband (no InfiniBand here) is the plugin shown down');
 });

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { CHART, PROFILES, find, kubeconform, one, profileFile, render, tool, type K8sObject } from './helm.js';
+import { CHART, PROFILES, ROOT, find, kubeconform, one, profileFile, render, tool, type K8sObject } from './helm.js';
 
 const MONITORS = ['--set', 'monitoring.serviceMonitor.enabled=true', '--set', 'monitoring.podMonitor.enabled=true', '--set', 'monitoring.operatorPodMonitor.enabled=true',
   '--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'monitoring.coreos.com/v1/PodMonitor',
@@ -103,6 +103,18 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     // a capability list from values goes straight in
     const { objects: o2 } = await render('basic', ['--set', 'agent.linux.capabilities={BPF,PERFMON}']);
     assert.deepEqual(container(one(o2, 'DaemonSet', 'retina-agent-linux'))['securityContext']['capabilities']['add'], ['BPF', 'PERFMON']);
+  });
+
+  it('Linux agent with config.pipelineWorkers: started from its module, not the start-up snapshot (workers cannot start there); a command from values wins', async () => {
+    const command = async (args: string[]): Promise<unknown> => container(one((await render('basic', args)).objects, 'DaemonSet', 'retina-agent-linux'))['command'];
+    assert.equal(await command([]), undefined, 'the image\'s entrypoint (the snapshot) by default');
+    assert.equal(await command(['--set', 'config.pipelineWorkers=0']), undefined);
+    const module = ['/usr/local/bin/node', '--max-semi-space-size=2', '--no-allocation-site-pretenuring', '/app/retina-agent.mjs'];
+    assert.deepEqual(await command(['--set', 'config.pipelineWorkers=2']), module);
+    assert.deepEqual(await command(['--set', 'config.pipelineWorkers=auto']), module);
+    assert.deepEqual(await command(['--set', 'config.pipelineWorkers=2', '--set', 'agent.linux.command={/x,y}']), ['/x', 'y']);
+    // The flags are bin/retina-agent's, which the image's entrypoint takes too (hack/image/common.sh agent_node_flags).
+    assert.match(readFileSync(join(ROOT, 'bin/retina-agent'), 'utf8'), /exec "\$n" --max-semi-space-size=2 --no-allocation-site-pretenuring "\$d\/dist\//);
   });
 
   it('Windows agent: HostProcess as SYSTEM, sandbox working directory, both probes, small resources, its own tolerations', async () => {

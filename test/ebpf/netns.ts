@@ -18,6 +18,15 @@ export function requireKernel(): void {
   }
 }
 
+/**
+ * How much slower than this machine's own kernel the suite runs: 1 natively, more inside a kernel the
+ * matrix boots under qemu's TCG (hack/kernels), which runs every instruction 10-50 times slower and
+ * shares the host's cores with the other lanes. The waits below for a condition (an agent started, a
+ * count settled, an exit) are bounded by their timeouts times this; what they wait for is unchanged.
+ */
+export const TIME_SCALE = Math.max(1, Number(process.env['RETINA_TEST_TIME_SCALE']) || 1);
+export const scaled = (ms: number): number => ms * TIME_SCALE;
+
 export function sh(cmd: string, args: readonly string[], input?: string): string {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'], ...(input !== undefined ? { input } : {}) });
 }
@@ -131,9 +140,9 @@ export class NsAgent implements AsyncDisposable {
     this.proc = new AgentProcess({ command: ['ip', 'netns', 'exec', ns.name, ...command], args: ['--config', file], env: agentEnv(env) });
   }
   async started(plugins: readonly string[]): Promise<void> {
-    this.port = await this.proc.listening(30_000);
+    this.port = await this.proc.listening(scaled(30_000));
     for (const p of plugins) {
-      await this.proc.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, 30_000);
+      await this.proc.waitForLog((l) => l.msg === 'plugin started' && l['plugin'] === p, `plugin ${p} started`, scaled(30_000));
     }
   }
   metrics(): string {
@@ -144,7 +153,7 @@ export class NsAgent implements AsyncDisposable {
     return JSON.parse(this.ns.run('curl', ['-s', `http://127.0.0.1:${this.port}/readyz`])) as Readiness;
   }
   /** `eventually` over a synchronous probe; a timeout also shows the agent's stderr. */
-  async until<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+  async until<T>(probe: () => T | undefined, what: string, timeoutMs = scaled(20_000)): Promise<T> {
     try {
       return await eventually(async () => probe(), what, timeoutMs, 100);
     } catch (e) {
@@ -155,7 +164,7 @@ export class NsAgent implements AsyncDisposable {
   async terminate(): Promise<{ code: number | null; owned: BpfIds }> {
     const owned = bpfIdsOf(this.proc.pid);
     this.proc.child.kill('SIGTERM');
-    const exit = await this.proc.waitExit(15_000);
+    const exit = await this.proc.waitExit(scaled(15_000));
     return { code: exit.code, owned };
   }
   async [Symbol.asyncDispose](): Promise<void> {
@@ -195,7 +204,7 @@ export function metricSum(text: string, name: string, labels: Record<string, str
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until `read()` stops changing for `quietMs` (metrics refreshed after the traffic). */
-export async function settled(read: () => number, quietMs = 600, timeoutMs = 15_000): Promise<number> {
+export async function settled(read: () => number, quietMs = 600, timeoutMs = scaled(15_000)): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   let last = read();
   let since = Date.now();

@@ -10,7 +10,7 @@ import { nodeBinary } from '../e2e/agent-process.js';
 import { LineQueue } from './line-queue.js';
 import type { PFlow } from './packetparser-harness.js';
 import { existsSync } from 'node:fs';
-import { Netns, bpfIdsOf, pinNeighbours, progRunStats, requireKernel, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
+import { Netns, bpfIdsOf, pinNeighbours, progRunStats, requireKernel, scaled, sleep, stopAll, vethPair, type BpfIds } from './netns.js';
 
 export type { PFlow };
 
@@ -99,7 +99,7 @@ export class Harness implements AsyncDisposable {
   get pid(): number {
     return this.child.pid as number;
   }
-  async call<T>(cmd: Record<string, unknown>, timeoutMs = 60_000): Promise<T> {
+  async call<T>(cmd: Record<string, unknown>, timeoutMs = scaled(60_000)): Promise<T> {
     this.child.stdin?.write(`${JSON.stringify(cmd)}\n`);
     const r = JSON.parse(await this.#replies.next(timeoutMs, () => new Error(`harness: no answer to ${String(cmd['op'])}; stderr: ${this.#stderr}`))) as Reply;
     if (!r.ok) throw new Error(`harness ${String(cmd['op'])}: ${r.error ?? '?'}`);
@@ -115,7 +115,7 @@ export class Harness implements AsyncDisposable {
    * The flows that arrive until none came for `quietMs`; before the first one, for `firstMs` (a busy
    * host's first drain can come later than 600 ms after the traffic: the suite once saw no flow at all).
    */
-  async settle(quietMs = 600, timeoutMs = 15_000, firstMs = Math.max(quietMs, 2000)): Promise<PFlow[]> {
+  async settle(quietMs = 600, timeoutMs = scaled(15_000), firstMs = Math.max(quietMs, 2000)): Promise<PFlow[]> {
     const out: PFlow[] = [];
     const deadline = Date.now() + timeoutMs;
     let quietSince = Date.now();

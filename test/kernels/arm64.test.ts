@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from '../e2e/agent-process.js';
 import { OBJECTS } from './report.js';
-import { SUITE, check, run } from './column.js';
+import { GUEST_ENV, SUITE, check, run } from './column.js';
 
 const tools = process.env['RETINA_TOOLS_CACHE'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'retina-ts');
 const [name, , , version] = readFileSync(join(ROOT, 'hack/kernels/versions-arm64'), 'utf8')
@@ -60,7 +60,7 @@ test(`kernel ${name} (${version}) under qemu-system-aarch64, with the arm64 imag
         `cd '${root}'`,
         // The checkout's .cache holds the host's (amd64) node, which bin/retina-agent would pick: hidden here.
         `mount -t tmpfs tmpfs '${root}/.cache'`,
-        'export PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin RETINA_KERNEL_REPORT=/mnt/out/report.json',
+        `export PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin RETINA_KERNEL_REPORT=/mnt/out/report.json ${GUEST_ENV}`,
         'echo "node $(node -p "process.arch + \' \' + process.version") on $(uname -m) $(uname -r)"',
         // The plugin's failures are the assertions' below (its output kept), not the suite's.
         `'${PLUGIN}' --help >/mnt/out/plugin-help.txt 2>&1 || echo "kubectl-retina --help exited $?"`,

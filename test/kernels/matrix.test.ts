@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import { ROOT, nodeBinary } from '../e2e/agent-process.js';
 import { verifierTable, type Column } from './report.js';
 import { writeColumns } from './matrix-file.js';
-import { SUITE, UPDATE, check, compareWithFile, pins, run } from './column.js';
+import { GUEST_ENV, SUITE, UPDATE, check, compareWithFile, pins, run } from './column.js';
 
 const seen: Column[] = [];
 
@@ -31,7 +31,7 @@ for (const pin of pins) {
         join(out, 'run.sh'),
         [
           `cd '${ROOT}'`,
-          `export PATH='${node.includes('/') ? join(node, '..') : '/usr/bin'}':$PATH RETINA_KERNEL_REPORT=/mnt/out/report.json`,
+          `export PATH='${node.includes('/') ? join(node, '..') : '/usr/bin'}':$PATH RETINA_KERNEL_REPORT=/mnt/out/report.json ${GUEST_ENV}`,
           `exec '${node}' --test --test-concurrency=1 --test-reporter=spec --test-timeout=900000 '${SUITE}'`,
           '',
         ].join('\n'),

@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
+import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
 import { Harness, Topology, tearDown, total } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
@@ -111,10 +111,12 @@ test('verifier: every program of every object, loaded alone at BPF_LOG_STATS', (
   for (const r of report.programs) assert.ok((r.insns ?? 0) < 500_000, `${r.object}/${r.program}: ${r.insns} instructions processed, half the verifier's limit`);
 });
 
-test('the agent starts every node plugin on the hooks this kernel offers', async () => {
+test('the agent starts every node plugin on the hooks this kernel offers', async (t) => {
+  const t0 = Date.now();
   agent = new NsAgent(node as Netns, 'enabledPlugin: [packetforward, dropreason, dns, tcpretrans, linuxutil]\nmetricsIntervalDuration: 200ms\n');
   try {
     await agent.started(['packetforward', 'dropreason', 'dns', 'tcpretrans', 'linuxutil']);
+    t.diagnostic(`the agent started its plugins in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   } finally {
     for (const l of agent.proc.logLines()) {
       const plugin = String(l['plugin'] ?? '');
@@ -138,7 +140,7 @@ const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin']
  * window: under TCG a metric can lag its traffic by more than a quiet window, so the wait is on the count
  * the kernel's own counter says is due, and the quiet window after it still shows a count past it.
  */
-async function reached(read: () => number, target: number, timeoutMs = 30_000): Promise<number> {
+async function reached(read: () => number, target: number, timeoutMs = scaled(30_000)): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   while (read() < target && Date.now() < deadline) await sleep(150);
   return settled(read);

@@ -2,7 +2,8 @@
  * Debian's Prometheus for the real-node suite: started with a config, asked through its HTTP API,
  * stopped (and its directory removed) by dispose.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,19 +30,23 @@ function listening(listen: string): Promise<boolean> {
 /**
  * Starts Prometheus on `listen` with `config(dir)` (dir: its own directory, for files the config names).
  * Fails at once when something already listens there: an orphan Prometheus of a run killed by hand
- * would otherwise answer this one's queries.
+ * would otherwise answer this one's queries. With `netns`, Prometheus runs in that network namespace (a
+ * test's own, fresh: nothing listens there before) and is asked there (curl inside it).
  */
-export async function startPrometheus(listen: string, config: (dir: string) => unknown): Promise<Prometheus> {
-  if (await listening(listen)) throw new Error(`${listen} is in use before Prometheus starts (an orphan of a killed run? ss -ltnp 'sport = :${listen.slice(listen.lastIndexOf(':') + 1)}')`);
+export async function startPrometheus(listen: string, config: (dir: string) => unknown, opts: { netns?: string } = {}): Promise<Prometheus> {
+  if (!opts.netns && (await listening(listen))) throw new Error(`${listen} is in use before Prometheus starts (an orphan of a killed run? ss -ltnp 'sport = :${listen.slice(listen.lastIndexOf(':') + 1)}')`);
+  const inNs = (argv: string[]): [string, string[]] => (opts.netns ? ['ip', ['netns', 'exec', opts.netns, ...argv]] : [argv[0] as string, argv.slice(1)]);
   const dir = mkdtempSync(join(tmpdir(), 'rn-prom-'));
   writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify(config(dir)));
-  const prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${listen}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const prom = spawn(...inNs(['prometheus', `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=${listen}`, '--log.level=warn']), { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   prom.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise((r) => prom.once('exit', r));
+  const url = (path: string, params: Record<string, string>): string => `http://${listen}${path}?${new URLSearchParams(params).toString()}`;
   const api = async (path: string, params: Record<string, string> = {}): Promise<{ status: string; data: unknown }> => {
     if (prom.exitCode !== null) throw new Error(`prometheus exited ${prom.exitCode}: ${err.slice(-2000)}`);
-    const r = await fetch(`http://${listen}${path}?${new URLSearchParams(params).toString()}`);
+    if (opts.netns) return JSON.parse((await promisify(execFile)(...inNs(['curl', '-sSf', url(path, params)]))).stdout) as { status: string; data: unknown };
+    const r = await fetch(url(path, params));
     return (await r.json()) as { status: string; data: unknown };
   };
   type Target = Awaited<ReturnType<Prometheus['targets']>>[number];
