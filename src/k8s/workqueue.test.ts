@@ -53,6 +53,38 @@ describe('WorkQueue', () => {
     assert.equal(b.reserve(), 0);
   });
 
+  it('hands out low keys only when no high key waits, and moves a waiting low key up when it is added high', async () => {
+    const q = new WorkQueue();
+    for (const k of ['l1', 'l2', 'l3']) q.add(k, 'low');
+    q.add('h1');
+    q.add('l2'); // a change to a key of the pass: up to the high lane, queued once
+    q.add('h2', 'high');
+    q.add('h1', 'low'); // already waiting high: stays high, not queued twice
+    assert.equal(q.length, 5);
+    assert.equal(q.lowLength, 2);
+    const order: string[] = [];
+    while (q.length > 0) {
+      const k = (await q.get()) as string;
+      order.push(k);
+      q.done(k);
+    }
+    assert.deepEqual(order, ['h1', 'l2', 'h2', 'l1', 'l3']);
+  });
+
+  it('keeps a key\'s lane while it is processed and queues it there once done', async () => {
+    const q = new WorkQueue();
+    q.add('a', 'low');
+    const a = (await q.get()) as string;
+    q.add('a', 'low');
+    q.add('b', 'low');
+    q.add('a'); // changed while processed: high once done
+    q.done(a);
+    assert.equal(q.length, 2);
+    assert.equal(await q.get(), 'a');
+    assert.equal(await q.get(), 'b');
+    assert.equal(q.length, 0);
+  });
+
   it('wakes waiting workers on shutdown', async () => {
     const q = new WorkQueue();
     const w = q.get();

@@ -3,6 +3,11 @@
  * is not queued twice; a key being processed is held by one worker, and if it is added meanwhile it is
  * processed again once `done`. `addRateLimited` delays a key by its own exponential backoff and by a
  * global token bucket, whichever is longer; `forget` resets the key's backoff after a success.
+ *
+ * Two lanes, as controller-runtime's priority queue has: a key added 'low' (a resync, the pass over
+ * every object a new leader makes) is handed out only when no 'high' key (a change) waits, and adding
+ * a waiting low key again as high moves it up. At 100 000 objects a full pass takes seconds; without
+ * the lanes every change that arrives meanwhile waits behind it.
  */
 import { systemClock, type Clock } from './clock.js';
 
@@ -46,10 +51,32 @@ export class TokenBucket {
   }
 }
 
+export type Priority = 'high' | 'low';
+
+/** One lane's keys in order; an entry whose key moved lanes or was taken meanwhile is skipped. */
+class Lane {
+  keys: string[] = [];
+  head = 0;
+  push(key: string): void {
+    this.keys.push(key);
+  }
+  shift(): string | undefined {
+    if (this.head >= this.keys.length) return undefined;
+    const key = this.keys[this.head++] as string;
+    if (this.head > 1024 && this.head * 2 > this.keys.length) {
+      this.keys.splice(0, this.head);
+      this.head = 0;
+    }
+    return key;
+  }
+}
+
 export class WorkQueue {
-  readonly #queue: string[] = [];
-  #head = 0;
-  readonly #dirty = new Set<string>();
+  readonly #lanes: Record<Priority, Lane> = { high: new Lane(), low: new Lane() };
+  /** Keys queued or added while processing, by lane. */
+  readonly #dirty = new Map<string, Priority>();
+  /** Keys waiting in a lane (dirty and not processing). */
+  #queued = 0;
   readonly #processing = new Set<string>();
   readonly #addedAt = new Map<string, number>();
   readonly #waiting = new Map<string, { at: number; timer: Disposable }>();
@@ -67,7 +94,7 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.#queue.length - this.#head;
+    return this.#queued;
   }
   get shuttingDown(): boolean {
     return this.#shutdown;
@@ -77,9 +104,19 @@ export class WorkQueue {
     return this.length + this.#waiting.size + this.#processing.size;
   }
 
-  add(key: string): void {
-    if (this.#shutdown || this.#dirty.has(key)) return;
-    this.#dirty.add(key);
+  /** Queues `key` (once: a waiting key is not queued twice); 'high' moves a waiting 'low' key up. */
+  add(key: string, priority: Priority = 'high'): void {
+    if (this.#shutdown) return;
+    const was = this.#dirty.get(key);
+    if (was !== undefined) {
+      if (was === 'low' && priority === 'high') {
+        this.#dirty.set(key, 'high');
+        // Waiting in the low lane: queued again in the high one (the low entry is skipped later).
+        if (!this.#processing.has(key)) this.#lanes.high.push(key);
+      }
+      return;
+    }
+    this.#dirty.set(key, priority);
     this.#o.metrics?.added?.();
     if (this.#processing.has(key)) return;
     this.#push(key);
@@ -119,7 +156,7 @@ export class WorkQueue {
 
   /** The next key (held until `done`), or undefined once the queue shuts down. */
   get(): Promise<string | undefined> {
-    if (this.length > 0) return Promise.resolve(this.#take());
+    if (this.#queued > 0) return Promise.resolve(this.#take());
     if (this.#shutdown) return Promise.resolve(undefined);
     return new Promise((resolve) => this.#getters.push(resolve));
   }
@@ -127,6 +164,18 @@ export class WorkQueue {
   done(key: string): void {
     this.#processing.delete(key);
     if (this.#dirty.has(key)) this.#push(key);
+  }
+
+  /** The lane a waiting key is in; undefined when it is not waiting (absent, or being processed and not added since). */
+  lane(key: string): Priority | undefined {
+    return this.#processing.has(key) ? undefined : this.#dirty.get(key);
+  }
+
+  /** Keys waiting in the low lane (a pass not yet done). */
+  get lowLength(): number {
+    let n = 0;
+    for (const [k, p] of this.#dirty) if (p === 'low' && !this.#processing.has(k)) n++;
+    return n;
   }
 
   shutdown(): void {
@@ -143,18 +192,22 @@ export class WorkQueue {
       g(this.#claim(key));
       return;
     }
-    this.#queue.push(key);
-    this.#o.metrics?.depth?.(this.length);
+    this.#lanes[this.#dirty.get(key) ?? 'high'].push(key);
+    this.#queued++;
+    this.#o.metrics?.depth?.(this.#queued);
   }
 
   #take(): string {
-    const key = this.#queue[this.#head++] as string;
-    if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
-      this.#queue.splice(0, this.#head);
-      this.#head = 0;
+    for (const p of ['high', 'low'] as const) {
+      for (let key = this.#lanes[p].shift(); key !== undefined; key = this.#lanes[p].shift()) {
+        // Live only while still queued in this lane: not taken, not moved up.
+        if (this.#dirty.get(key) !== p || this.#processing.has(key)) continue;
+        this.#queued--;
+        this.#o.metrics?.depth?.(this.#queued);
+        return this.#claim(key);
+      }
     }
-    this.#o.metrics?.depth?.(this.length);
-    return this.#claim(key);
+    throw new Error('work queue: no key although the count says one waits');
   }
 
   #claim(key: string): string {

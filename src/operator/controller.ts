@@ -21,12 +21,20 @@ export interface ControllerOptions {
   readonly clock?: Clock;
   readonly baseDelayMs?: number;
   readonly maxDelayMs?: number;
+  /**
+   * Resolves when what reconcile reads is complete (the informers' first lists): workers start only
+   * then. A reconcile against a store still listing takes an object that exists for a missing one
+   * (a create that meets 409, then a patch, for each).
+   */
+  readonly ready?: (signal: AbortSignal) => Promise<void>;
 }
 
 export interface Controller {
   readonly queue: WorkQueue;
-  /** Runs workers until `signal` aborts; resolves when they have all stopped. */
+  /** Runs workers (once `ready`) until `signal` aborts; resolves when they have all stopped. */
   run(signal: AbortSignal): Promise<void>;
+  /** True while `run` is active (this replica leads). A method, so that `{ ...controller }` keeps it live. */
+  isRunning(): boolean;
   shutdown(): void;
 }
 
@@ -96,11 +104,26 @@ export function createController(o: ControllerOptions): Controller {
     });
   }
 
+  let running = 0;
   return {
     queue,
     async run(signal) {
-      await Promise.all(Array.from({ length: o.workers }, () => worker(signal)));
+      running++;
+      try {
+        if (o.ready) {
+          try {
+            await o.ready(signal);
+          } catch (e) {
+            if (signal.aborted) return;
+            throw e;
+          }
+        }
+        await Promise.all(Array.from({ length: o.workers }, () => worker(signal)));
+      } finally {
+        running--;
+      }
     },
+    isRunning: () => running > 0,
     shutdown: () => queue.shutdown(),
   };
 }

@@ -44,7 +44,7 @@ export interface RetinaEndpointControllerOptions {
 export interface RetinaEndpointController extends Controller {
   readonly pods: Informer<SlimPod>;
   readonly endpoints: Informer<SlimEndpoint>;
-  /** Queues every known key (resync, and on becoming leader). */
+  /** Queues every known key (resync, and on becoming leader): keys with work in the high lane, the rest low. */
   enqueueAll(): void;
 }
 
@@ -146,17 +146,35 @@ export function createRetinaEndpointController(o: RetinaEndpointControllerOption
     return 'success';
   }
 
-  const controller = createController({ name: 'retinaendpoint', reconcile, workers: o.workers, qps: o.qps, burst: o.burst, metrics: o.metrics, log });
-  const enqueue = (k: string): void => controller.queue.add(k);
+  const controller = createController({
+    name: 'retinaendpoint', reconcile, workers: o.workers, qps: o.qps, burst: o.burst, metrics: o.metrics, log,
+    ready: async (signal) => {
+      await Promise.all([pods.waitForSync(signal), endpoints.waitForSync(signal)]);
+      // The stores are complete now: the pass over every key again, its work sorted out right.
+      enqueueAll();
+    },
+  });
+  // Changes are queued only while leading: a standby's queue would keep every key that ever changed
+  // (under churn, every pod name ever made); a new leader starts with a pass over every key instead.
+  const enqueue = (k: string): void => {
+    if (controller.isRunning()) controller.queue.add(k);
+  };
+  /**
+   * Every key: those with work to do (an endpoint pod without a RetinaEndpoint, a RetinaEndpoint
+   * without one) first, the rest (whose content is compared, seldom written) in the low lane, behind
+   * any change that arrives meanwhile.
+   */
+  const enqueueAll = (): void => {
+    for (const k of pods.keys()) {
+      const p = pods.get(k);
+      controller.queue.add(k, p?.eligible && !p.deleting && !endpoints.get(k) ? 'high' : 'low');
+    }
+    for (const k of endpoints.keys()) {
+      const p = pods.get(k);
+      controller.queue.add(k, p?.eligible ? 'low' : 'high');
+    }
+  };
   pods.subscribe({ added: enqueue, updated: enqueue, deleted: enqueue });
   endpoints.subscribe({ added: enqueue, updated: enqueue, deleted: enqueue });
-  return {
-    ...controller,
-    pods,
-    endpoints,
-    enqueueAll() {
-      for (const k of pods.keys()) enqueue(k);
-      for (const k of endpoints.keys()) enqueue(k);
-    },
-  };
+  return { ...controller, pods, endpoints, enqueueAll };
 }
