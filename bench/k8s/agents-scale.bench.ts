@@ -217,8 +217,12 @@ if (PHASES.has('local')) {
   c.close();
   let audit: Record<string, unknown> = { error: `no audit log at ${AUDIT_LOG}: the control plane was started without RETINA_K8S_APISERVER_FLAGS` };
   if (existsSync(AUDIT_LOG)) {
-    const mine = readFileSync(AUDIT_LOG, 'utf8').split('\n').filter((l) => l.includes(UA)).map((l) => JSON.parse(l) as { verb: string; requestURI: string; userAgent: string; objectRef?: { resource?: string } })
-      .filter((e) => e.userAgent === UA);
+    // A watch is logged when it ends (stage ResponseComplete): wait for the API server to write it.
+    type AuditEvent = { verb: string; requestURI: string; userAgent: string };
+    const mine = await eventually('the audit log of the local watch', 60_000, () => {
+      const found = readFileSync(AUDIT_LOG, 'utf8').split('\n').filter((l) => l.includes(UA)).map((l) => JSON.parse(l) as AuditEvent).filter((e) => e.userAgent === UA);
+      return found.length ? found : undefined;
+    }, 500).catch(() => [] as AuditEvent[]);
     const selector = encodeURIComponent('spec.nodeName=kwok-node-0');
     audit = {
       requests: mine.length, verbs: [...new Set(mine.map((e) => e.verb))], withNodeSelector: mine.filter((e) => e.requestURI.includes(`fieldSelector=${selector}`)).length,
