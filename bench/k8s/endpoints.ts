@@ -1,28 +1,48 @@
 /** Shared by the benchmarks that need a big cluster: `n` RetinaEndpoints of 200 services, 48 requests at a time. */
-import { collectionPath, resources, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { collectionPath, isApiError, resources, type RetinaEndpoint } from '../../src/k8s/index.js';
 import type { Cluster } from '../../test/integration/harness.js';
 
 const hex = (n: number, w: number): string => n.toString(16).padStart(w, '0');
 
-/** Creates `n` RetinaEndpoints in `ns` (one in four dual-stack), named and labelled like ReplicaSet pods. */
-export async function createEndpoints(client: Cluster['client'], ns: string, n: number): Promise<void> {
-  let next = 0;
+/** The IPv6 address of endpoint `i` (one in four is dual-stack): unique up to 2^20 endpoints. */
+const v6 = (i: number): string => (i < 0x10000 ? `fd00:100::${hex(i, 4)}` : `fd00:100::${(i >> 16).toString(16)}:${hex(i & 0xffff, 4)}`);
+
+/** The ReplicaSet-like name of endpoint `i` and its app label. */
+export function endpointName(i: number): { name: string; app: string; rs: string } {
+  const app = `svc${i % 200}`;
+  const rs = `${app}-${hex((i % 200) * 7919, 8).replace(/[0-9]/g, (d) => 'bcdfghjklm'[Number(d)] as string)}`;
+  return { name: `${rs}-${hex(i, 5)}`, app, rs };
+}
+
+/** RetinaEndpoint number `i` of namespace `ns`, as the operator would write it for a ReplicaSet's pod. */
+export function endpointBody(ns: string, i: number): RetinaEndpoint {
+  const { name, app, rs } = endpointName(i);
+  const ip = `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
+  return {
+    apiVersion: 'retina.sh/v1alpha1', kind: 'RetinaEndpoint', metadata: { name, namespace: ns },
+    spec: {
+      podIP: ip, podIPs: i % 4 === 0 ? [ip, v6(i)] : [ip], nodeIP: `172.18.${i % 50}.10`,
+      containers: [{ name: 'app', id: `containerd://${hex(i * 2654435761, 16)}${hex(i, 48)}` }],
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs }],
+      labels: { app, 'app.kubernetes.io/name': app, version: 'v1' },
+    },
+  };
+}
+
+/**
+ * Creates RetinaEndpoints number `from` to `n - 1` in `ns` (one in four dual-stack), named and
+ * labelled like ReplicaSet pods: a run can add to what an earlier one left (one that exists already is
+ * left as it is).
+ */
+export async function createEndpoints(client: Cluster['client'], ns: string, n: number, from = 0): Promise<void> {
+  let next = from;
   await Promise.all(Array.from({ length: 48 }, async () => {
     while (next < n) {
       const i = next++;
-      const app = `svc${i % 200}`;
-      const rs = `${app}-${hex((i % 200) * 7919, 8).replace(/[0-9]/g, (d) => 'bcdfghjklm'[Number(d)] as string)}`;
-      const ip = `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
-      const body: RetinaEndpoint = {
-        apiVersion: 'retina.sh/v1alpha1', kind: 'RetinaEndpoint', metadata: { name: `${rs}-${hex(i, 5)}`, namespace: ns },
-        spec: {
-          podIP: ip, podIPs: i % 4 === 0 ? [ip, `fd00:100::${hex(i, 4)}`] : [ip], nodeIP: `172.18.${i % 50}.10`,
-          containers: [{ name: 'app', id: `containerd://${hex(i * 2654435761, 16)}${hex(i, 48)}` }],
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: rs }],
-          labels: { app, 'app.kubernetes.io/name': app, version: 'v1' },
-        },
-      };
-      await client.request('POST', collectionPath(resources.retinaEndpoints, ns), { body });
+      const body = endpointBody(ns, i);
+      await client.request('POST', collectionPath(resources.retinaEndpoints, ns), { body }).catch((e: unknown) => {
+        if (!isApiError(e, 409)) throw e;
+      });
     }
   }));
 }

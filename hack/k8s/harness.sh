@@ -26,6 +26,8 @@ API_PORT=${RETINA_K8S_API_PORT:-26443}
 NODES=${RETINA_K8S_NODES:-10}
 # kwok's kubelet-like server (pods/exec, logs): a fixed port so nodes can advertise it.
 KWOK_PORT=${RETINA_K8S_KWOK_PORT:-$((API_PORT + 1))}
+# More kube-apiserver flags, split on spaces (a benchmark's audit log: --audit-policy-file=... --audit-log-path=...).
+APISERVER_FLAGS=${RETINA_K8S_APISERVER_FLAGS:-}
 log() { echo "[k8s $(date -u +%H:%M:%S)] $*" >&2; }
 
 bin_dir() { "$HERE/build.sh"; }
@@ -91,7 +93,7 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc --api-audiences=https://kubernetes.default.svc \
     --service-cluster-ip-range=10.96.0.0/16,fd00:10:96::/112 --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
     --allow-privileged=true --profiling=false --enable-priority-and-fairness=false \
-    --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 --cert-dir="$RUN/pki"
+    --max-requests-inflight=2000 --max-mutating-requests-inflight=1000 --cert-dir="$RUN/pki" $APISERVER_FLAGS
   wait_for kube-apiserver 90 curl -sf --cacert "$RUN/pki/ca.crt" "https://127.0.0.1:$API_PORT/readyz"
 }
 
