@@ -11,6 +11,7 @@ import type https from 'node:https';
 import type { RestConfig } from '../../../src/k8s/index.js';
 import { parseExposition, type Sample } from '../../../test/e2e/exposition.js';
 import { ROOT } from '../../../test/integration/harness.js';
+import { quantile } from '../scale/apiserver.js';
 
 const httpsModule = process.getBuiltinModule('node:https');
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'DELETECOLLECTION', 'APPLY']);
@@ -78,26 +79,6 @@ function increase(a: ApiLoad, b: ApiLoad): Sample[] {
     const v0 = before.get(seriesKey(x)) ?? 0;
     return { ...x, value: x.value >= v0 ? x.value - v0 : x.value };
   });
-}
-
-/** histogram_quantile over the difference of two cumulative bucket sets. */
-function quantile(q: number, buckets: Map<number, number>): number | undefined {
-  const les = [...buckets.keys()].sort((x, y) => x - y);
-  const total = buckets.get(Infinity) ?? 0;
-  if (total <= 0) return undefined;
-  const rank = q * total;
-  let prevLe = 0;
-  let prevCount = 0;
-  for (const le of les) {
-    const c = buckets.get(le) as number;
-    if (c >= rank) {
-      if (le === Infinity) return prevLe;
-      return prevLe + ((le - prevLe) * (rank - prevCount)) / Math.max(1e-9, c - prevCount);
-    }
-    prevLe = le;
-    prevCount = c;
-  }
-  return prevLe;
 }
 
 const r3 = (x: number): number => Number(x.toFixed(3));
