@@ -3,7 +3,10 @@
  * the CLI of both pins (Cilium v1.18.4 with hubble-relay, v1.19.7 the CLI alone), so every test that
  * runs the CLI runs it with both.
  */
+import * as grpc from '@grpc/grpc-js';
 import { spawn, spawnSync } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ROOT } from '../e2e/agent-process.js';
 
@@ -39,6 +42,100 @@ export function hubble(tools: string, args: string[], timeoutMs = 30_000): Promi
       clearTimeout(t);
       if (code === 0) resolve(out);
       else reject(new Error(`hubble ${args.join(' ')} exited ${code}: ${err.trim()}`));
+    });
+  });
+}
+
+/** A running `hubble-relay serve` (plaintext both ways) and its ServerStatus. */
+export interface RelayProcess {
+  /** host:port it serves on. */
+  readonly addr: string;
+  readonly pid: number | undefined;
+  /** Its ServerStatus num_connected_nodes (the relay asks every peer it knows); -1 while it does not answer. */
+  connected(): Promise<number>;
+  /** What it printed so far (with `log: 'buffer'`). */
+  log(): string;
+  stop(): void;
+}
+
+/**
+ * Starts the real hubble-relay (v1.18.4) on `host` (a free port), finding its peers through the Peer
+ * service at `peerService`; its output kept in memory (`'buffer'`, the last 64 KiB) or written to a file.
+ * `args`: more relay flags.
+ */
+export async function startRelay(peerService: string, o: { host: string; log: 'buffer' | { file: string }; args?: string[] }): Promise<RelayProcess> {
+  const port = await freePortOn(o.host);
+  const health = await freePortOn(o.host);
+  const out = o.log === 'buffer' ? 'pipe' : openSync(o.log.file, 'w');
+  const relay = spawn(join(hubbleTools(), 'hubble-relay'), ['serve', '--peer-service', peerService, '--disable-client-tls', '--disable-server-tls',
+    '--listen-address', `${o.host}:${port}`, '--health-listen-address', `${o.host}:${health}`, '--gops=false', ...(o.args ?? [])], { stdio: ['ignore', out, out] });
+  let text = '';
+  const keep = (d: Buffer): void => {
+    text = (text + d.toString()).slice(-65_536);
+  };
+  relay.stdout?.on('data', keep);
+  relay.stderr?.on('data', keep);
+  const addr = `${o.host}:${port}`;
+  const client = new grpc.Client(addr, grpc.credentials.createInsecure());
+  const serialize = (): Buffer => Buffer.alloc(0); // ServerStatusRequest {}
+  return {
+    addr, pid: relay.pid,
+    connected: () => new Promise((resolve) => {
+      client.makeUnaryRequest('/observer.Observer/ServerStatus', serialize, (b: Buffer) => b, {}, { deadline: Date.now() + 10_000 }, (err, b) => {
+        resolve(err || !b ? -1 : connectedNodes(b));
+      });
+    }),
+    log: () => text,
+    stop: () => {
+      client.close();
+      relay.kill('SIGKILL');
+    },
+  };
+}
+
+/** ServerStatusResponse's num_connected_nodes (field 5, a google.protobuf.UInt32Value: its field 1), read off the wire. */
+function connectedNodes(b: Buffer): number {
+  let p = 0;
+  const varint = (): number => {
+    let v = 0;
+    let m = 1;
+    let x: number;
+    do {
+      x = b[p++] as number;
+      v += (x & 0x7f) * m;
+      m *= 128;
+    } while (x & 0x80 && p < b.length);
+    return v;
+  };
+  while (p < b.length) {
+    const key = varint();
+    const wire = key & 7;
+    if (key === 0x2a) { // field 5, length-delimited
+      const end = varint() + p;
+      let value = 0;
+      while (p < end) {
+        if (varint() === 0x08) value = varint();
+        else return Number.NaN;
+      }
+      return value;
+    }
+    if (wire === 0) varint();
+    else if (wire === 2) p += varint();
+    else if (wire === 1) p += 8;
+    else if (wire === 5) p += 4;
+    else return Number.NaN;
+  }
+  return 0; // absent: the relay knows no peer
+}
+
+/** A free TCP port on `host` (a loopback address of the test's own, e.g. 127.52.0.1). */
+export function freePortOn(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
     });
   });
 }
