@@ -22,9 +22,12 @@
  *    (`goneMs`), from their return until it counts all N again (`statusBackMs`), and until the
  *    follower gets a flow from each (`flowBackMs`: median and max; `returned`: how many of k within
  *    BENCH_RELAY_BACK_MS, 30 000), the NodeStatusEvents the follower got, and for the peers that
- *    stayed, the flows produced and not delivered (`steadyMissing`: none may go missing).
- * BENCH_RELAY_HOSTS (2): processes holding the peers (plus one for the changing k). BENCH_RELAY_HUBBLE:
- * another build's dist/src/server/hubble/index.js for the peers (a before/after of our server).
+ *    stayed, the flows produced, delivered, reported lost (LostEvents, when the relay read a peer
+ *    slower than it wrote) and neither (`steadyMissing`: none may go missing).
+ * BENCH_RELAY_HOSTS (2): processes holding the peers (plus one for the changing k).
+ * BENCH_RELAY_BASELINE: another build's dist/src/server/hubble/index.js (absolute path) for the peers'
+ * servers: each N is then run four times, that build and this one alternated ABBA (a before/after of
+ * our server).
  * Needs the hubble tools (make test builds them) and the test control plane (RETINA_K8S_*_PORT).
  * Figures: bench/hubble/README.md.
  */
@@ -49,6 +52,7 @@ const AWAY_MS = Number(env('BENCH_RELAY_AWAY_MS', '5000'));
 const BACK_MS = Number(env('BENCH_RELAY_BACK_MS', '30000'));
 const HOSTS = Number(env('BENCH_RELAY_HOSTS', '2'));
 const PHASES = env('BENCH_RELAY_PHASES', 'restart,kill,node').split(',').filter((p) => p !== '');
+const BASELINE = process.env['BENCH_RELAY_BASELINE'];
 const RING = 1024;
 const LABEL = 'retina-bench=relay-peers';
 const log = createLogger({ level: 'error', component: 'bench' });
@@ -77,8 +81,12 @@ class Host {
   readonly child: ChildProcess;
   private readonly waiting = new Map<string, (m: Record<string, unknown>) => void>();
   private readonly ready: Promise<void>;
-  constructor() {
-    this.child = fork(fileURLToPath(new URL('./relay-peers/host.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-semi-space-size=2'] });
+  /** `module`: the peers' src/server/hubble/index.js (undefined: this tree's). */
+  constructor(module: string | undefined) {
+    const env = { ...process.env };
+    delete env['BENCH_RELAY_HUBBLE'];
+    if (module) env['BENCH_RELAY_HUBBLE'] = module;
+    this.child = fork(fileURLToPath(new URL('./relay-peers/host.js', import.meta.url)), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-semi-space-size=2'], env });
     this.ready = new Promise((r) => this.waiting.set('ready', () => r()));
     this.child.on('message', (m: Record<string, unknown>) => {
       if (m['op'] === 'error') throw new Error(`peer host: ${String(m['message'])}`);
@@ -164,6 +172,7 @@ function statusSummary(s: Snapshot, only?: Set<string>): Record<string, { events
 
 // ---- the bench ----
 hubbleTools(); // built, or fail now
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => process.exit(1));
 await using cluster = await startCluster();
 const { client } = cluster;
 const factory = createInformerFactory({ client, log });
@@ -195,23 +204,29 @@ const hostsCpu = async (hs: Host[]): Promise<{ cpuMs: number; rssMB: number; pro
   return { cpuMs: cs.reduce((a, c) => a + c.cpuMs, 0), rssMB: round(cs.reduce((a, c) => a + c.rssMB, 0)), produced: Object.assign({}, ...cs.map((c) => c.produced)) as Record<string, number> };
 };
 
-async function runSize(n: number): Promise<Record<string, unknown>> {
+async function runSize(n: number, module: string | undefined): Promise<Record<string, unknown>> {
   const k = Math.max(1, Math.round(n / 10));
   const all = Array.from({ length: n }, (_, i) => i);
   const changing = all.slice(n - k);
   const staying = all.slice(0, n - k);
   const changingNames = new Set(changing.map(nameOf));
+  // Each ServerStatus of the relay asks every peer: polled every n/2 ms (at least 250), so that the
+  // polling itself (n RPCs a time) stays a small part of what is measured.
+  const statusEvery = Math.max(250, n / 2);
   const t0 = performance.now();
   await createNodes(all);
   const nodesMs = await until(() => nodes.size === n, 60_000, 100);
-  const hosts = Array.from({ length: HOSTS }, () => new Host());
-  let churnHost = new Host();
+  const hosts = Array.from({ length: HOSTS }, () => new Host(module));
+  let churnHost = new Host(module);
   const startMs = Math.max(...(await Promise.all([...hosts.map((h, j) => h.start(staying.filter((i) => i % HOSTS === j), PORT)), churnHost.start(changing, PORT)])));
-  const result: Record<string, unknown> = { peers: n, changing: k, createNodesMs: Math.round(performance.now() - t0), peerServiceSyncedMs: nodesMs, hostsStartMs: Math.round(startMs) };
+  const result: Record<string, unknown> = { peers: n, server: module ?? 'this', changing: k, createNodesMs: Math.round(performance.now() - t0), peerServiceSyncedMs: nodesMs, hostsStartMs: Math.round(startMs) };
   const relay = await startRelay(`127.51.0.1:${PORT}`, { host: '127.51.0.2', log: { file: `${tmpdir()}/relay-peers-${n}.log` } });
   let reader: Reader | undefined;
+  // The relay is no child that dies with this process: stopped on every way out.
+  const onExit = (): void => relay.stop();
+  process.once('exit', onExit);
   try {
-    result['connectMs'] = await until(async () => (await relay.connected()) === n, 120_000, 500);
+    result['connectMs'] = await until(async () => (await relay.connected()) === n, 120_000, statusEvery);
     // Idle: connected, no follower, no flows.
     const everyHost = (): Host[] => [...hosts, churnHost];
     let r0 = proc(relay.pid);
@@ -228,9 +243,20 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
     result['followMs'] = await until(async () => Object.keys((await rd.snapshot()).first).length === n, 60_000, 250);
 
     // Steady state: reset with nothing in flight, RATE for MS, then what is still on its way.
+    /**
+     * No more flows, and what is on its way delivered: the follower's counts still for 5 s (the relay's
+     * sort buffer drains after 1 s without flows; a niced relay on a loaded machine can stall longer).
+     */
     const quiet = async (): Promise<void> => {
       for (const h of everyHost()) h.rate(0);
-      await sleep(2500); // the relay's sort buffer drains after 1 s without flows
+      let seen = -1;
+      let still = 0;
+      await until(async () => {
+        const x = await rd.snapshot();
+        still = x.flows + x.lost === seen ? still + 1 : 0;
+        seen = x.flows + x.lost;
+        return still >= 10;
+      }, 60_000, 500);
     };
     const begin = async (): Promise<void> => {
       await quiet();
@@ -244,18 +270,23 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
     await begin();
     const tSteady = performance.now();
     await sleep(MS);
+    // At the window's end: what the follower got within it, the CPU so far; then no more flows.
+    let s = await rd.snapshot();
+    for (const h of everyHost()) h.rate(0);
     const elapsed = performance.now() - tSteady;
     r1 = proc(relay.pid);
     h1 = await hostsCpu(everyHost());
+    const inWindow = s.flows;
     await quiet();
-    let s = await rd.snapshot();
+    s = await rd.snapshot();
     let produced = (await hostsCpu(everyHost())).produced;
     const sum = (o: Record<string, number>, only?: (name: string) => boolean): number => Object.entries(o).reduce((a, [name, v]) => a + (only && !only(name) ? 0 : v), 0);
     const made = sum(produced);
     result['steady'] = {
-      offeredPerSec: RATE, producedPerSec: Math.round((made / elapsed) * 1000), deliveredPerSec: Math.round((s.flows / elapsed) * 1000),
+      // delivered: within the window; every flow made in it is delivered later or reported lost, or counted missing.
+      offeredPerSec: RATE, producedPerSec: Math.round((made / elapsed) * 1000), deliveredPerSec: Math.round((inWindow / elapsed) * 1000), delivered: s.flows,
       lost: s.lost, missing: made - s.flows - s.lost, nodesDelivering: Object.keys(s.byNode).length,
-      relayUsPerFlow: round(((r1.cpuMs - r0.cpuMs) * 1000) / Math.max(1, s.flows), 2), relayCores: round((r1.cpuMs - r0.cpuMs) / elapsed, 3), relayRssMB: r1.rssMB,
+      relayUsPerFlow: round(((r1.cpuMs - r0.cpuMs) * 1000) / Math.max(1, inWindow), 2), relayCores: round((r1.cpuMs - r0.cpuMs) / elapsed, 3), relayRssMB: r1.rssMB,
       peersUsPerFlow: round(((h1.cpuMs - h0.cpuMs) * 1000) / Math.max(1, made), 2), peersCores: round((h1.cpuMs - h0.cpuMs) / elapsed, 3), peersRssMB: h1.rssMB,
       ...(s.ended ? { ended: s.ended } : {}),
     };
@@ -268,12 +299,12 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
       if (phase === 'kill') churnHost.kill();
       else if (phase === 'node') await Promise.all([deleteNodes(changing), churnHost.stop(changing)]);
       else await churnHost.stop(changing);
-      const goneMs = await until(async () => (await relay.connected()) === n - k, AWAY_MS, 250);
+      const goneMs = await until(async () => (await relay.connected()) === n - k, AWAY_MS, statusEvery);
       const rest = AWAY_MS - (performance.now() - tStop);
       if (rest > 0) await sleep(rest);
       const tBackWall = Date.now();
       if (phase === 'kill') {
-        churnHost = new Host();
+        churnHost = new Host(module);
         churnHost.rate(perPeer);
       }
       rd.forget([...changingNames], tBackWall);
@@ -282,7 +313,7 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
         s = await rd.snapshot();
         return changing.every((i) => s.first[nameOf(i)] !== undefined);
       };
-      const [statusBackMs] = await Promise.all([until(async () => (await relay.connected()) === n, BACK_MS, 500), until(backAll, BACK_MS, 250)]);
+      const [statusBackMs] = await Promise.all([until(async () => (await relay.connected()) === n, BACK_MS, statusEvery), until(backAll, BACK_MS, 250)]);
       s = await rd.snapshot();
       const backs = changing.flatMap((i) => (s.first[nameOf(i)] === undefined ? [] : [(s.first[nameOf(i)] as number) - tBackWall]));
       await quiet();
@@ -291,19 +322,21 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
       const stays = (name: string): boolean => !changingNames.has(name);
       const steadyMade = sum(produced, stays);
       const steadyGot = sum(s.byNode, stays);
+      const steadyLost = sum(s.lostByNode, stays);
       result[phase] = {
         goneMs, statusBackMs, returned: backs.length, flowBackMs: { median: median(backs), max: backs.length ? Math.max(...backs) : undefined },
-        steadyProduced: steadyMade, steadyDelivered: steadyGot, steadyMissing: steadyMade - steadyGot, lost: s.lost,
+        steadyProduced: steadyMade, steadyDelivered: steadyGot, steadyLost, steadyMissing: steadyMade - steadyGot - steadyLost, lost: s.lost,
         changingProduced: sum(produced, (x) => changingNames.has(x)), changingDelivered: sum(s.byNode, (x) => changingNames.has(x)),
         statuses: statusSummary(s, changingNames), ...(s.ended ? { ended: s.ended } : {}),
       };
-      process.stderr.write(JSON.stringify({ peers: n, [phase]: result[phase], load: load() }) + '\n');
+      process.stderr.write(JSON.stringify({ peers: n, server: module ?? 'this', [phase]: result[phase], load: load() }) + '\n');
     }
     result['load'] = load();
     return result;
   } finally {
     await reader?.stop();
     relay.stop();
+    process.off('exit', onExit);
     for (const h of [...hosts, churnHost]) h.kill();
     await deleteNodes(all);
     await until(() => nodes.size === 0, 60_000, 100);
@@ -312,9 +345,11 @@ async function runSize(n: number): Promise<Record<string, unknown>> {
 
 const runs: Record<string, unknown>[] = [];
 try {
-  for (const n of SIZES) runs.push(await runSize(n));
+  for (const n of SIZES) {
+    for (const module of BASELINE ? [BASELINE, undefined, undefined, BASELINE] : [undefined]) runs.push(await runSize(n, module));
+  }
 } finally {
   await peerService[Symbol.asyncDispose]();
   await factory[Symbol.asyncDispose]();
 }
-process.stdout.write(JSON.stringify({ bench: 'hubble-relay-peers', offeredPerSec: RATE, ms: MS, awayMs: AWAY_MS, hosts: HOSTS, peersModule: process.env['BENCH_RELAY_HUBBLE'] ?? 'this', runs }) + '\n');
+process.stdout.write(JSON.stringify({ bench: 'hubble-relay-peers', offeredPerSec: RATE, ms: MS, awayMs: AWAY_MS, hosts: HOSTS, baseline: BASELINE, runs }) + '\n');

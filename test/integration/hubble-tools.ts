@@ -8,7 +8,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { loadHubbleProtos, type HubbleProtos } from '../../src/server/hubble/index.js';
 import { ROOT } from '../e2e/agent-process.js';
+
+const PROTO_DIR = join(ROOT, 'proto/hubble');
+let protos: HubbleProtos | undefined;
 
 /** A pinned CLI: `label` for test names, `pin` the hack/hubble/build.sh argument ('' for v1.18). */
 export interface HubbleCliPin {
@@ -77,12 +81,13 @@ export async function startRelay(peerService: string, o: { host: string; log: 'b
   relay.stderr?.on('data', keep);
   const addr = `${o.host}:${port}`;
   const client = new grpc.Client(addr, grpc.credentials.createInsecure());
-  const serialize = (): Buffer => Buffer.alloc(0); // ServerStatusRequest {}
+  const status = (protos ??= loadHubbleProtos(PROTO_DIR)).observer['ServerStatus'] as grpc.MethodDefinition<object, Record<string, unknown>>;
   return {
     addr, pid: relay.pid,
     connected: () => new Promise((resolve) => {
-      client.makeUnaryRequest('/observer.Observer/ServerStatus', serialize, (b: Buffer) => b, {}, { deadline: Date.now() + 10_000 }, (err, b) => {
-        resolve(err || !b ? -1 : connectedNodes(b));
+      client.makeUnaryRequest(status.path, status.requestSerialize, status.responseDeserialize, {}, { deadline: Date.now() + 10_000 }, (err, r) => {
+        // num_connected_nodes is a google.protobuf.UInt32Value; absent when the relay knows no peer.
+        resolve(err || !r ? -1 : Number((r['num_connected_nodes'] as { value?: number } | undefined)?.value ?? 0));
       });
     }),
     log: () => text,
@@ -91,41 +96,6 @@ export async function startRelay(peerService: string, o: { host: string; log: 'b
       relay.kill('SIGKILL');
     },
   };
-}
-
-/** ServerStatusResponse's num_connected_nodes (field 5, a google.protobuf.UInt32Value: its field 1), read off the wire. */
-function connectedNodes(b: Buffer): number {
-  let p = 0;
-  const varint = (): number => {
-    let v = 0;
-    let m = 1;
-    let x: number;
-    do {
-      x = b[p++] as number;
-      v += (x & 0x7f) * m;
-      m *= 128;
-    } while (x & 0x80 && p < b.length);
-    return v;
-  };
-  while (p < b.length) {
-    const key = varint();
-    const wire = key & 7;
-    if (key === 0x2a) { // field 5, length-delimited
-      const end = varint() + p;
-      let value = 0;
-      while (p < end) {
-        if (varint() === 0x08) value = varint();
-        else return Number.NaN;
-      }
-      return value;
-    }
-    if (wire === 0) varint();
-    else if (wire === 2) p += varint();
-    else if (wire === 1) p += 8;
-    else if (wire === 5) p += 4;
-    else return Number.NaN;
-  }
-  return 0; // absent: the relay knows no peer
 }
 
 /** A free TCP port on `host` (a loopback address of the test's own, e.g. 127.52.0.1). */

@@ -17,7 +17,7 @@ import { createLogger } from '../../../src/log/index.js';
 import type * as Hubble from '../../../src/server/hubble/index.js';
 import { batch, lookup } from '../flows.js';
 
-/** BENCH_RELAY_HUBBLE: another build's src/server/hubble/index.js (a baseline), else this tree's. */
+/** BENCH_RELAY_HUBBLE (set by relay-peers.bench.ts from BENCH_RELAY_BASELINE): another build's src/server/hubble/index.js, else this tree's. */
 const hubble = (await import(process.env['BENCH_RELAY_HUBBLE'] ?? '../../../src/server/hubble/index.js')) as typeof Hubble;
 const PROTO_DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));
 const protos = hubble.loadHubbleProtos(PROTO_DIR);

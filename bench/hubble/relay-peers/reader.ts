@@ -23,6 +23,8 @@ export interface Snapshot {
   readonly flows: number;
   readonly lost: number;
   readonly byNode: Record<string, number>;
+  /** LostEvents' counts by the node_name of their response (the peer that lost them). */
+  readonly lostByNode: Record<string, number>;
   /** Date.now() of the first flow from each node since the reset (or since it was forgotten: of the first flow of its `since` or later). */
   readonly first: Record<string, number>;
   readonly statuses: NodeStatusSeen[];
@@ -37,6 +39,7 @@ if (!port) throw new Error('reader.ts runs as a worker thread');
 let flows = 0;
 let lost = 0;
 let byNode = new Map<string, number>();
+let lostByNode = new Map<string, number>();
 let first = new Map<string, number>();
 /** Per forgotten node: the flow time (ms) from which its next flow is timed. */
 const since = new Map<string, number>();
@@ -98,13 +101,15 @@ function nodeStatus(end: number): void {
   statuses.push({ t: Date.now(), state, names, message });
 }
 
-/** flow.LostEvent: source 1, num_events_lost 2. */
-function lostEvent(end: number): void {
+/** flow.LostEvent: source 1, num_events_lost 2 → how many. */
+function lostEvent(end: number): number {
+  let n = 0;
   while (p < end) {
     const key = varint();
-    if (key === 0x10) lost += varint();
+    if (key === 0x10) n += varint();
     else skip(key & 7);
   }
+  return n;
 }
 
 /** google.protobuf.Timestamp in b[p, end) → ms. */
@@ -125,6 +130,7 @@ function response(end: number): void {
   let node: string | undefined;
   let isFlow = false;
   let timeMs = 0;
+  let lostHere = 0;
   while (p < end) {
     const key = varint();
     const field = Math.floor(key / 8);
@@ -137,10 +143,14 @@ function response(end: number): void {
     const at = p;
     if (field === 1) isFlow = true;
     else if (field === 2) nodeStatus(p + n);
-    else if (field === 3) lostEvent(p + n);
+    else if (field === 3) lostHere = lostEvent(p + n);
     else if (field === 1000) node = b.toString('latin1', p, p + n);
     else if (field === 1001) timeMs = timestampMs(p + n);
     p = at + n;
+  }
+  if (lostHere > 0) {
+    lost += lostHere;
+    if (node !== undefined) lostByNode.set(node, (lostByNode.get(node) ?? 0) + lostHere);
   }
   if (!isFlow) return;
   flows++;
@@ -168,6 +178,7 @@ port.on('message', (msg: unknown) => {
     flows = 0;
     lost = 0;
     byNode = new Map();
+    lostByNode = new Map();
     first = new Map();
     since.clear();
     statuses = [];
@@ -178,7 +189,7 @@ port.on('message', (msg: unknown) => {
       since.set(n, m.since);
     }
   } else if (msg === 'snapshot') {
-    const snap: Snapshot = { flows, lost, byNode: Object.fromEntries(byNode), first: Object.fromEntries(first), statuses, ...(ended ? { ended } : {}) };
+    const snap: Snapshot = { flows, lost, byNode: Object.fromEntries(byNode), lostByNode: Object.fromEntries(lostByNode), first: Object.fromEntries(first), statuses, ...(ended ? { ended } : {}) };
     port.postMessage(snap);
   } else if (msg === 'stop') {
     req.close();
