@@ -1,4 +1,5 @@
-# The Hubble end-to-end tests (test/integration/hubble-cli*.test.ts, hubble-history.test.ts, hubble-relay-tls.test.ts) run the
+# The Hubble end-to-end tests (test/integration/hubble-cli*.test.ts, hubble-history.test.ts, hubble-relay-tls.test.ts,
+# hubble-relay-peers.test.ts) run the
 # real `hubble` CLI (both pins: Cilium v1.18 and v1.19) and `hubble-relay` (v1.18) of Cilium against
 # our agents; hack/hubble/build.sh builds them from the Go module proxy into the tools cache outside
 # the clone, once each.

@@ -3,9 +3,16 @@
  * the CLI of both pins (Cilium v1.18.4 with hubble-relay, v1.19.7 the CLI alone), so every test that
  * runs the CLI runs it with both.
  */
+import * as grpc from '@grpc/grpc-js';
 import { spawn, spawnSync } from 'node:child_process';
+import { openSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { loadHubbleProtos, type HubbleProtos } from '../../src/server/hubble/index.js';
 import { ROOT } from '../e2e/agent-process.js';
+
+const PROTO_DIR = join(ROOT, 'proto/hubble');
+let protos: HubbleProtos | undefined;
 
 /** A pinned CLI: `label` for test names, `pin` the hack/hubble/build.sh argument ('' for v1.18). */
 export interface HubbleCliPin {
@@ -39,6 +46,66 @@ export function hubble(tools: string, args: string[], timeoutMs = 30_000): Promi
       clearTimeout(t);
       if (code === 0) resolve(out);
       else reject(new Error(`hubble ${args.join(' ')} exited ${code}: ${err.trim()}`));
+    });
+  });
+}
+
+/** A running `hubble-relay serve` (plaintext both ways) and its ServerStatus. */
+export interface RelayProcess {
+  /** host:port it serves on. */
+  readonly addr: string;
+  readonly pid: number | undefined;
+  /** Its ServerStatus num_connected_nodes (the relay asks every peer it knows); -1 while it does not answer. */
+  connected(): Promise<number>;
+  /** What it printed so far (with `log: 'buffer'`). */
+  log(): string;
+  stop(): void;
+}
+
+/**
+ * Starts the real hubble-relay (v1.18.4) on `host` (a free port), finding its peers through the Peer
+ * service at `peerService`; its output kept in memory (`'buffer'`, the last 64 KiB) or written to a file.
+ * `args`: more relay flags.
+ */
+export async function startRelay(peerService: string, o: { host: string; log: 'buffer' | { file: string }; args?: string[] }): Promise<RelayProcess> {
+  const port = await freePortOn(o.host);
+  const health = await freePortOn(o.host);
+  const out = o.log === 'buffer' ? 'pipe' : openSync(o.log.file, 'w');
+  const relay = spawn(join(hubbleTools(), 'hubble-relay'), ['serve', '--peer-service', peerService, '--disable-client-tls', '--disable-server-tls',
+    '--listen-address', `${o.host}:${port}`, '--health-listen-address', `${o.host}:${health}`, '--gops=false', ...(o.args ?? [])], { stdio: ['ignore', out, out] });
+  let text = '';
+  const keep = (d: Buffer): void => {
+    text = (text + d.toString()).slice(-65_536);
+  };
+  relay.stdout?.on('data', keep);
+  relay.stderr?.on('data', keep);
+  const addr = `${o.host}:${port}`;
+  const client = new grpc.Client(addr, grpc.credentials.createInsecure());
+  const status = (protos ??= loadHubbleProtos(PROTO_DIR)).observer['ServerStatus'] as grpc.MethodDefinition<object, Record<string, unknown>>;
+  return {
+    addr, pid: relay.pid,
+    connected: () => new Promise((resolve) => {
+      client.makeUnaryRequest(status.path, status.requestSerialize, status.responseDeserialize, {}, { deadline: Date.now() + 10_000 }, (err, r) => {
+        // num_connected_nodes is a google.protobuf.UInt32Value; absent when the relay knows no peer.
+        resolve(err || !r ? -1 : Number((r['num_connected_nodes'] as { value?: number } | undefined)?.value ?? 0));
+      });
+    }),
+    log: () => text,
+    stop: () => {
+      client.close();
+      relay.kill('SIGKILL');
+    },
+  };
+}
+
+/** A free TCP port on `host` (a loopback address of the test's own, e.g. 127.52.0.1). */
+export function freePortOn(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
     });
   });
 }

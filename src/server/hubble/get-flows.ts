@@ -22,6 +22,9 @@ import { readStoredFlows, sendForward, sendLast, type StoredFlowSource, type Sto
 
 export type FlowsCall = grpc.ServerWritableStream<HubbleObject, HubbleObject>;
 
+/** The status message of the streams a stopping server ends (with UNAVAILABLE). */
+export const STOPPING = 'the Hubble server is stopping';
+
 export function grpcError(code: grpc.status, details: string): grpc.ServiceError {
   return Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
 }
@@ -165,10 +168,14 @@ export function createGetFlows(d: GetFlowsDeps): (call: FlowsCall) => Promise<vo
       untrack();
       wake?.();
     };
+    // Ended by the server's stop: UNAVAILABLE, as Cilium's agent's streams end when it stops (the
+    // client sees a transport closing), never OK: Hubble Relay takes an OK end of a follow as the
+    // peer's answer being complete and never follows that peer again in this request, even when
+    // it comes back; on an error it reports NODE_ERROR and follows the peer again once it answers.
     const untrack = track('GetFlows', () => {
       if (cancelled) return;
       stop();
-      call.end();
+      call.emit('error', grpcError(grpc.status.UNAVAILABLE, STOPPING));
     });
     call.on('cancelled', stop);
     call.on('close', stop);

@@ -220,3 +220,34 @@ describe('hubble gRPC server', () => {
     assert.equal(Buffer.from(tags(flow.get(5) as Uint8Array).get(1) as Uint8Array).toString(), '1.2.3.4'); // IP.source
   });
 });
+
+describe('hubble gRPC server stopping', () => {
+  it('ends a follower and a Notify stream with UNAVAILABLE, both raw and grpc-js writes (Hubble Relay follows such a peer again once it answers)', async () => {
+    for (const rawWrites of [true, false]) {
+      const ring = createFlowRing(16);
+      const server = await startHubbleServer({
+        protos, ring, listen: { host: '127.0.45.1', port: 0 }, nodeName: 'node-s', version: 'test', log, rawWrites,
+        peers: { list: () => [{ name: 'node-s', address: '127.0.45.1:1' }], subscribe: () => ({ [Symbol.dispose]: () => undefined }) },
+      });
+      const observer = new protos.ObserverClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
+      const peer = new protos.PeerClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
+      try {
+        const follow = collect(observer['GetFlows']({ follow: true }));
+        const notify = collect(peer['Notify']({}));
+        await new Promise((r) => setTimeout(r, 100));
+        ring.consume({ source: 'test', flows: [flowAt(1)] });
+        await new Promise((r) => setTimeout(r, 100));
+        await server[Symbol.asyncDispose]();
+        const [f, n] = await Promise.all([follow, notify]);
+        assert.equal(f.msgs.length, 1, `rawWrites ${rawWrites}: the flow written before the stop is delivered`);
+        assert.equal(f.err?.code, grpc.status.UNAVAILABLE, `rawWrites ${rawWrites}: GetFlows ended with ${f.err?.code} ${f.err?.details}`);
+        assert.equal(f.err?.details, 'the Hubble server is stopping');
+        assert.equal(n.msgs.length, 1);
+        assert.equal(n.err?.code, grpc.status.UNAVAILABLE, `rawWrites ${rawWrites}: Notify ended with ${n.err?.code}`);
+      } finally {
+        observer['close']();
+        peer['close']();
+      }
+    }
+  });
+});

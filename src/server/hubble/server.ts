@@ -11,7 +11,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../../log/index.js';
 import { catalog, type MetricWriters } from '../../metrics/index.js';
-import { createGetFlows, grpcError, type FlowsCall } from './get-flows.js';
+import { createGetFlows, grpcError, STOPPING, type FlowsCall } from './get-flows.js';
 import { DEFAULT_FILTER_LIMITS, type FilterLimits, type HubbleObject } from '../../flow/hubble/index.js';
 import { createNamespaceTracker, type HubbleNamespace } from './namespaces.js';
 import { hubbleServerCredentials, tlsServerName, type HubbleTlsFiles } from './tls.js';
@@ -155,9 +155,10 @@ export async function startHubbleServer(o: HubbleServerOptions): Promise<HubbleS
   };
 
   const notify = (call: grpc.ServerWritableStream<unknown, HubbleObject>): void => {
+    // Ended by the server's stop with UNAVAILABLE, as GetFlows (get-flows.ts: STOPPING).
     const untrack = track('Notify', () => {
       end();
-      call.end();
+      call.emit('error', grpcError(grpc.status.UNAVAILABLE, STOPPING));
     });
     // Changes during the first listing are queued behind it: a peer is never deleted before added.
     // With TLS, each peer's name for it (Hubble Relay checks the agent's certificate against it).
