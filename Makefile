@@ -90,8 +90,8 @@ lint: setup
 # failed steps. The quick stamps that many targets wait on are made first, before the parallel make: a
 # parallel make that meets a target whose prerequisite is still being made skips it until it has walked every
 # other target (each of which waits for a free job), so the control plane's build, the longest, would start
-# last. Then the suites (hack/test/lanes.mjs): five lanes side by side (the kernel matrix's amd64 guests, the
-# arm64 guest, the real node, the files of the test control plane sharing one, and the rest), each running its
+# last. Then the suites (hack/test/lanes.mjs): four lanes side by side (the qemu guests one at a time: the kernel
+# matrix's amd64 kernels and the arm64 kernel; the real node, the files of the test control plane sharing one, and the rest), each running its
 # files one at a time; TEST_FILES narrows them, RETINA_TEST_LANES=serial runs them all in one lane.
 TEST_PREP_JOBS ?= $(shell echo $$(($$(nproc) + 1)))
 TEST_PREP_FAILED := $(CACHE)/test-prep.failed

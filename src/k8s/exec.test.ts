@@ -191,11 +191,17 @@ describe('attachToPod', () => {
         namespace: 'ns', pod: 'p', container: 'c', stdin, stdout, stderr: new Writable({ write: (_c, _e, cb): void => cb() }), tty: true,
         terminal: { current: () => ({ width, height: 24 }), subscribe: (f) => ((resized = f), () => (resized = undefined)) },
       });
-      await new Promise((r) => setTimeout(r, 50));
+      // Each step once the server has what the last one sent (not after a fixed sleep: under load the
+      // stream can take longer to open, and the first size sent would then be the later one).
+      const frames = async (n: number): Promise<void> => {
+        for (let t = 0; t < 200 && got.frames.length < n; t++) await new Promise((r) => setTimeout(r, 10));
+      };
+      await frames(1);
       stdin.write('echo hi\n');
+      await frames(2);
       width = 120;
       resized?.();
-      await new Promise((r) => setTimeout(r, 50));
+      await frames(3);
       stdin.end();
       await done;
       assert.equal(got.url, '/api/v1/namespaces/ns/pods/p/attach?container=c&stdout=true&stderr=false&stdin=true&tty=true');

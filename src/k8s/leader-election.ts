@@ -53,6 +53,12 @@ export function startLeaderElection(o: LeaderElectionOptions): LeaderElector {
   const leaseMs = o.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = o.renewDeadlineMs ?? 10_000;
   const retryMs = o.retryPeriodMs ?? 2_000;
+  /**
+   * Each lease call's bound: the renew deadline, as client-go bounds a renew. Twice the retry period
+   * (1 s with a 500 ms retry) was shorter than one GET took from an API server just restarted under
+   * load: a standby never took over a dead leader's lease (make test's chaos case, 2026-11-29).
+   */
+  const callMs = renewDeadlineMs;
   const path = objectPath(resources.leases, o.namespace, o.name);
   const stop = new AbortController();
   let observed: { holder: string; renew: string; at: number } | undefined;
@@ -76,12 +82,12 @@ export function startLeaderElection(o: LeaderElectionOptions): LeaderElector {
     const now = clock.now();
     let lease: Lease;
     try {
-      lease = await o.client.request<Lease>('GET', path, { timeoutMs: retryMs * 2 });
+      lease = await o.client.request<Lease>('GET', path, { timeoutMs: callMs });
     } catch (e) {
       if (!isApiError(e, 404)) throw e;
       const created = await o.client.request<Lease>('POST', collectionPath(resources.leases, o.namespace), {
         body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: o.name, namespace: o.namespace }, spec: spec(undefined, now) },
-        timeoutMs: retryMs * 2,
+        timeoutMs: callMs,
       });
       leaseRv = created.metadata.resourceVersion;
       observed = { holder: o.identity, renew: created.spec.renewTime ?? '', at: now };
@@ -98,7 +104,7 @@ export function startLeaderElection(o: LeaderElectionOptions): LeaderElector {
     if (holder && holder !== o.identity && observed.at + durMs > now) return false;
     const updated = await o.client.request<Lease>('PUT', path, {
       body: { ...lease, spec: spec(lease.spec, now) },
-      timeoutMs: retryMs * 2,
+      timeoutMs: callMs,
     });
     leaseRv = updated.metadata.resourceVersion;
     observed = { holder: o.identity, renew: updated.spec.renewTime ?? '', at: now };

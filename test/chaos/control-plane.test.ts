@@ -57,7 +57,12 @@ describe('chaos: the control plane and the operator killed during churn', { time
         RETINA_LOGLEVEL: 'info', RETINA_LEASEDURATION: '4s', RETINA_RENEWDEADLINE: '3s', RETINA_RETRYPERIOD: '500ms',
       }),
     });
-    await op.waitForLog((l) => l.msg === 'became leader', 'the operator leading', 30_000);
+    try {
+      await op.waitForLog((l) => l.msg === 'became leader', 'the operator leading', 30_000);
+    } catch (e) {
+      await op[Symbol.asyncDispose](); // not left running, leading later, beside the next test's operator
+      throw e;
+    }
     return op;
   };
 

@@ -22,7 +22,7 @@ import { GUEST_ENV, SUITE, UPDATE, check, compareWithFile, pins, run } from './c
 const seen: Column[] = [];
 
 for (const pin of pins) {
-  test(`kernel ${pin.name} (${pin.version}) under qemu`, { timeout: 1_200_000 }, async (t) => {
+  test(`kernel ${pin.name} (${pin.version}) under qemu`, { timeout: 1_800_000 }, async (t) => {
     assert.ok(existsSync(join(pin.dir, '.complete')), `kernel ${pin.name} is not fetched into ${pin.dir}: make kernels (hack/kernels/fetch.sh) fetches it`);
     const out = mkdtempSync(join(tmpdir(), `rtk-${pin.name}-`));
     try {
@@ -32,12 +32,12 @@ for (const pin of pins) {
         [
           `cd '${ROOT}'`,
           `export PATH='${node.includes('/') ? join(node, '..') : '/usr/bin'}':$PATH RETINA_KERNEL_REPORT=/mnt/out/report.json ${GUEST_ENV}`,
-          `exec '${node}' --test --test-concurrency=1 --test-reporter=spec --test-timeout=900000 '${SUITE}'`,
+          `exec '${node}' --test --test-concurrency=1 --test-reporter=spec --test-timeout=1500000 '${SUITE}'`,
           '',
         ].join('\n'),
       );
       const t0 = Date.now();
-      const boot = await run(join(ROOT, 'hack/kernels/boot.sh'), [pin.dir, out, '1100']);
+      const boot = await run(join(ROOT, 'hack/kernels/boot.sh'), [pin.dir, out, '1700']);
       const log = existsSync(join(out, 'run.log')) ? readFileSync(join(out, 'run.log'), 'utf8') : '';
       const report = check(pin.name, boot.code, `${log}\n${boot.out}`, join(out, 'report.json'));
       seen.push({ name: pin.name, report });
