@@ -7,14 +7,11 @@
  * (apiserver_current_inflight_requests) and the registered watchers every second for their peaks.
  */
 import { readFileSync } from 'node:fs';
-import type https from 'node:https';
 import type { RestConfig } from '../../../src/k8s/index.js';
 import { parseExposition, type Sample } from '../../../test/e2e/exposition.js';
 import { ROOT } from '../../../test/integration/harness.js';
-import { quantile } from '../scale/apiserver.js';
+import { MUTATING, getText, quantile } from '../scale/apiserver.js';
 
-const httpsModule = process.getBuiltinModule('node:https');
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'DELETECOLLECTION', 'APPLY']);
 const FAMILIES = ['apiserver_request_total{', 'apiserver_request_duration_seconds_bucket{', 'apiserver_watch_events_total{', 'apiserver_watch_events_sizes_sum{',
   'apiserver_current_inflight_requests{', 'apiserver_longrunning_requests{', 'apiserver_registered_watchers{'];
 
@@ -24,23 +21,6 @@ export interface ApiLoad {
   /** CPU seconds (user + system) of kube-apiserver and etcd so far. */
   readonly cpuS: { readonly apiserver: number; readonly etcd: number };
   readonly rssMB: { readonly apiserver: number; readonly etcd: number };
-}
-
-async function metricsText(config: RestConfig): Promise<string> {
-  const u = new URL(`${config.server}/metrics`);
-  const ro: https.RequestOptions = { method: 'GET', hostname: u.hostname, port: u.port, path: u.pathname, headers: { Accept: 'text/plain' } };
-  await config.authorize(ro);
-  return new Promise((resolve, reject) => {
-    const req = httpsModule.request(ro, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`GET /metrics: ${res.statusCode}`))));
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('GET /metrics: no answer in 30 s')));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** utime + stime (s) and RSS (MB) of the harness component `name`, from its recorded pid. */
@@ -57,7 +37,7 @@ export function componentUsage(name: 'kube-apiserver' | 'etcd'): { cpuS: number;
 }
 
 export async function apiLoad(config: RestConfig): Promise<ApiLoad> {
-  const text = await metricsText(config);
+  const text = await getText(config, '/metrics');
   const lines = text.split('\n').filter((l) => FAMILIES.some((f) => l.startsWith(f)));
   const a = componentUsage('kube-apiserver');
   const e = componentUsage('etcd');
