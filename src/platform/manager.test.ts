@@ -8,14 +8,14 @@ import { discardFlows } from '../../test/fakes/flows.js';
 import { fakePlatform } from '../../test/fakes/platform.js';
 import { createPluginManager } from './manager.js';
 
-function setup(plugins: AnyPluginDefinition[], env: Record<string, string> = {}, info = fakePlatform(), log: Logger = silentLogger) {
+function setup(plugins: AnyPluginDefinition[], env: Record<string, string> = {}, info = fakePlatform(), log: Logger = silentLogger, backoff = { initialMs: 20, maxMs: 80, jitter: 0 }) {
   const keys = agentKeys({ os: 'linux', names: plugins.map((p) => p.name), defaults: plugins.map((p) => p.name) });
   const values = loadValues({ env: { RETINA_PLUGINSTARTTIMEOUT: '300ms', ...env }, specs: collectSpecs(keys) });
   const agent = agentConfig(keys, values);
   const metrics = createMetricsRegistry({ processMetrics: false });
   const manager = createPluginManager({
     plugins, values, agent, info, log, metrics, flows: discardFlows,
-    backoff: { initialMs: 20, maxMs: 80, jitter: 0 },
+    backoff,
   });
   return { manager, metrics };
 }
@@ -39,7 +39,7 @@ function counting(name: string, behaviour: { failStarts?: number; permanent?: bo
   return { def, stats };
 }
 
-async function waitFor(cond: () => boolean, ms = 2000): Promise<void> {
+async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error('condition not met in time');
@@ -79,7 +79,8 @@ describe('plugin manager', () => {
   it('a plugin that throws in start does not stop the others, and readiness says which and why', async () => {
     const good = counting('good');
     const bad = counting('bad', { failStarts: 1000 });
-    const { manager, metrics } = setup([good.def, bad.def]);
+    // A retry 20 ms after the failure could come before the checks of the first one on a loaded machine (CI saw it).
+    const { manager, metrics } = setup([good.def, bad.def], {}, fakePlatform(), silentLogger, { initialMs: 300, maxMs: 300, jitter: 0 });
     await manager.start();
     assert.equal(manager.ready(), false);
     const st = Object.fromEntries(manager.status().map((s) => [s.name, s]));
@@ -90,7 +91,7 @@ describe('plugin manager', () => {
     assert.match(text, /networkobservability_tcp_state\{state="good"\} 1/);
     assert.match(text, /plugin_manager_failed_to_reconcile\{reason="bad"\} 1/);
     // retried with backoff while the good one keeps running
-    await waitFor(() => bad.stats.starts >= 3);
+    await waitFor(() => bad.stats.starts >= 3, 10_000);
     assert.equal(good.stats.starts, 1);
     await manager[Symbol.asyncDispose]();
     assert.equal(good.stats.stops, 1);

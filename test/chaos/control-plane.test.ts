@@ -234,9 +234,16 @@ describe('chaos: the control plane and the operator killed during churn', { time
     const rounds = await churning;
     assert.ok(rounds >= 10, `churn ran during the kills (${rounds} rounds)`);
     await settle(20, 'after the control-plane kills');
-    // On a timeout, the assertion's diff says what differs.
-    await eventually('the agent cache equal to a fresh LIST', 60_000, () => cacheMatches(client, cache), 500).catch(() => undefined);
-    await assertCacheMatches(client, cache);
+    // On a timeout, the assertion's diff says what differs, and the watch's reflectors what they did. The bound is the
+    // reflector's: each failed attempt while the API was gone doubled its backoff (0.8 s up to 30 s, jitter 1.5x), so
+    // after a long outage (an API server slow to come back on a loaded machine) its next attempt can be 45 s away.
+    const waited = Date.now();
+    await eventually('the agent cache equal to a fresh LIST', 120_000, () => cacheMatches(client, cache), 500).catch(() => undefined);
+    try {
+      await assertCacheMatches(client, cache);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nafter ${Date.now() - waited} ms; the watch's reflectors: ${JSON.stringify(watch?.stats())}`, { cause: e });
+    }
     console.log(`control-plane kills: ${t1 - t0} ms of chaos, converged ${Date.now() - t1} ms later`);
     // Both processes lived through it, and the agent's own watches came back.
     assert.equal(a.exit, undefined, `the agent exited: ${a.stderr.slice(-2000)}`);

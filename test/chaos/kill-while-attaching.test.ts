@@ -1,6 +1,6 @@
 /**
  * Chaos: the agent SIGKILLed while it attaches. packetparser (pod level) and packetforward run in
- * the real agent in a namespace with many pod veths; the agent is killed (-9) after a few of the
+ * the real agent in a namespace where pod veths appear one at a time; the agent is killed (-9) after a few of the
  * veths logged "endpoint attached" and before the rest, so it leaves filters on some veths, maybe
  * half a set on one, and none on others. Restarted, it must end with exactly one set of ours on
  * every interface (kernel names from the tc filter dump), all of them programs the running agent
@@ -10,8 +10,9 @@
  * this bpftool (7.1) does not list tcx, are exactly one pair per interface).
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import { Netns, NsAgent, bpfIdsOf, requireKernel, sh } from '../ebpf/netns.js';
 import { filters, isOurs, ourNames } from '../ebpf/tc-shared.js';
 
@@ -29,10 +30,35 @@ before(() => {
   pods = new Netns('ch-kx-pods');
   const n = node.name;
   const p = pods.name;
-  const batch = [`link add ${EXT} netns ${n} type veth peer name ch-kx-extp netns ${p}`, ...VETHS.map((v, i) => `link add ${v} netns ${n} type veth peer name ch-kxp${i} netns ${p}`)];
-  sh('ip', ['-batch', '-'], batch.join('\n') + '\n');
-  node.run('ip', ['-batch', '-'], [EXT, ...VETHS].map((v) => `link set ${v} up`).join('\n') + '\n');
+  sh('ip', ['link', 'add', EXT, 'netns', n, 'type', 'veth', 'peer', 'name', 'ch-kx-extp', 'netns', p]);
+  node.run('ip', ['link', 'set', EXT, 'up']);
 });
+
+/**
+ * Adds the pod veths one at a time, 100 ms apart, in the background. The agent attaches each as it appears (one
+ * netlink notification, one attach), so a kill after the first few lands while the rest are still to come, however
+ * slow the machine: with all 24 present at once, the agent attached them in one synchronous pass and a kill after
+ * its third log line could come after the last (a loaded CI run saw it).
+ */
+function addVethsSlowly(): Promise<void> {
+  const n = (node as Netns).name;
+  const p = (pods as Netns).name;
+  const script = VETHS.map((v, i) => `ip link add ${v} netns ${n} type veth peer name ch-kxp${i} netns ${p} && ip -n ${n} link set ${v} up && sleep 0.1`).join(' && ');
+  return new Promise((resolve, reject) => {
+    const c = spawn('sh', ['-c', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    c.on('error', reject);
+    c.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`adding the pod veths failed (${code}): ${err}`))));
+  });
+}
+
+/** Removes the pod veths that exist (their peers go with them). */
+function removeVeths(): void {
+  const n = node as Netns;
+  const present = (JSON.parse(n.run('ip', ['-j', 'link', 'show'])) as { ifname: string }[]).map((l) => l.ifname).filter((x) => VETHS.includes(x));
+  if (present.length) n.run('ip', ['-batch', '-'], present.map((v) => `link del ${v}`).join('\n') + '\n');
+}
 
 after(() => {
   node?.destroy();
@@ -87,10 +113,14 @@ const attachedLines = (a: NsAgent): number => a.proc.logLines().filter((l) => l.
 
 for (const mode of ['clsact', 'tcx'] as const) {
   describe(`${mode}: SIGKILL while attaching ${N} veths, then a restart`, { timeout: 180_000 }, () => {
+    afterEach(removeVeths);
     test('exactly one set of ours on every interface, all held by the new agent; a clean stop leaves none', async () => {
       const killed = new NsAgent(node as Netns, config(mode));
       let deadLinks: readonly number[] = [];
+      let adding: Promise<void> | undefined;
       try {
+        await killed.started(['packetforward', 'packetparser']);
+        adding = addVethsSlowly();
         await killed.proc.waitForLog(() => attachedLines(killed) >= 3, 'three endpoints attached', 60_000);
         // Reading the links walks the process's fds (slow): only tcx needs them, and while it reads,
         // the agent attaches on (a CI run saw all 24 attached before a clsact kill came).
@@ -99,6 +129,7 @@ for (const mode of ['clsact', 'tcx'] as const) {
         await killed.proc.waitExit(10_000);
       } finally {
         await killed[Symbol.asyncDispose]();
+        await adding;
       }
       const at = attachedLines(killed);
       assert.ok(at < N, `killed during the attach (${at} of ${N} endpoints had attached)`);

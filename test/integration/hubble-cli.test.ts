@@ -136,10 +136,15 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
     assert.match(status, /Healthcheck \(via [^)]+\): Ok/, status);
     assert.match(status, /Current\/Max Flows: [\d,]+\/4,096/, status);
     await drops(5);
-    const flows = await eventually('the drops in hubble observe', 20_000, async () => {
+    let seen = 'none yet';
+    const flows = await eventually('the drops in hubble observe', 60_000, async () => {
       const fs = jsonFlows(await hubble(cliTools(), ['observe', '--server', server(), '-o', 'json', '--last', '1000', '--verdict', 'DROPPED', '--to-port', '9999']));
+      seen = `${fs.length} dropped flows to port 9999, ${fs.filter(between).length} of them between the pods`;
       return fs.filter(between).length >= 5 && fs;
-    }, 500);
+    }, 500).catch((e: unknown) => {
+      // A CI run timed out here (20 s then) with nothing to say why: what the last observe gave, and node A's log.
+      throw new Error(`${(e as Error).message}; the last observe: ${seen}; node A's agent's log tail:\n${agents[0]?.stderr.slice(-3000)}`, { cause: e });
+    });
     const drop = flows.find(between) as Obj;
     assert.equal(drop['verdict'], 'DROPPED');
     assert.equal(drop['Summary'], 'drop reason: NETFILTER_DROP');

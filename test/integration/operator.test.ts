@@ -44,7 +44,7 @@ describe('operator: Pods -> RetinaEndpoints', { timeout: 600_000 }, () => {
     for (let d = 0; d < DEPLOYMENTS; d++) {
       await client.request('POST', collectionPath(deployments, ns), { body: deployment(ns, `web${d}`, REPLICAS, { tier: 'front', 'not-allowlisted': 'x' }) });
     }
-    const running = await eventually(`${TOTAL} running pods`, 240_000, async () => {
+    const running = await eventually(`${TOTAL} running pods`, 360_000, async () => {
       const p = await pods();
       return p.length === TOTAL && p;
     }, 1000);

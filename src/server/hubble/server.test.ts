@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createFlow, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
 import { collectStream as collect } from '../../../test/fakes/hubble-probe.js';
-import { createMetricsRegistry } from '../../metrics/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../../metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer, type PeerChange, type HubblePeer } from './index.js';
 
 const PROTO_DIR = fileURLToPath(new URL('../../../../proto/hubble', import.meta.url));
@@ -15,6 +15,15 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 
 function flowAt(i: number, extra: Partial<Flow> = {}): Flow {
   return createFlow({ srcIp: `10.0.0.${i % 250}`, dstIp: '10.0.1.1', verdict: 'FORWARDED', proto: 6, srcPort: 1000 + i, dstPort: 80, tcpFlags: 2, timeMs: 1_700_000_000_000 + i * 1000, ...extra });
+}
+
+/** Until the server counts exactly `n` open streams of `rpc` (a follower's cursor is set, a Notify subscribed, when it is counted). */
+async function streams(metrics: MetricsRegistry, rpc: string, n: number): Promise<void> {
+  const re = new RegExp(`hubble_clients\\{rpc="${rpc}"\\} (\\d+)`);
+  for (const end = Date.now() + 10_000; Number(re.exec((await metrics.expose()).body)?.[1] ?? 0) !== n;) {
+    if (Date.now() > end) throw new Error(`the server never counted ${n} ${rpc} stream(s)`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 describe('hubble gRPC server', () => {
@@ -45,6 +54,15 @@ describe('hubble gRPC server', () => {
     await server[Symbol.asyncDispose]();
   });
 
+  /** A follow started once the earlier tests' streams are closed, resolved when the server counts it. */
+  async function follow(): Promise<Obj> {
+    await streams(metrics, 'GetFlows', 0);
+    const call = observer['GetFlows']({ follow: true });
+    call.on('error', () => undefined);
+    await streams(metrics, 'GetFlows', 1);
+    return call;
+  }
+
   it('ServerStatus counts the ring', async () => {
     const st = await new Promise<Obj>((res, rej) => observer['ServerStatus']({}, (e: Error | null, r: Obj) => (e ? rej(e) : res(r))));
     assert.equal(st['num_flows'], 10);
@@ -69,14 +87,12 @@ describe('hubble gRPC server', () => {
   });
 
   it('follow sends new flows as they are written', async () => {
-    const call = observer['GetFlows']({ follow: true });
+    const call = await follow();
     const got: Obj[] = [];
     const three = new Promise<void>((res) => call.on('data', (m: Obj) => {
       got.push(m);
       if (got.length === 3) res();
     }));
-    call.on('error', () => undefined);
-    await new Promise((r) => setTimeout(r, 100));
     ring.consume({ source: 'test', flows: [flowAt(50), flowAt(51), flowAt(52, { verdict: 'DROPPED', dropReason: 'NETFILTER_DROP' })] });
     await three;
     call.cancel();
@@ -86,9 +102,7 @@ describe('hubble gRPC server', () => {
   });
 
   it('a follower that stops reading gets a LostEvent, and the writer never waits', async () => {
-    const call = observer['GetFlows']({ follow: true });
-    call.on('error', () => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    const call = await follow();
     call.pause();
     const big = 'x'.repeat(2000);
     // Far more than the HTTP/2 window (64 KiB) and 30x the ring: each write returns at once.
@@ -170,12 +184,18 @@ describe('hubble gRPC server', () => {
   it('Peer Notify lists the peers, then their changes', async () => {
     const call = peer['Notify']({});
     const got: Obj[] = [];
+    let listed: () => void = () => undefined;
+    const two = new Promise<void>((res) => (listed = res));
     const three = new Promise<void>((res) => call.on('data', (m: Obj) => {
       got.push(m);
+      if (got.length === 2) listed();
       if (got.length === 3) res();
     }));
     call.on('error', () => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    // The server subscribes in the same turn as it writes the listing: once both peers arrived, a change reaches
+    // the stream (a fixed 100 ms wait was too short on a loaded machine, and the change then went nowhere).
+    await two;
+    assert.equal(peerSubs.size, 1, 'subscribed once listed');
     for (const cb of peerSubs) cb('PEER_DELETED', { name: 'node-b', address: '10.1.0.2:4244' });
     await three;
     call.cancel();
@@ -225,18 +245,22 @@ describe('hubble gRPC server stopping', () => {
   it('ends a follower and a Notify stream with UNAVAILABLE, both raw and grpc-js writes (Hubble Relay follows such a peer again once it answers)', async () => {
     for (const rawWrites of [true, false]) {
       const ring = createFlowRing(16);
+      const metrics = createMetricsRegistry({ processMetrics: false });
       const server = await startHubbleServer({
-        protos, ring, listen: { host: '127.0.45.1', port: 0 }, nodeName: 'node-s', version: 'test', log, rawWrites,
+        protos, ring, listen: { host: '127.0.45.1', port: 0 }, nodeName: 'node-s', version: 'test', log, rawWrites, metrics,
         peers: { list: () => [{ name: 'node-s', address: '127.0.45.1:1' }], subscribe: () => ({ [Symbol.dispose]: () => undefined }) },
       });
       const observer = new protos.ObserverClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
       const peer = new protos.PeerClient(`127.0.45.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
       try {
-        const follow = collect(observer['GetFlows']({ follow: true }));
+        const followCall = observer['GetFlows']({ follow: true });
+        const delivered = new Promise((r) => followCall.once('data', r));
+        const follow = collect(followCall);
         const notify = collect(peer['Notify']({}));
-        await new Promise((r) => setTimeout(r, 100));
+        await streams(metrics, 'GetFlows', 1);
+        await streams(metrics, 'Notify', 1);
         ring.consume({ source: 'test', flows: [flowAt(1)] });
-        await new Promise((r) => setTimeout(r, 100));
+        await delivered;
         await server[Symbol.asyncDispose]();
         const [f, n] = await Promise.all([follow, notify]);
         assert.equal(f.msgs.length, 1, `rawWrites ${rawWrites}: the flow written before the stop is delivered`);
