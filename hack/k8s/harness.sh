@@ -97,15 +97,23 @@ start_apiserver() {
   wait_for kube-apiserver 90 curl -sf --cacert "$RUN/pki/ca.crt" "https://127.0.0.1:$API_PORT/readyz"
 }
 
+# Node i's addresses and pod CIDR: the first 246 nodes keep 172.18.0.(i+10), fd00:18::(i+10) and 10.244.i.0/24 (the
+# tests name kwok-node-0's); beyond, 172.18.x.y, fd00:18::1:hex and 10.(128 + i/256).(i%256).0/24, valid to 32 767
+# nodes (RETINA_K8S_NODES: 172.18.0.$((i + 10)) was no address past node 245, 10.244.$i.0 none past node 255).
+node_ip4() { local n=$(($1 + 10)); echo "172.18.$((n / 256)).$((n % 256))"; }
+node_ip6() { if [ "$1" -lt 246 ]; then echo "fd00:18::$(($1 + 10))"; else printf 'fd00:18::1:%x\n' "$1"; fi; }
+node_cidr() { if [ "$1" -lt 256 ]; then echo "10.244.$1.0/24"; else echo "10.$((128 + $1 / 256)).$(($1 % 256)).0/24"; fi; }
+
 create_nodes() {
-  local i
+  local i ip4 ip6 cidr
   for i in $(seq 0 $((NODES - 1))); do
     api GET "/api/v1/nodes/kwok-node-$i" >/dev/null 2>&1 && continue
+    ip4=$(node_ip4 "$i") ip6=$(node_ip6 "$i") cidr=$(node_cidr "$i")
     api POST /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"kwok-node-$i\",
       \"annotations\":{\"kwok.x-k8s.io/node\":\"fake\",\"node.alpha.kubernetes.io/ttl\":\"0\"},
       \"labels\":{\"type\":\"kwok\",\"kubernetes.io/hostname\":\"kwok-node-$i\",\"topology.kubernetes.io/zone\":\"zone-$((i % 3))\"}},
-      \"spec\":{\"podCIDR\":\"10.244.$i.0/24\",\"podCIDRs\":[\"10.244.$i.0/24\"]},
-      \"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"172.18.0.$((i + 10))\"},{\"type\":\"ExternalIP\",\"address\":\"fd00:18::$((i + 10))\"},{\"type\":\"Hostname\",\"address\":\"kwok-node-$i\"}],
+      \"spec\":{\"podCIDR\":\"$cidr\",\"podCIDRs\":[\"$cidr\"]},
+      \"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$ip4\"},{\"type\":\"ExternalIP\",\"address\":\"$ip6\"},{\"type\":\"Hostname\",\"address\":\"kwok-node-$i\"}],
       \"allocatable\":{\"cpu\":\"1000\",\"memory\":\"1Ti\",\"pods\":\"1000\"},\"capacity\":{\"cpu\":\"1000\",\"memory\":\"1Ti\",\"pods\":\"1000\"}}}" >/dev/null
   done
 }

@@ -5,11 +5,7 @@
 # to OUT/run.log, its exit status to OUT/status, the console to OUT/console.log. Exits with run.sh's status, or
 # 124 when the guest did not finish within TIMEOUT seconds, or 125 when it ended without a status.
 # Usage: hack/kernels/boot.sh KERNEL_DIR OUT [TIMEOUT]   (KERNEL_DIR: kernels/<name>-<version>/ of fetch.sh)
-# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest. QEMU_NICE (10) is the guest's niceness: beside make test's
-# other lanes, whose tests wait on real time (a pod started, a lease taken over, a flow seen), the TCG guest, whose
-# suite's waits are scaled for it (RETINA_TEST_TIME_SCALE), takes what they leave. A TCG guest keeps both cores of
-# these machines busy for the whole kernels lane; at the lanes' own priority, a CI run's lanes each took about twice
-# as long as here and host tests that wait on the API server, kwok or a process start timed out.
+# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest.
 # An arm64 kernel (KERNEL_DIR/arch, hack/kernels/fetch.sh arm64; issue 41) boots under qemu-system-aarch64 (TCG,
 # -M virt -cpu max) with another root, since the host's root is amd64: GUEST_ROOT (the arm64 image's unpacked root)
 # under KERNEL_DIR/extras (busybox, iproute2, nftables, ...), both read-only under the tmpfs overlay, and each
@@ -50,7 +46,7 @@ trap 'rm -rf "$initrd"' EXIT
 cp "$(dirname "$0")/init" "$initrd/init" && chmod 755 "$initrd/init"
 { cat "$kdir/initramfs.cpio.gz"; (cd "$initrd" && echo init | busybox cpio -o -H newc 2>/dev/null | gzip -1); } >"$initrd/initrd"
 set +e
-timeout --kill-after=10 "$timeout" nice -n "${QEMU_NICE:-10}" "${qemu[@]}" \
+timeout --kill-after=10 "$timeout" "${qemu[@]}" \
   -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-2048}" \
   -nographic -no-reboot -nodefaults -serial "file:$out/console.log" -monitor none \
   -kernel "$kdir/vmlinuz" -initrd "$initrd/initrd" \

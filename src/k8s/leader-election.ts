@@ -79,12 +79,12 @@ export function startLeaderElection(o: LeaderElectionOptions): LeaderElector {
   };
 
   async function tryAcquireOrRenew(): Promise<boolean> {
-    const now = clock.now();
     let lease: Lease;
     try {
       lease = await o.client.request<Lease>('GET', path, { timeoutMs: callMs });
     } catch (e) {
       if (!isApiError(e, 404)) throw e;
+      const now = clock.now();
       const created = await o.client.request<Lease>('POST', collectionPath(resources.leases, o.namespace), {
         body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: o.name, namespace: o.namespace }, spec: spec(undefined, now) },
         timeoutMs: callMs,
@@ -93,6 +93,8 @@ export function startLeaderElection(o: LeaderElectionOptions): LeaderElector {
       observed = { holder: o.identity, renew: created.spec.renewTime ?? '', at: now };
       return true;
     }
+    // When the GET answered, not when it was sent: a slow answer must not make the holder's lease look older than it is.
+    const now = clock.now();
     const holder = lease.spec.holderIdentity ?? '';
     const renew = lease.spec.renewTime ?? '';
     if (!observed || observed.holder !== holder || observed.renew !== renew) observed = { holder, renew, at: now };

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createFlow } from '../../src/flow/index.js';
 import { createLogger } from '../../src/log/index.js';
+import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
 import { HUBBLE_CLIS, hubbleTools } from './hubble-tools.js';
 
@@ -56,12 +57,15 @@ for (const cli of HUBBLE_CLIS) describe(`the real hubble CLI reads the raw GetFl
   // Large enough for every flow: the test is about framing and order, not the CLI's speed (its
   // printing can fall behind the writer here, and a smaller ring would then lap it).
   const ring = createFlowRing(32_768);
+  const metrics = createMetricsRegistry({ processMetrics: false });
+  /** The server's open GetFlows streams (hubble_clients): the follower is counted once its cursor is set. */
+  const following = async (): Promise<number> => Number(/hubble_clients\{rpc="GetFlows"\} (\d+)/.exec((await metrics.expose()).body)?.[1] ?? 0);
   const addr = (): string => `127.0.45.3:${server.port}`;
   before(async () => {
     tools = hubbleTools(cli.pin);
     server = await startHubbleServer({
       protos: loadHubbleProtos(fileURLToPath(new URL('../../../proto/hubble', import.meta.url))), ring, listen: { host: '127.0.45.3', port: 0 },
-      nodeName: 'node-x', version: 'test', log: createLogger({ level: 'error', component: 'test' }),
+      nodeName: 'node-x', version: 'test', log: createLogger({ level: 'error', component: 'test' }), metrics,
       peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) },
     });
   });
@@ -71,7 +75,11 @@ for (const cli of HUBBLE_CLIS) describe(`the real hubble CLI reads the raw GetFl
 
   it('--follow: 20 000 flows, every one in order, none lost', async () => {
     const lines = await observe(tools, ['--server', addr(), '--follow'], 20_000, async () => {
-      await new Promise((r) => setTimeout(r, 1500));
+      // Written once the CLI's follow is open (a fixed 1.5 s assumed a machine quick enough to start it).
+      for (const end = Date.now() + 30_000; (await following()) < 1;) {
+        if (Date.now() > end) throw new Error('the hubble CLI\'s follow never reached the server');
+        await new Promise((r) => setTimeout(r, 50));
+      }
       // 256 per batch.
       for (let b = 0; b < 20_000; b += 256) {
         ring.consume({ source: 'test', flows: Array.from({ length: Math.min(256, 20_000 - b) }, (_, i) => flowAt(b + i)) });

@@ -27,7 +27,7 @@ import { deleteNamespace, eventually, startCluster, type Cluster } from './harne
 import { uniqueId } from './operator-helpers.js';
 import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
-import { HUBBLE_CLIS, hubble, hubbleTools } from './hubble-tools.js';
+import { HUBBLE_CLIS, followCounted, hubble, hubbleTools } from './hubble-tools.js';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
 
 // Its drops (or losses) and the node-level counts, apart from every other lane's (drop-lock.ts).
@@ -179,12 +179,13 @@ describe('the real hubble CLI and hubble-relay against two agents', { timeout: 3
   });
 
   it(`--follow shows exactly the new flows that match, as they happen (${cli.label})`, async () => {
-    const c = spawn(join(cliTools(), 'hubble'), ['observe', '--server', server(), '-o', 'json', '--follow', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`, '--to-port', '9999'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const portA = await (agents[0] as AgentProcess).listening();
+    const c = await followCounted(portA, () => spawn(join(cliTools(), 'hubble'), ['observe', '--server', server(), '-o', 'json', '--follow', '--verdict', 'DROPPED', '--from-pod', `${nsA}/${pods.cli.name}`, '--to-port', '9999'], { stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     c.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {
       // The earlier tests' drops are history: a follower without --last sees none of them.
-      await new Promise((r) => setTimeout(r, 1500));
+      await new Promise((r) => setTimeout(r, 500));
       assert.equal(jsonFlows(out).length, 0, out);
       await drops(7);
       const got = await eventually('7 followed flows', 20_000, async () => {

@@ -9,7 +9,9 @@ import { openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadHubbleProtos, type HubbleProtos } from '../../src/server/hubble/index.js';
-import { ROOT } from '../e2e/agent-process.js';
+import { ROOT, get } from '../e2e/agent-process.js';
+import { metric } from '../ebpf/netns.js';
+import { eventually } from './harness.js';
 
 const PROTO_DIR = join(ROOT, 'proto/hubble');
 let protos: HubbleProtos | undefined;
@@ -108,4 +110,22 @@ export function freePortOn(host: string): Promise<number> {
       s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/** The GetFlows streams open on the agent whose /metrics is at `port` (its hubble_clients gauge). */
+export async function agentFollowers(port: number): Promise<number> {
+  return metric((await get(port, '/metrics')).body, 'controlplane_networkobservability_hubble_clients', { rpc: 'GetFlows' });
+}
+
+/**
+ * Starts a follow (`open`) on the agent whose /metrics is at `port`, once the earlier tests' streams have closed (up
+ * to 5 s), and resolves with it when the agent counts it: its cursor is set then, so what happens afterwards reaches
+ * it. A fixed wait for the follower to connect assumed a machine quick enough to start it (a CI run was not).
+ */
+export async function followCounted<T>(port: number, open: () => T): Promise<T> {
+  const base = await eventually('no GetFlows stream of the earlier tests left open', 5_000, async () => ((await agentFollowers(port)) === 0 ? 0 : undefined), 100)
+    .catch(() => agentFollowers(port));
+  const f = open();
+  await eventually('the follower counted by the agent', 30_000, async () => (await agentFollowers(port)) > base, 50);
+  return f;
 }

@@ -24,6 +24,7 @@ import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
 import { deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
+import { followCounted } from './hubble-tools.js';
 import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
@@ -137,7 +138,7 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
    * the host's other flows (other suites' drops share the ring and can push ours out of history).
    */
   const follow = async (req: Obj, trigger: () => Promise<unknown>, done: (flows: Obj[]) => boolean, what: string): Promise<Obj[]> => {
-    const call = observer['GetFlows']({ ...req, follow: true }) as grpc.ClientReadableStream<Obj>;
+    const call = await followCounted(httpPort, () => observer['GetFlows']({ ...req, follow: true }) as grpc.ClientReadableStream<Obj>);
     const flows: Obj[] = [];
     try {
       const got = new Promise<void>((resolve, reject) => {
@@ -147,7 +148,6 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
         });
         call.on('error', (e: grpc.ServiceError) => (e.code === grpc.status.CANCELLED ? undefined : reject(e)));
       });
-      await new Promise((r) => setTimeout(r, 300));
       await trigger();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([got, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no ${what} within 20 s (got ${flows.length} flows)`)), 20_000)))]);
@@ -345,13 +345,12 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
 
   it('SIGTERM ends open streams and closes the server; the agent exits 0', async () => {
     const a = agent as AgentProcess;
-    const follow = observer['GetFlows']({ follow: true }) as grpc.ClientReadableStream<Obj>;
+    const follow = await followCounted(httpPort, () => observer['GetFlows']({ follow: true }) as grpc.ClientReadableStream<Obj>);
     const ended = new Promise<string>((resolve) => {
       follow.on('data', () => undefined);
       follow.on('end', () => resolve('end'));
       follow.on('error', (e: grpc.ServiceError) => resolve(`error ${e.code}`));
     });
-    await new Promise((r) => setTimeout(r, 300));
     a.child.kill('SIGTERM');
     const how = await Promise.race([ended, new Promise<string>((r) => setTimeout(() => r('still open'), 10_000))]);
     assert.ok(how === 'end' || how.startsWith('error'), how);
