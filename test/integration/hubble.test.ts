@@ -24,7 +24,7 @@ import { dropUdp9999, requireKernel } from '../ebpf/netns.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_SEND, TCP_SINK, UDP_SEND } from '../ebpf/traffic.js';
 import { deleteNamespace, eventually, startCluster, type Cluster } from './harness.js';
 import { uniqueId } from './operator-helpers.js';
-import { followCounted } from './hubble-tools.js';
+import { agentFollowers, followCounted } from './hubble-tools.js';
 import { addPods, createNode, deleteNode, type TestPod } from './pod-flows-kube.js';
 import { PodNet } from './pod-flows-net.js';
 import { holdDropsForThisFile } from '../ebpf/drop-lock.js';
@@ -194,6 +194,8 @@ describe('the agent\'s Hubble service against a real API server and kernel', { t
   it('filters: allow and deny lists pick exactly the flows they name; a bad filter is INVALID_ARGUMENT naming the field', async () => {
     // Drops, DNS and TCP from the client pod; each filter must keep exactly its kind.
     const traffic = async (): Promise<void> => {
+      // Once the agent counts all three follows (each of them waits only for a stream of its own to be counted).
+      await eventually('the three follows counted by the agent', 30_000, async () => (await agentFollowers(httpPort)) >= 3, 50);
       await pods.cli.ns.node(UDP_SEND, ['3', pods.srv.ns.ip4, '9999', '64']);
       await pods.cli.ns.node(DNS_CLIENT, ['1', pods.srv.ns.ip4, pods.srv.ns.ip6]);
       await pods.cli.ns.node(TCP_SEND, ['2000', pods.srv.ns.ip4, '8080']);
