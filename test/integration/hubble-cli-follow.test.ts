@@ -13,6 +13,8 @@ import { createFlow } from '../../src/flow/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer } from '../../src/server/hubble/index.js';
+import { metric } from '../ebpf/netns.js';
+import { eventually } from './harness.js';
 import { HUBBLE_CLIS, hubbleTools } from './hubble-tools.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -59,7 +61,7 @@ for (const cli of HUBBLE_CLIS) describe(`the real hubble CLI reads the raw GetFl
   const ring = createFlowRing(32_768);
   const metrics = createMetricsRegistry({ processMetrics: false });
   /** The server's open GetFlows streams (hubble_clients): the follower is counted once its cursor is set. */
-  const following = async (): Promise<number> => Number(/hubble_clients\{rpc="GetFlows"\} (\d+)/.exec((await metrics.expose()).body)?.[1] ?? 0);
+  const following = async (): Promise<number> => metric((await metrics.expose()).body, 'controlplane_networkobservability_hubble_clients', { rpc: 'GetFlows' });
   const addr = (): string => `127.0.45.3:${server.port}`;
   before(async () => {
     tools = hubbleTools(cli.pin);
@@ -76,10 +78,7 @@ for (const cli of HUBBLE_CLIS) describe(`the real hubble CLI reads the raw GetFl
   it('--follow: 20 000 flows, every one in order, none lost', async () => {
     const lines = await observe(tools, ['--server', addr(), '--follow'], 20_000, async () => {
       // Written once the CLI's follow is open (a fixed 1.5 s assumed a machine quick enough to start it).
-      for (const end = Date.now() + 30_000; (await following()) < 1;) {
-        if (Date.now() > end) throw new Error('the hubble CLI\'s follow never reached the server');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await eventually('the hubble CLI\'s follow counted by the server', 30_000, async () => (await following()) >= 1, 50);
       // 256 per batch.
       for (let b = 0; b < 20_000; b += 256) {
         ring.consume({ source: 'test', flows: Array.from({ length: Math.min(256, 20_000 - b) }, (_, i) => flowAt(b + i)) });

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createFlow, type Flow } from '../../flow/index.js';
 import { createLogger } from '../../log/index.js';
 import { collectStream as collect } from '../../../test/fakes/hubble-probe.js';
+import { metric } from '../../../test/ebpf/netns.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../metrics/index.js';
 import { createFlowRing, loadHubbleProtos, startHubbleServer, type HubbleServer, type PeerChange, type HubblePeer } from './index.js';
 
@@ -19,8 +20,7 @@ function flowAt(i: number, extra: Partial<Flow> = {}): Flow {
 
 /** Until the server counts exactly `n` open streams of `rpc` (a follower's cursor is set, a Notify subscribed, when it is counted). */
 async function streams(metrics: MetricsRegistry, rpc: string, n: number): Promise<void> {
-  const re = new RegExp(`hubble_clients\\{rpc="${rpc}"\\} (\\d+)`);
-  for (const end = Date.now() + 10_000; Number(re.exec((await metrics.expose()).body)?.[1] ?? 0) !== n;) {
+  for (const end = Date.now() + 10_000; metric((await metrics.expose()).body, 'controlplane_networkobservability_hubble_clients', { rpc }) !== n;) {
     if (Date.now() > end) throw new Error(`the server never counted ${n} ${rpc} stream(s)`);
     await new Promise((r) => setTimeout(r, 10));
   }
