@@ -5,7 +5,8 @@
 # to OUT/run.log, its exit status to OUT/status, the console to OUT/console.log. Exits with run.sh's status, or
 # 124 when the guest did not finish within TIMEOUT seconds, or 125 when it ended without a status.
 # Usage: hack/kernels/boot.sh KERNEL_DIR OUT [TIMEOUT]   (KERNEL_DIR: kernels/<name>-<version>/ of fetch.sh)
-# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest.
+# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest. GUEST_PRELOAD (amd64): files read into the guest's memory
+# at boot instead of page by page over 9p (hack/kernels/init).
 # An arm64 kernel (KERNEL_DIR/arch, hack/kernels/fetch.sh arm64; issue 41) boots under qemu-system-aarch64 (TCG,
 # -M virt -cpu max) with another root, since the host's root is amd64: GUEST_ROOT (the arm64 image's unpacked root)
 # under KERNEL_DIR/extras (busybox, iproute2, nftables, ...), both read-only under the tmpfs overlay, and each
@@ -14,7 +15,9 @@ set -euo pipefail
 kdir=$1 out=$2 timeout=${3:-900}
 [ -f "$kdir/.complete" ] || { echo "boot: $kdir is not a fetched kernel (hack/kernels/fetch.sh)" >&2; exit 2; }
 [ -f "$out/run.sh" ] || { echo "boot: $out/run.sh is missing" >&2; exit 2; }
-rm -f "$out/status" "$out/run.log" "$out/console.log" "$out/shares"
+rm -f "$out/status" "$out/run.log" "$out/console.log" "$out/shares" "$out/preload"
+# GUEST_PRELOAD: host files (absolute, space-separated) the amd64 guest copies into its tmpfs layer at boot.
+for f in ${GUEST_PRELOAD:-}; do echo "$f" >>"$out/preload"; done
 echo "$(cd "$kdir/root/lib/modules/$(cat "$kdir/release")" && pwd)" >"$out/modules-dir"
 arch=$(cat "$kdir/arch" 2>/dev/null || echo amd64)
 ro=security_model=none,readonly=on,multidevs=remap
@@ -38,6 +41,8 @@ else
   qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max)
   console=ttyS0
   shares=(-fsdev "local,id=host,path=/,$ro" -device virtio-9p-pci,fsdev=host,mount_tag=host)
+  # The host's root once more, for the preload's uncached reads (one 9p device is mounted once).
+  [ -s "$out/preload" ] && shares+=(-fsdev "local,id=hostdirect,path=/,$ro" -device virtio-9p-pci,fsdev=hostdirect,mount_tag=hostdirect)
 fi
 # The cached initramfs (busybox, boot modules) with this checkout's init appended, gzipped too: the kernel
 # unpacks both (an uncompressed archive would have to start 4-byte aligned after the first).
