@@ -2,13 +2,15 @@
 // `make test`'s suites, in lanes that run side by side: every compiled test file of dist/ falls into the
 // first lane that takes it, each lane is one `node --test` process running its files one at a time, and
 // the lanes start together. The lanes are cut along what the files share on the machine:
-//   kernels  the qemu guests, one after another: the kernel matrix's and the arm64 kernel's
-//            (isolated VMs: nothing of the host's but its cores)
+//   kernels  the kernel matrix's amd64 qemu guests, one after another (isolated VMs: nothing of the host's
+//            but its cores)
+//   arm64    the arm64 kernel's qemu guest
 //   node     the real kubelet node (test/node: the machine's one containerd, kubelet and bridge)
 //   k8s      the files that use the test control plane (they call startCluster), in order, sharing ONE
 //            control plane that this runner starts first (hack/k8s/harness.sh up; harness.ts reuses a
 //            running one and leaves it up), each in namespaces of its own
-//   local    the rest: unit tests, and the eBPF, chart, image and Windows files that need no API server
+//   unit     the unit tests beside the sources (dist/src)
+//   local    the rest: the eBPF, chart, image and Windows files that need no API server
 // What lanes still share is arbitrated where it is used: the machine's netfilter drops and TCP losses,
 // which the node-level drop and retransmission counts see from every namespace, behind one lock
 // (test/ebpf/drop-lock.ts); the real node's hooks and the suites' leftovers checks are scoped to their
@@ -26,15 +28,20 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LOGS = join(ROOT, '.cache/test-lanes');
 const usesControlPlane = (file) => readFileSync(join(ROOT, file), 'utf8').includes('startCluster(');
 const LANES = [
-  // The qemu guests, one at a time: the matrix's three amd64 kernels and the arm64 kernel
-  // (test/kernels/arm64.test.ts, qemu-system-aarch64). Each TCG guest keeps two host threads busy; two guests
-  // beside the other lanes' busiest minutes (the first ten) starved each other: the 5.10 guest's agent took
-  // 129 s to start and its suite passed 900 s, while 6.1 and 6.12 then ran in about 3 minutes each once the
-  // arm64 guest had ended (make test, 2026-11-29). About 6 minutes alone, 15-25 beside the others.
-  { name: 'kernels', takes: (f) => f === 'dist/test/kernels/matrix.test.js' || f === 'dist/test/kernels/arm64.test.js', timeoutMs: 60 * 60_000 },
+  // The amd64 qemu guests of the kernel matrix (5.10, 6.1, 6.12), one at a time; the arm64 guest
+  // (test/kernels/arm64.test.ts, qemu-system-aarch64) in a lane of its own beside them. Each TCG guest keeps one
+  // to two host threads busy. They once shared a lane, after two guests beside the other lanes' busiest minutes
+  // starved each other (the 5.10 agent took 129 s to start, its suite passed 900 s); that was 5.10's suite
+  // waiting 2 x 60 s for a count that never holds still and reading node page by page over 9p (mended). Alone
+  // (make test, 2026-11-29): 5.10 157 s, 6.1 94 s, 6.12 106 s, arm64 145 s; beside the others about twice that.
+  { name: 'kernels', takes: (f) => f === 'dist/test/kernels/matrix.test.js', timeoutMs: 60 * 60_000 },
+  { name: 'arm64', takes: (f) => f === 'dist/test/kernels/arm64.test.js', timeoutMs: 60 * 60_000 },
   // The real-node suite: about 6 minutes, plus its waits for the drop lock (test/ebpf/drop-lock.ts).
   { name: 'node', takes: (f) => f.startsWith('dist/test/node/'), timeoutMs: 30 * 60_000 },
   { name: 'k8s', takes: usesControlPlane, controlPlane: true },
+  // The unit tests beside the sources (dist/src): no network namespace, eBPF program, fixed port or control
+  // plane, so they need not wait behind the local lane's machine-wide files.
+  { name: 'unit', takes: (f) => f.startsWith('dist/src/') },
   { name: 'local', takes: () => true },
 ];
 const NODE_TEST = ['--test', '--test-concurrency=1', '--test-reporter=spec'];
@@ -77,7 +84,11 @@ function runLane(lane, stream) {
   const log = createWriteStream(logFile);
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const c = spawn(process.execPath, [...NODE_TEST, `--test-timeout=${lane.timeoutMs ?? TIMEOUT_MS}`, ...lane.files], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Through a shell that waits for the lane and then writes its own /proc stat: its children's CPU (cutime,
+    // cstime) is the lane's, every process the lane's files started and reaped included.
+    const statFile = join(LOGS, `${lane.name}.stat`);
+    rmSync(statFile, { force: true });
+    const c = spawn('/bin/sh', ['-c', '"$@"; rc=$?; cat /proc/$$/stat >"$STAT_FILE"; exit $rc', 'lane', process.execPath, ...NODE_TEST, `--test-timeout=${lane.timeoutMs ?? TIMEOUT_MS}`, ...lane.files], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, STAT_FILE: statFile } });
     for (const s of [c.stdout, c.stderr]) {
       s.on('data', (d) => {
         log.write(d);
@@ -88,10 +99,20 @@ function runLane(lane, stream) {
       log.end(() => {
         const text = readFileSync(logFile, 'utf8');
         if (!stream) process.stdout.write(`\n──── lane ${lane.name} (${lane.files.length} files), its output ────\n${text}`);
-        resolve({ lane, code: code ?? (signal ? 128 : 1), seconds: Math.round((Date.now() - t0) / 1000), ...summary(text) });
+        resolve({ lane, code: code ?? (signal ? 128 : 1), seconds: Math.round((Date.now() - t0) / 1000), cpuSeconds: childCpuSeconds(statFile), ...summary(text) });
       });
     });
   });
+}
+
+/** The children's CPU seconds (cutime + cstime, in clock ticks of 1/100 s) from a /proc/<pid>/stat line; NaN without it. */
+function childCpuSeconds(statFile) {
+  try {
+    const f = readFileSync(statFile, 'utf8').split(') ')[1].split(' ');
+    return Math.round((Number(f[13]) + Number(f[14])) / 100);
+  } catch {
+    return NaN;
+  }
 }
 
 function harness(cmd) {
@@ -123,6 +144,18 @@ mkdirSync(LOGS, { recursive: true });
 }
 const lanes = assign(testFiles());
 const t0 = Date.now();
+/** The machine's busy and total CPU seconds so far (/proc/stat's first line, clock ticks of 1/100 s). */
+const machineCpu = () => {
+  try {
+    const v = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+    const idle = v[3] + v[4];
+    const all = v.reduce((a, b) => a + b, 0);
+    return { busy: (all - idle) / 100, all: all / 100 };
+  } catch {
+    return { busy: NaN, all: NaN };
+  }
+};
+const cpu0 = machineCpu();
 // One control plane for every file of the lane that uses it (stopped at the end, whatever happened).
 const cpLane = lanes.find((l) => l.controlPlane && l.files.some(usesControlPlane));
 const shareControlPlane = process.env.RETINA_TEST_SHARED_CONTROL_PLANE !== '0' && cpLane !== undefined;
@@ -144,9 +177,11 @@ try {
 process.stdout.write('\n──── lanes ────\n');
 for (const r of results) {
   const ok = r.code === 0;
-  process.stdout.write(`${ok ? '✔' : '✖'} lane ${r.lane.name}: ${r.seconds} s, ${r.lane.files.length} files, tests ${r.tests} pass ${r.pass} fail ${r.fail} cancelled ${r.cancelled} skipped ${r.skipped} todo ${r.todo} (exit ${r.code}; log .cache/test-lanes/${r.lane.name}.log)\n`);
+  process.stdout.write(`${ok ? '✔' : '✖'} lane ${r.lane.name}: ${r.seconds} s (${r.cpuSeconds} s of CPU), ${r.lane.files.length} files, tests ${r.tests} pass ${r.pass} fail ${r.fail} cancelled ${r.cancelled} skipped ${r.skipped} todo ${r.todo} (exit ${r.code}; log .cache/test-lanes/${r.lane.name}.log)\n`);
   for (const f of r.failed) process.stdout.write(`    ${f}\n`);
 }
 const total = results.reduce((a, r) => ({ tests: a.tests + (r.tests || 0), fail: a.fail + (r.fail || 0) }), { tests: 0, fail: 0 });
+const cpu1 = machineCpu();
+process.stdout.write(`machine: ${Math.round(cpu1.busy - cpu0.busy)} s of CPU busy of ${Math.round(cpu1.all - cpu0.all)} (${Math.round((100 * (cpu1.busy - cpu0.busy)) / (cpu1.all - cpu0.all))} %), the lanes' own ${results.reduce((a, r) => a + (r.cpuSeconds || 0), 0)} s\n`);
 process.stdout.write(`all lanes: ${Math.round((Date.now() - t0) / 1000)} s, ${total.tests} tests, ${total.fail} failed\n`);
 process.exit(results.every((r) => r.code === 0) ? 0 : 1);

@@ -164,19 +164,27 @@ const m = (name: string, labels: Record<string, string> = {}): number => metric(
 
 test('packetforward: forward_count deltas equal the interface counters', async () => {
   const n = node as Netns;
-  const read = () => ({
-    ingress: m('networkobservability_forward_count', { direction: 'ingress' }),
-    egress: m('networkobservability_forward_count', { direction: 'egress' }),
-    rx: n.ifStat('rtbpf-kext', 'rx_packets'),
-    tx: n.ifStat('rtbpf-kext', 'tx_packets'),
-  });
+  // One scrape and one read of both interface counters a time: under qemu each is a process start.
+  const read = () => {
+    const text = (agent as NsAgent).metrics();
+    const [rx, tx] = n.run('cat', ['/sys/class/net/rtbpf-kext/statistics/rx_packets', '/sys/class/net/rtbpf-kext/statistics/tx_packets']).trim().split('\n').map(Number);
+    return {
+      ingress: metric(text, 'networkobservability_forward_count', { direction: 'ingress' }),
+      egress: metric(text, 'networkobservability_forward_count', { direction: 'egress' }),
+      rx: rx as number,
+      tx: tx as number,
+    };
+  };
   const N = 100;
   const t0 = await steady(read, 60);
   await n.node(UDP_SEND, [String(N), PEER_IP, '7000', '100']);
   await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '7000', '100']);
   // The interface counters are due at once, the metrics at their next refresh: wait for them, then steady.
   const due = read();
-  await reached(() => Math.min(read().ingress - t0.ingress - (due.rx - t0.rx), read().egress - t0.egress - (due.tx - t0.tx)), 0);
+  await reached(() => {
+    const r = read();
+    return Math.min(r.ingress - t0.ingress - (due.rx - t0.rx), r.egress - t0.egress - (due.tx - t0.tx));
+  }, 0);
   const t1 = await steady(read, 60);
   const d = { ingress: t1.ingress - t0.ingress, egress: t1.egress - t0.egress, rx: t1.rx - t0.rx, tx: t1.tx - t0.tx };
   report.counts['packetforward'] = `${d.ingress}/${d.rx} in, ${d.egress}/${d.tx} out`;
