@@ -239,14 +239,22 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
   const read = () => m('networkobservability_dns_request_count') + m('networkobservability_dns_response_count');
   const req0 = m('networkobservability_dns_request_count');
   const resp0 = m('networkobservability_dns_response_count');
+  // A TCP query or answer the kernel sends again (its timer fires when a loaded host stalls the guest) is on the
+  // wire twice and counted twice, as Retina counts: the exact count is 3N plus the exchange's retransmissions.
+  const retrans0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
   const out = JSON.parse(await (node as Netns).node(DNS_CLIENT, [String(N), PEER_IP, PEER_IP6], 180_000)) as Record<string, number>;
   assert.deepEqual(out, { udp4: N, udp6: N, tcp: N });
   await reached(read, req0 + resp0 + 6 * N);
+  const resent = retransSegs(node as Netns) + retransSegs(peer as Netns) - retrans0;
   const req = m('networkobservability_dns_request_count') - req0;
   const resp = m('networkobservability_dns_response_count') - resp0;
-  report.counts['dns'] = `${req}/${3 * N} queries, ${resp}/${3 * N} answers`;
-  assert.equal(req, 3 * N, 'dns_request_count');
-  assert.equal(resp, 3 * N, 'dns_response_count');
+  report.counts['dns'] = `${req}/${3 * N} queries, ${resp}/${3 * N} answers${resent ? ` (${resent} TCP segments sent again)` : ''}`;
+  if (resent === 0) {
+    assert.equal(req, 3 * N, 'dns_request_count');
+    assert.equal(resp, 3 * N, 'dns_response_count');
+  } else {
+    assert.ok(req >= 3 * N && resp >= 3 * N && req + resp <= 6 * N + resent, `dns_request_count +${req}, dns_response_count +${resp}: 3N = ${3 * N} each, and ${resent} TCP segments sent again`);
+  }
 });
 
 /** RetransSegs of one namespace (/proc/net/snmp). */
