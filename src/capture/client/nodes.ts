@@ -208,16 +208,28 @@ export class NodeDownloader {
     this.helpers.delete(`${namespace}/${name}`);
   }
 
+  /**
+   * A short read-only command's stdout (a listing, a size). Run again, up to 3 times, when the exec connection
+   * broke (reset, refused, closed): these commands change nothing, and a helper pod just started can reset the
+   * first exec (seen on kwok's exec server in a full test run). A command that ran and failed is not retried.
+   */
   private async execText(namespace: string, pod: string, command: string[], what: string): Promise<string> {
-    const chunks: Buffer[] = [];
-    const sink = new Writable({
-      write(c: Buffer, _e, cb): void {
-        chunks.push(c);
-        cb();
-      },
-    });
-    await this.execStream(namespace, pod, command, sink, what);
-    return Buffer.concat(chunks).toString('utf8');
+    for (let attempt = 1; ; attempt++) {
+      const chunks: Buffer[] = [];
+      const sink = new Writable({
+        write(c: Buffer, _e, cb): void {
+          chunks.push(c);
+          cb();
+        },
+      });
+      try {
+        await this.execStream(namespace, pod, command, sink, what);
+        return Buffer.concat(chunks).toString('utf8');
+      } catch (e) {
+        if (attempt >= 3 || this.o.signal.aborted || !connectionBroke(e)) throw e;
+        await sleep(500 * attempt, this.o.signal);
+      }
+    }
   }
 
   /** Runs `command` in the helper pod, its stdout into `sink`; resolves when it exited 0 and `sink` finished. */
@@ -268,6 +280,15 @@ export class NodeDownloader {
     if (code === 401) return new DownloadError(`cannot ${what}: unauthorized; check the kubeconfig's credentials`, { cause: e });
     return new DownloadError(`cannot ${what}: ${apiMessage(e)}`, { cause: e });
   }
+}
+
+/** An exec that failed on its connection (reset, refused, closed without a status), not on its command. */
+export function connectionBroke(e: unknown): boolean {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) {
+    const code = (c as NodeJS.ErrnoException).code;
+    if (code === 'ECONNRESET' || code === 'ECONNREFUSED' || code === 'EPIPE' || /socket hang up|closed without an exit status/.test(c.message)) return true;
+  }
+  return false;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
