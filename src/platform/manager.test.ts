@@ -169,7 +169,9 @@ describe('plugin manager', () => {
 
   it('a runtime failure stops the plugin, removes its series and restarts it', async () => {
     const p = counting('runner');
-    const { manager, metrics } = setup([p.def]);
+    // The restart 300 ms after the failure: with 20 ms a loaded machine restarted it (and its series were back)
+    // before the check below read the exposition (a full run did).
+    const { manager, metrics } = setup([p.def], {}, fakePlatform(), silentLogger, { initialMs: 300, maxMs: 300, jitter: 0 });
     await manager.start();
     p.stats.ctx?.status.degraded('reader', 'one file unreadable');
     assert.equal(manager.status()[0]?.state, 'degraded');
