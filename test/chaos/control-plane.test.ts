@@ -117,7 +117,14 @@ describe('chaos: the control plane and the operator killed during churn', { time
       if (why) why += `; ${notRolled(await client.request<DeploymentWire>('GET', objectPath(deployments, ns, 'churn')), replicas) || `the Deployment rolled out its ${replicas}`}`;
       return !why;
     }, 1000), () => why);
-    const diff = await endpointDiff(client, ns);
+    // Read again until it holds: the ReplicaSet controller can still be creating pods once its expectations expire,
+    // and a pod that became Running after the check above has its RetinaEndpoint a moment later (a full run read 6
+    // missing just after an exact check).
+    let diff = await endpointDiff(client, ns);
+    for (const until = Date.now() + 60_000; (diff.missing.length > 0 || diff.extra.length > 0 || diff.endpoints !== diff.pods) && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 1000));
+      diff = await endpointDiff(client, ns);
+    }
     assert.deepEqual({ missing: diff.missing, extra: diff.extra }, { missing: [], extra: [] }, `${what}: no missing or left-over RetinaEndpoint`);
     assert.equal(diff.endpoints, diff.pods);
   };
