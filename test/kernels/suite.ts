@@ -141,8 +141,7 @@ const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin']
  * the kernel's own counter says is due, and the quiet window after it still shows a count past it.
  */
 async function reached(read: () => number, target: number, timeoutMs = scaled(30_000)): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  while (read() < target && Date.now() < deadline) await sleep(150);
+  await passed(read, target, timeoutMs);
   return settled(read);
 }
 
