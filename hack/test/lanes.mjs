@@ -75,7 +75,32 @@ function assign(files) {
 function summary(log) {
   const n = (k) => Number(new RegExp(`^ℹ ${k} (\\d+)$`, 'm').exec(log)?.[1] ?? NaN);
   const failed = [...new Set(log.split('\n').filter((l) => /^\s*✖ /.test(l) && !/failing tests/.test(l)).map((l) => l.trim()))];
-  return { tests: n('tests'), pass: n('pass'), fail: n('fail'), cancelled: n('cancelled'), skipped: n('skipped'), todo: n('todo'), failed };
+  return { tests: n('tests'), pass: n('pass'), fail: n('fail'), cancelled: n('cancelled'), skipped: n('skipped'), todo: n('todo'), failed, why: reasons(log) };
+}
+
+/**
+ * Each failed test's error message (without its stack), from the reporter's closing "failing tests" list, by
+ * the test's line: printed under it in the closing summary, which is the part of a CI run's output one sees.
+ */
+function reasons(log) {
+  const out = new Map();
+  const at = log.lastIndexOf('✖ failing tests:');
+  if (at < 0) return out;
+  let name;
+  for (const line of log.slice(at).split('\n').slice(1)) {
+    if (/^\s*✖ /.test(line)) {
+      name = line.trim();
+      out.set(name, []);
+    } else if (!line.trim()) {
+      continue;
+    } else if (!/^\s/.test(line) || /^\s+at /.test(line)) {
+      name = undefined; // the next test's "test at" line, the stack, or the reporter's output ended
+    } else if (name) {
+      const lines = out.get(name);
+      if (lines.length < 4) lines.push(line.trim().slice(0, 400));
+    }
+  }
+  return out;
 }
 
 function runLane(lane, stream) {
@@ -178,7 +203,10 @@ process.stdout.write('\n──── lanes ────\n');
 for (const r of results) {
   const ok = r.code === 0;
   process.stdout.write(`${ok ? '✔' : '✖'} lane ${r.lane.name}: ${r.seconds} s (${r.cpuSeconds} s of CPU), ${r.lane.files.length} files, tests ${r.tests} pass ${r.pass} fail ${r.fail} cancelled ${r.cancelled} skipped ${r.skipped} todo ${r.todo} (exit ${r.code}; log .cache/test-lanes/${r.lane.name}.log)\n`);
-  for (const f of r.failed) process.stdout.write(`    ${f}\n`);
+  for (const f of r.failed) {
+    process.stdout.write(`    ${f}\n`);
+    for (const w of r.why?.get(f) ?? []) process.stdout.write(`        ${w}\n`);
+  }
 }
 const total = results.reduce((a, r) => ({ tests: a.tests + (r.tests || 0), fail: a.fail + (r.fail || 0) }), { tests: 0, fail: 0 });
 const cpu1 = machineCpu();

@@ -70,13 +70,21 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
   const capturePath = (c: SlimCapture, sub?: 'status'): string => objectPath(resources.captures, c.namespace, c.name, sub);
   const target = (c: SlimCapture): { resource: typeof resources.captures; namespace: string; name: string; uid: string } => ({ resource: resources.captures, namespace: c.namespace, name: c.name, uid: c.uid });
   const jobsOf = (c: SlimCapture): SlimJob[] => jobs.list().filter((j) => j.namespace === c.namespace && j.capture === c.name);
-  /** Captures that cannot start yet (targets not ready, a busy Windows node, a missing Secret) -> how often they waited. */
-  const waiting = new Map<string, number>();
-  /** The next retry of a waiting capture: 1 s, doubling, at most 30 s (events on capture Jobs/pods also wake it). */
-  const retryLater = (c: SlimCapture): ReconcileResult => {
+  /**
+   * Captures that cannot start yet (targets not ready, a busy Windows node, a missing Secret) -> how often they
+   * waited, and the busy Windows nodes they wait for.
+   */
+  const waiting = new Map<string, { readonly tries: number; readonly nodes: ReadonlySet<string> }>();
+  /**
+   * The next retry of a waiting capture: 1 s, doubling, at most 30 s. A capture waiting for busy Windows nodes
+   * is also woken by a change of a capture Job or pod on one of them (`wakeWaiting`); the others only by their
+   * retry or a change of their own (waking every waiter on every capture event made each Job and pod change
+   * of the cluster a round of API reads per waiting capture).
+   */
+  const retryLater = (c: SlimCapture, nodes: readonly string[] = []): ReconcileResult => {
     const key = `${c.namespace}/${c.name}`;
-    const n = waiting.get(key) ?? 0;
-    waiting.set(key, n + 1);
+    const n = waiting.get(key)?.tries ?? 0;
+    waiting.set(key, { tries: n + 1, nodes: new Set(nodes) });
     return { requeueAfterMs: Math.min(WAIT_RETRY_MIN_MS * 2 ** n, WAIT_RETRY_MAX_MS) };
   };
   /** A capture's Job still occupies its node: not finished, and its pod not terminated either. */
@@ -207,7 +215,7 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     const busy = nodes.filter((n) => n.os === 'windows' && jobs.list().some((j) => j.node === n.name && running(j) && !(j.namespace === c.namespace && j.capture === c.name)));
     if (busy.length) {
       await fail(c, 'OtherError', `Windows node(s) ${busy.map((n) => n.name).join(', ')} already run a capture (one at a time per Windows node); retrying`, signal);
-      return retryLater(c);
+      return retryLater(c, busy.map((n) => n.name));
     }
     const missing = await missingSecret(c, signal);
     if (missing) {
@@ -324,19 +332,20 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     if (capture) enqueue(`${ns}/${capture}`);
   };
   captures.subscribe({ added: enqueue, updated: enqueue, deleted: enqueue });
-  // A capture Job or pod that changes may free a Windows node that a waiting capture needs: retry those now.
-  const wakeWaiting = (): void => {
-    for (const k of waiting.keys()) enqueue(k);
+  // A capture Job or pod that changes on a node may free it for a capture waiting for that Windows node: retry those now.
+  const wakeWaiting = (node: string): void => {
+    for (const [k, w] of waiting) if (w.nodes.has(node)) enqueue(k);
   };
   const onJob = (_k: string, j: SlimJob): void => {
     byCapture(j.namespace, j.capture);
-    wakeWaiting();
+    wakeWaiting(j.node);
   };
   jobs.subscribe({ added: onJob, updated: onJob, deleted: onJob });
   const onPod = (_k: string, p: SlimPod): void => {
     const j = jobs.get(`${p.namespace}/${p.job}`);
-    if (j) byCapture(j.namespace, j.capture);
-    wakeWaiting();
+    if (!j) return; // its Job's own event follows
+    byCapture(j.namespace, j.capture);
+    wakeWaiting(j.node);
   };
   pods.subscribe({ added: onPod, updated: onPod, deleted: onPod });
   return {

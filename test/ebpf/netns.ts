@@ -4,7 +4,7 @@
  * without root or kernel BTF, `requireKernel()` throws.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_BIN, AgentProcess, agentEnv, eventually, nodeBinary } from '../e2e/agent-process.js';
@@ -174,6 +174,57 @@ export class NsAgent implements AsyncDisposable {
       rmSync(this.#dir, { recursive: true, force: true });
     }
   }
+}
+
+/** RetransSegs in one /proc/net/snmp text. */
+export function retransSegsIn(snmp: string): number {
+  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Tcp:')).map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf('RetransSegs') ?? -1;
+  if (i < 0 || !values) throw new Error('no RetransSegs in /proc/net/snmp');
+  return Number(values[i]);
+}
+
+/**
+ * RetransSegs of every network namespace of the machine, by namespace (one process per namespace, plus the
+ * named ones under /run/netns): the tcpretrans tracepoint is node-wide, so on a shared host its count is
+ * compared with what all namespaces retransmitted, not only a test's own.
+ */
+export function machineRetransSegs(): Map<string, number> {
+  const out = new Map<string, number>();
+  const add = (ns: string, snmp: () => string): void => {
+    if (out.has(ns)) return;
+    try {
+      out.set(ns, retransSegsIn(snmp()));
+    } catch {
+      /* the process or namespace went away */
+    }
+  };
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let ns = '';
+    try {
+      ns = readlinkSync(`/proc/${pid}/ns/net`);
+    } catch {
+      continue;
+    }
+    add(ns, () => readFileSync(`/proc/${pid}/net/snmp`, 'utf8'));
+  }
+  for (const name of existsSync('/run/netns') ? readdirSync('/run/netns') : []) {
+    let ino = '';
+    try {
+      ino = `net:[${statSync(`/run/netns/${name}`).ino}]`;
+    } catch {
+      continue;
+    }
+    add(ino, () => sh('ip', ['netns', 'exec', name, 'cat', '/proc/net/snmp']));
+  }
+  return out;
+}
+
+/** What the machine retransmitted between two `machineRetransSegs()` reads (a namespace new since `before` counts from 0). */
+export function retransSince(before: ReadonlyMap<string, number>, now = machineRetransSegs()): number {
+  let d = 0;
+  for (const [ns, v] of now) d += v - (before.get(ns) ?? 0);
+  return d;
 }
 
 /** The value of one series in Prometheus text, 0 when absent. */

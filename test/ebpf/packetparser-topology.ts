@@ -129,6 +129,21 @@ export class Harness implements AsyncDisposable {
     }
     return out;
   }
+  /**
+   * The flows that arrive until `done` holds for them all (or `timeoutMs` passed), then those of a quiet
+   * window after: for a count the test knows is due, where a stalled guest can pause the drain for longer
+   * than `settle`'s quiet window.
+   */
+  async until(done: (flows: readonly PFlow[]) => boolean, timeoutMs = scaled(60_000)): Promise<PFlow[]> {
+    const out: PFlow[] = [];
+    const deadline = Date.now() + timeoutMs;
+    while (!done(out) && Date.now() < deadline) {
+      out.push(...(await this.flows()));
+      if (!done(out)) await sleep(150);
+    }
+    out.push(...(await this.settle(600, scaled(15_000), 600)));
+    return out;
+  }
   logs(): Promise<{ level: string; msg: string; fields: Record<string, unknown>; at: number }[]> {
     return this.call({ op: 'logs' });
   }

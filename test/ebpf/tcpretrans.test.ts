@@ -5,12 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
 import { runTcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
 import { fakeContext } from './fake-context.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, settled, sh, sleep, stopAll, vethPair } from './netns.js';
+import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegsIn, retransSince, settled, sleep, stopAll, vethPair } from './netns.js';
 import { TCP_SEND, TCP_SINK } from './traffic.js';
 import { holdDropsForThisFile } from './drop-lock.js';
 
@@ -47,47 +46,7 @@ after(async () => {
 
 /** RetransSegs of one namespace, from /proc/net/snmp. */
 function retransSegs(ns: Netns): number {
-  return segsIn(ns.run('cat', ['/proc/net/snmp']));
-}
-
-/**
- * RetransSegs summed over every network namespace of the host (one process per namespace, plus the
- * named ones under /run/netns), so the node-wide tracepoint can be compared on a busy shared host.
- */
-function hostRetransSegs(): number {
-  const seen = new Set<string>();
-  let total = 0;
-  const add = (ns: string, snmp: () => string): void => {
-    if (seen.has(ns)) return;
-    seen.add(ns);
-    try {
-      total += segsIn(snmp());
-    } catch {
-      /* the process or namespace went away */
-    }
-  };
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let ns = '';
-    try {
-      ns = readlinkSync(`/proc/${pid}/ns/net`);
-    } catch {
-      continue;
-    }
-    add(ns, () => readFileSync(`/proc/${pid}/net/snmp`, 'utf8'));
-  }
-  for (const name of existsSync('/run/netns') ? readdirSync('/run/netns') : []) {
-    const ino = `net:[${statSync(`/run/netns/${name}`).ino}]`;
-    add(ino, () => sh('nsenter', [`--net=/run/netns/${name}`, 'cat', '/proc/net/snmp']));
-  }
-  return total;
-}
-
-function segsIn(snmp: string): number {
-  const lines = snmp.split('\n').filter((l) => l.startsWith('Tcp:'));
-  const [names, values] = lines.map((l) => l.trim().split(/\s+/));
-  const i = names?.indexOf('RetransSegs') ?? -1;
-  if (i < 0 || !values) throw new Error('no RetransSegs in /proc/net/snmp');
-  return Number(values[i]);
+  return retransSegsIn(ns.run('cat', ['/proc/net/snmp']));
 }
 
 const ours = (): number => metric((agent as NsAgent).metrics(), 'networkobservability_tcp_retransmission_count');
@@ -97,12 +56,12 @@ test('random loss on a TCP flow: retransmissions counted, consistent with Retran
   const s = server as Netns;
   const before = await settled(ours);
   const snmpBefore = retransSegs(c) + retransSegs(s);
-  const hostBefore = hostRetransSegs();
+  const hostBefore = machineRetransSegs();
   const out = await c.node(TCP_SEND, [String(8 * 1024 * 1024), '10.233.1.2', '7100'], 120_000);
   assert.match(out, /sent/);
   const after = await settled(ours, 1000);
   const snmp = retransSegs(c) + retransSegs(s) - snmpBefore;
-  const host = hostRetransSegs() - hostBefore;
+  const host = retransSince(hostBefore);
   const counted = after - before;
   t.diagnostic(`tcp_retransmission_count +${counted}, RetransSegs +${snmp} in the test namespaces, +${host} over all namespaces`);
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');

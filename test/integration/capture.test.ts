@@ -90,6 +90,26 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
   const byNode = (jobs: Job[]): string[] => jobs.map((j) => j.spec.template.spec.nodeName).sort();
   const nodeSel = { matchLabels: { 'cc-test': id, 'cc-sel': 'yes' } };
 
+  /**
+   * What the operator and the API server say about capture `name`, for a wait on the operator that timed out:
+   * its capture queue and reconciles, its reflectors' lists and reconnects, the capture's status and its Jobs.
+   */
+  const why = async (name: string, namespace = ns, op = operator?.op): Promise<string> => {
+    const text = op ? (await op.metrics.expose()).body : '(no operator runs)';
+    const metrics = text.split('\n').filter((l) => /^(workqueue_depth|workqueue_adds_total|workqueue_retries_total|controller_runtime_reconcile_total|retina_operator_reflector_events_total)\{/.test(l) && !/name="(retinaendpoint|metricsconfiguration|containernetworklog)/i.test(l));
+    const cap = await getCapture(name, namespace).then((c) => JSON.stringify({ finalizers: c.metadata.finalizers, status: c.status }), (e: unknown) => String(e));
+    const jobs = await jobsOf(name, namespace).then((js) => js.map((j) => `${j.metadata.name} on ${j.spec.template.spec.nodeName}: ${JSON.stringify((j as { status?: unknown }).status)}`).join('; '), (e: unknown) => String(e));
+    return `\n  operator: ${metrics.join(', ')}\n  capture ${namespace}/${name}: ${cap}\n  its jobs: ${jobs || 'none'}`;
+  };
+  /** eventually(), and on a timeout what the operator and the API server say about capture `name`. */
+  const operatorDid = async <T>(what: string, name: string, timeoutMs: number, check: () => Promise<T | undefined | false>, namespace = ns, op = operator?.op): Promise<T> => {
+    try {
+      return await eventually(what, timeoutMs, check);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}${await why(name, namespace, op)}`);
+    }
+  };
+
   it('node selector: one Job per node (Windows as HostProcess), finalizer, status counts as kwok completes the pods, events', async () => {
     await createCapture('bynode', spec({ nodeSelector: nodeSel }));
     const jobs = await eventually('3 jobs', 30_000, async () => {
@@ -242,6 +262,9 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
     });
     assert.equal(c.status?.startTime, undefined);
     assert.equal((await jobsOf('win2')).length, 0);
+    // The first one deleted (its finalizer deletes its Job), the node is free: the second starts.
+    await client.request('DELETE', objectPath(resources.captures, ns, 'win1'));
+    await operatorDid('the second started once the first was deleted', 'win2', 30_000, async () => (await jobsOf('win2')).length === 1);
   });
 
   it('a missing output secret: FindSecretFailed, no Job', async () => {
@@ -272,7 +295,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
 
   it('cleanUpAfterUpload: once every Job succeeded they are deleted, the status stays', async () => {
     await createCapture('cleanup', spec({ nodeSelector: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [lin[0] as string] }] } }, { cleanUpAfterUpload: true }));
-    await eventually('jobs deleted after success', 60_000, async () => {
+    await operatorDid('jobs deleted after success', 'cleanup', 60_000, async () => {
       const c = await getCapture('cleanup');
       return c.status?.succeeded === 1 && (await jobsOf('cleanup')).length === 0;
     });
@@ -338,19 +361,19 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
   it('kubectl-retina --use-operator: creates a Capture the operator runs; delete lets the finalizer clean up', async () => {
     const c = await cli('capture', 'create', '--use-operator', '--name', 'cliop', '-n', nsB, '--node-names', lin[0] as string, '--duration', '1s');
     assert.equal(c.code, 0, c.err);
-    const cap = await eventually('the operator ran it', 60_000, async () => {
+    const cap = await operatorDid('the operator ran it', 'cliop', 60_000, async () => {
       const x = await getCapture('cliop', nsB);
       return x.status?.succeeded === 1 && x;
-    });
+    }, nsB);
     assert.deepEqual(cap.spec.captureConfiguration.captureTarget.nodeSelector, { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [lin[0]] }] });
     const l = await cli('capture', 'list', '-n', nsB);
     assert.match(l.out, /cliop\s+Capture\s+1\s+0\s+1\s+0\s+JobsCompleted/);
     const d = await cli('capture', 'delete', '--name', 'cliop', '-n', nsB);
     assert.equal(d.code, 0, d.err);
-    await eventually('capture and jobs gone', 30_000, async () => {
+    await operatorDid('capture and jobs gone', 'cliop', 30_000, async () => {
       const gone = await getCapture('cliop', nsB).then(() => false, (e: unknown) => isApiError(e, 404));
       return gone && (await jobsOf('cliop', nsB)).length === 0;
-    });
+    }, nsB);
   });
 
   it("with only the chart's RBAC (its ServiceAccount's token), the operator runs a capture and cleans it up", async () => {
@@ -383,7 +406,7 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
       await eventually('informers synced with the chart RBAC', 30_000, () => limited.op.synced());
       await client.request('POST', collectionPath(resources.secrets, ns), { body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rbac-blob-upload-secret', namespace: ns, labels: { 'retina.sh/app': 'capture', 'capture-name': 'rbac' } }, stringData: { 'blob-upload-url': 'https://x.invalid/c?sig=s' } } });
       await createCapture('rbac', spec({ nodeSelector: { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [lin[0] as string] }] } }, { outputConfiguration: { hostPath: 'cc', blobUpload: 'rbac-blob-upload-secret' } }));
-      await eventually('succeeded under the chart RBAC', 60_000, async () => (await getCapture('rbac')).status?.succeeded === 1);
+      await operatorDid('succeeded under the chart RBAC', 'rbac', 60_000, async () => (await getCapture('rbac')).status?.succeeded === 1, ns, limited.op);
       // The capture pod runs as retina-capture, which may annotate its pod: that is what "uploaded" counts.
       const [job] = await jobsOf('rbac');
       assert.equal((job?.spec.template.spec as { serviceAccountName?: string }).serviceAccountName, 'retina-capture');
@@ -396,17 +419,17 @@ describe('captures: operator and kubectl-retina against a real API server', { ti
       } finally {
         podClient.close();
       }
-      const up = await eventually('uploaded counted', 30_000, async () => {
+      const up = await operatorDid('uploaded counted', 'rbac', 30_000, async () => {
         const c = await getCapture('rbac');
         return c.status?.nodeCounts?.uploaded === 1 ? c : undefined;
-      });
+      }, ns, limited.op);
       assert.equal(up.status?.nodes?.[0]?.file, file);
       await client.request('DELETE', objectPath(resources.captures, ns, 'rbac'));
-      await eventually('capture, jobs and secret gone', 30_000, async () => {
+      await operatorDid('capture, jobs and secret gone', 'rbac', 30_000, async () => {
         const gone = await getCapture('rbac').then(() => false, (e: unknown) => isApiError(e, 404));
         const secretGone = await client.request('GET', objectPath(resources.secrets, ns, 'rbac-blob-upload-secret')).then(() => false, (e: unknown) => isApiError(e, 404));
         return gone && secretGone && (await jobsOf('rbac')).length === 0;
-      });
+      }, ns, limited.op);
     } finally {
       rmSync(dir, { recursive: true, force: true });
       await client.request('DELETE', objectPath(rbac('clusterrolebindings', false), undefined, sa)).catch(() => undefined);

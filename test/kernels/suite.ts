@@ -20,8 +20,8 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, metric, requireKernel, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
-import { Harness, Topology, tearDown, total } from '../ebpf/packetparser-topology.js';
+import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegsIn, retransSince, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
+import { Harness, Topology, tearDown, total, type PFlow } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
 
@@ -258,23 +258,33 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
 
 /** RetransSegs of one namespace (/proc/net/snmp). */
 function retransSegs(ns: Netns): number {
-  const [names, values] = ns.run('cat', ['/proc/net/snmp']).split('\n').filter((l) => l.startsWith('Tcp:')).map((l) => l.trim().split(/\s+/));
-  const i = names?.indexOf('RetransSegs') ?? -1;
-  if (i < 0 || !values) throw new Error('no RetransSegs in /proc/net/snmp');
-  return Number(values[i]);
+  return retransSegsIn(ns.run('cat', ['/proc/net/snmp']));
 }
 
 test('tcpretrans: retransmissions of a lossy flow, against RetransSegs', async () => {
   const ours = () => m('networkobservability_tcp_retransmission_count');
-  const before = await settled(ours);
-  const snmp0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
-  assert.match(await (node as Netns).node(TCP_SEND, [String(2 * 1024 * 1024), PEER_IP, '7100'], 300_000), /sent/);
-  const snmp = (await settled(() => retransSegs(node as Netns) + retransSegs(peer as Netns), 1500)) - snmp0;
-  const counted = (await reached(ours, before + Math.ceil(snmp * 0.95 - 2))) - before;
-  report.counts['tcpretrans'] = `${counted}/${snmp}`;
+  // The counter is node-wide: it must cover the flow's RetransSegs, and can hold no more than every namespace
+  // of the machine retransmitted (on the host, the other lanes' connections retransmit now and then: a CI run
+  // counted more than the flow's own). Up to three flows for one that holds both bounds.
+  const tries: string[] = [];
+  let ok = false;
+  let snmp = 0;
+  for (let i = 0; i < 3 && !ok; i++) {
+    const before = await settled(ours);
+    const snmp0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
+    const machine0 = machineRetransSegs();
+    assert.match(await (node as Netns).node(TCP_SEND, [String(2 * 1024 * 1024), PEER_IP, '7100'], 300_000), /sent/);
+    snmp = (await settled(() => retransSegs(node as Netns) + retransSegs(peer as Netns), 1500)) - snmp0;
+    const counted = (await reached(ours, before + Math.ceil(snmp * 0.95 - 2))) - before;
+    // Read after ours: everything ours counted had happened by then.
+    const machine = retransSince(machine0);
+    tries.push(`+${counted} counted, RetransSegs +${snmp} of the flow, +${machine} of the machine`);
+    report.counts['tcpretrans'] = `${counted}/${snmp}`;
+    // RetransSegs also counts the rare attempts that then fail to leave the host (we count those sent).
+    ok = snmp > 0 && counted >= snmp * 0.95 - 2 && counted <= machine + 2;
+  }
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
-  // RetransSegs also counts the rare attempts that then fail to leave the host (we count those sent).
-  assert.ok(counted <= snmp + 2 && counted >= snmp * 0.95 - 2, `tcp_retransmission_count +${counted}, RetransSegs +${snmp}`);
+  assert.ok(ok, `tcp_retransmission_count against RetransSegs, per flow: ${tries.join('; ')}`);
 });
 
 test('the agent stops on SIGTERM and leaves no tc filter, program or link', async () => {
@@ -304,9 +314,12 @@ test('packetparser (pod level), low aggregation: one record per packet per obser
   await pp.settle(300);
   const N = 40;
   await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '100']);
-  const flows = (await pp.settle()).filter((f) => f.src === a.ip && f.dst === b.ip && f.proto === 17);
-  const from = flows.filter((f) => f.obs === 'FROM_ENDPOINT').length;
-  const to = flows.filter((f) => f.obs === 'TO_ENDPOINT').length;
+  // Until N of each observation point came (a stalled guest can pause the drain past a quiet window), then a quiet one.
+  const ours = (fs: readonly PFlow[]) => fs.filter((f) => f.src === a.ip && f.dst === b.ip && f.proto === 17);
+  const count = (fs: readonly PFlow[], obs: string) => fs.filter((f) => f.obs === obs).length;
+  const flows = ours(await pp.until((fs) => count(ours(fs), 'FROM_ENDPOINT') >= N && count(ours(fs), 'TO_ENDPOINT') >= N));
+  const from = count(flows, 'FROM_ENDPOINT');
+  const to = count(flows, 'TO_ENDPOINT');
   report.counts['packetparser low'] = `${from}/${N} from A, ${to}/${N} to B`;
   assert.equal(from, N, 'A veth ingress');
   assert.equal(to, N, 'B veth egress');
