@@ -99,17 +99,22 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     return l.items;
   }
 
-  async function patchStatus(c: SlimCapture, status: CaptureStatus, signal: AbortSignal): Promise<void> {
-    if (canonical(status) === canonical(c.status)) return;
+  /**
+   * Writes `status` unless the capture already has it. False when it was not written: the capture was deleted
+   * meanwhile (its delete event queues it again) or changed since the store's copy (409: the newer version's
+   * event queues it again). What must follow a written status (the clean-up after success) waits for true.
+   */
+  async function patchStatus(c: SlimCapture, status: CaptureStatus, signal: AbortSignal): Promise<boolean> {
+    if (canonical(status) === canonical(c.status)) return true;
     try {
       const metadata = c.resourceVersion ? { resourceVersion: c.resourceVersion } : {};
       await o.client.request('PATCH', capturePath(c, 'status'), { signal, contentType: 'application/merge-patch+json', body: { metadata, status } });
     } catch (e) {
-      if (isApiError(e, 404)) return; // deleted meanwhile: its delete event queues it again
-      if (isApiError(e, 409)) return; // written from a stale copy: the newer version's event queues it again
+      if (isApiError(e, 404) || isApiError(e, 409)) return false;
       throw e;
     }
     writes.inc({ resource: 'captures', verb: 'patch-status' });
+    return true;
   }
 
   /** Deletes the capture's Jobs (and their pods) and the Secrets it owns (labelled as the capture's). */
@@ -313,7 +318,9 @@ export function createCaptureController(o: CaptureControllerOptions): CaptureCon
     const { namespace, name } = c;
     const status = aggregate(c, own);
     const wasDone = Boolean(c.status.completionTime);
-    await patchStatus(c, status, signal);
+    // Written first: the clean-up below deletes the Jobs this status is made from, and a capture whose Jobs are
+    // gone keeps the status it has (a lost write here left one "in progress" for good, its Jobs deleted).
+    if (!(await patchStatus(c, status, signal))) return 'success';
     if (status.completionTime && !wasDone) {
       if ((status.failed ?? 0) > 0) o.events.warning(target(c), 'RunJobFailed', status.conditions?.find((x) => x.type === CONDITION_ERROR)?.message ?? 'capture jobs failed');
       else o.events.normal(target(c), 'JobsCompleted', `${status.succeeded} capture job(s) succeeded`);
