@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_BIN, AgentProcess, agentEnv, eventually, nodeBinary } from '../e2e/agent-process.js';
@@ -57,6 +58,9 @@ export class Netns {
     this.run('ip', ['link', 'set', 'lo', 'up']);
   }
   run(cmd: string, args: readonly string[], input?: string): string {
+    // `ip -n` for ip itself: it enters the namespace without `ip netns exec`'s private mount namespace and
+    // /sys remount (seconds per topology under qemu's TCG on 5.10).
+    if (cmd === 'ip') return sh('ip', ['-n', this.name, ...args], input);
     return sh('ip', ['netns', 'exec', this.name, cmd, ...args], input);
   }
   /** Runs a Node.js script in this namespace; resolves with its stdout. */
@@ -65,7 +69,41 @@ export class Netns {
   }
   /** Starts a long-running Node.js script in this namespace (killed by the caller). */
   spawnNode(script: string, args: readonly string[] = []): ChildProcess {
-    return spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('ip', ['netns', 'exec', this.name, nodeBinary(), '--input-type=module', '-e', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#children.push(child);
+    return child;
+  }
+  readonly #children: ChildProcess[] = [];
+  /**
+   * /proc/net/<file> of this namespace (dev, snmp, ...), read through a live process of ours in it (`ip netns
+   * exec` execs into the command: its pid's /proc/<pid>/net is the namespace's) when there is one, so a poll
+   * starts no process: under qemu's TCG each `ip netns exec cat` costs a fraction of a second of a guest's CPU.
+   */
+  netFile(file: string): string {
+    let ino = NaN;
+    try {
+      ino = statSync(`/run/netns/${this.name}`).ino;
+    } catch {
+      /* read it the slow way below */
+    }
+    for (const c of this.#children) {
+      if (c.exitCode !== null || c.signalCode !== null || !c.pid) continue;
+      try {
+        // The namespace check: before `ip` has entered it, the child is still in ours.
+        if (readlinkSync(`/proc/${c.pid}/ns/net`) !== `net:[${ino}]`) continue;
+        return readFileSync(`/proc/${c.pid}/net/${file}`, 'utf8');
+      } catch {
+        /* gone meanwhile: try the next */
+      }
+    }
+    return this.run('cat', [`/proc/net/${file}`]);
+  }
+  /** An interface's rx/tx packets and bytes, from this namespace's /proc/net/dev (`netFile`). */
+  ifCounters(ifname: string): { rxBytes: number; rxPackets: number; txBytes: number; txPackets: number } {
+    const line = this.netFile('dev').split('\n').find((l) => l.trim().startsWith(`${ifname}:`));
+    if (!line) throw new Error(`no interface ${ifname} in ${this.name}'s /proc/net/dev`);
+    const f = line.slice(line.indexOf(':') + 1).trim().split(/\s+/).map(Number);
+    return { rxBytes: f[0] as number, rxPackets: f[1] as number, txBytes: f[8] as number, txPackets: f[9] as number };
   }
   /** `spawnNode`, resolved once the script wrote its first output (a server's "ready"). */
   async spawnReady(script: string, args: readonly string[] = []): Promise<ChildProcess> {
@@ -148,6 +186,34 @@ export class NsAgent implements AsyncDisposable {
   metrics(): string {
     return this.ns.run('curl', ['-sSf', `http://127.0.0.1:${this.port}/metrics`]);
   }
+  #proxy: Promise<string> | undefined;
+  /**
+   * /metrics like `metrics()`, without a process per scrape: the first call starts one relay in the agent's
+   * namespace (a Unix socket in this agent's directory: sockets on a file system are reached from any network
+   * namespace) to the agent's port, and each scrape is an HTTP GET over it. For polls under qemu's TCG, where a
+   * `curl` through `ip netns exec` costs a fraction of a second of the guest's CPU.
+   */
+  async scrape(path = '/metrics'): Promise<string> {
+    this.#proxy ??= (async () => {
+      const sock = join(this.#dir, 'metrics.sock');
+      const relay = this.ns.spawnNode(RELAY, [sock, String(this.port)]);
+      this.#relay = relay;
+      await new Promise((r, j) => {
+        relay.stdout?.once('data', r);
+        relay.once('exit', (code) => j(new Error(`the metrics relay in ${this.ns.name} exited ${code}`)));
+      });
+      return sock;
+    })();
+    const socketPath = await this.#proxy;
+    return new Promise((resolve, reject) => {
+      const req = httpGet({ socketPath, path, timeout: scaled(30_000) }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d)).on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${path}: HTTP ${res.statusCode}`))));
+      });
+      req.on('timeout', () => req.destroy(new Error(`${path}: no answer through the relay`))).on('error', reject);
+    });
+  }
+  #relay: ChildProcess | undefined;
   /** The agent's /readyz body (200 or 503 alike). */
   readyz(): Readiness {
     return JSON.parse(this.ns.run('curl', ['-s', `http://127.0.0.1:${this.port}/readyz`])) as Readiness;
@@ -169,12 +235,26 @@ export class NsAgent implements AsyncDisposable {
   }
   async [Symbol.asyncDispose](): Promise<void> {
     try {
+      this.#relay?.kill('SIGKILL');
       await this.proc[Symbol.asyncDispose]();
     } finally {
       rmSync(this.#dir, { recursive: true, force: true });
     }
   }
 }
+
+/** NsAgent.scrape's relay: a Unix socket (argv[1]) to 127.0.0.1:argv[2]; prints "ready" once listening. */
+const RELAY = `
+import net from 'node:net';
+const [sock, port] = process.argv.slice(1);
+net.createServer((c) => {
+  const u = net.connect(Number(port), '127.0.0.1');
+  const end = () => { c.destroy(); u.destroy(); };
+  c.on('error', end);
+  u.on('error', end);
+  c.pipe(u).pipe(c);
+}).listen(sock, () => console.log('ready'));
+`;
 
 /** RetransSegs in one /proc/net/snmp text. */
 export function retransSegsIn(snmp: string): number {
@@ -255,13 +335,13 @@ export function metricSum(text: string, name: string, labels: Record<string, str
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until `read()` stops changing for `quietMs` (metrics refreshed after the traffic). */
-export async function settled(read: () => number, quietMs = 600, timeoutMs = scaled(15_000)): Promise<number> {
+export async function settled(read: () => number | Promise<number>, quietMs = 600, timeoutMs = scaled(15_000)): Promise<number> {
   const deadline = Date.now() + timeoutMs;
-  let last = read();
+  let last = await read();
   let since = Date.now();
   while (Date.now() < deadline) {
     await sleep(150);
-    const v = read();
+    const v = await read();
     if (v !== last) {
       last = v;
       since = Date.now();
@@ -274,11 +354,11 @@ export async function settled(read: () => number, quietMs = 600, timeoutMs = sca
  * A reading taken when nothing in it moved for 700 ms (3+ metric refreshes at 200 ms): counters and
  * metrics then agree. Throws after `tries` looks.
  */
-export async function steady<T>(read: () => T, tries = 40): Promise<T> {
-  let last = read();
+export async function steady<T>(read: () => T | Promise<T>, tries = 40): Promise<T> {
+  let last = await read();
   for (let i = 0; i < tries; i++) {
     await sleep(700);
-    const now = read();
+    const now = await read();
     if (JSON.stringify(now) === JSON.stringify(last)) return now;
     last = now;
   }

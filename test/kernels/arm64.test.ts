@@ -18,7 +18,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from '../e2e/agent-process.js';
-import { OBJECTS } from './report.js';
+import { OBJECTS, guestTimes } from './report.js';
 import { GUEST_ENV, SUITE, check, run } from './column.js';
 
 const tools = process.env['RETINA_TOOLS_CACHE'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'retina-ts');
@@ -81,6 +81,7 @@ test(`kernel ${name} (${version}) under qemu-system-aarch64, with the arm64 imag
     t.diagnostic(`${name} ${report.release}: ${wall} s under qemu-system-aarch64 (boot and set-up ${wall - suiteS} s, suite ${suiteS} s)`);
     t.diagnostic(`${name} plugins: ${JSON.stringify(report.plugins)}`);
     t.diagnostic(`${name} counts: ${JSON.stringify(report.counts)}`);
+    for (const line of guestTimes(name, log)) t.diagnostic(line);
     for (const p of ['packetforward', 'dropreason', 'dns', 'packetparser']) assert.ok(report.plugins[p]?.loaded, `${p} started on the arm64 kernel: ${JSON.stringify(report.plugins[p])}`);
     // The arm64 kubectl-retina, beside the amd64 one: the same help, the same migrated values.
     const help = readFileSync(join(out, 'plugin-help.txt'), 'utf8');

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT, nodeBinary } from '../e2e/agent-process.js';
-import { verifierTable, type Column } from './report.js';
+import { guestTimes, verifierTable, type Column } from './report.js';
 import { writeColumns } from './matrix-file.js';
 import { GUEST_ENV, SUITE, UPDATE, check, compareWithFile, pins, run } from './column.js';
 
@@ -44,9 +44,7 @@ for (const pin of pins) {
       const report = check(pin.name, boot.code, `${log}\n${boot.out}`, join(out, 'report.json'));
       seen.push({ name: pin.name, report });
       t.diagnostic(`${pin.name} ${report.release}: ${Math.round((Date.now() - t0) / 1000)} s under qemu; ${JSON.stringify(report.counts)}`);
-      // Where the guest's time went, per test of the suite (the slowest first).
-      const times = [...log.matchAll(/^[✔✖] (.{1,40}).*? \((\d+(?:\.\d+)?)ms\)$/gmu)].map((x) => [Number(x[2]) / 1000, x[1] as string] as const);
-      t.diagnostic(`${pin.name} per test: ${times.sort((a, b) => b[0] - a[0]).map(([sec, name]) => `${sec.toFixed(1)} s ${name.trim()}`).join('; ')}`);
+      for (const line of guestTimes(pin.name, log)) t.diagnostic(line);
       compareWithFile(pin.name, report);
     } finally {
       rmSync(out, { recursive: true, force: true });

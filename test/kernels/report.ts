@@ -110,3 +110,16 @@ export function shortReason(text: string): string {
   if (unknownFunc) return `helper ${unknownFunc[1]} unknown to this kernel`;
   return words.slice(0, 120);
 }
+
+/**
+ * Where a guest's time went: its suite's tests, the slowest first, and the phases a case printed
+ * (`ℹ ... phases: ...`), from the suite's output (run.log).
+ */
+export function guestTimes(name: string, log: string): string[] {
+  const times = [...log.matchAll(/^[✔✖] (.{1,40}).*? \((\d+(?:\.\d+)?)ms\)$/gmu)].map((x) => [Number(x[2]) / 1000, x[1] as string] as const);
+  return [
+    `${name} per test: ${times.sort((a, b) => b[0] - a[0]).map(([sec, t]) => `${sec.toFixed(1)} s ${t.trim()}`).join('; ')}`,
+    ...[...log.matchAll(/^ℹ (.{1,60} phases: .*)$/gmu)].map((x) => `${name} ${x[1]}`),
+  ];
+}
+

@@ -58,10 +58,13 @@ before(async () => {
   // programs, conntrack kfuncs in the nf_conntrack module's BTF) is then what a node gets.
   node.run('nft', ['-f', '-'], 'table inet rtbpfk {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 counter drop\n  ct state invalid counter\n }\n}\n');
   peer.run('nft', ['-f', '-'], 'table inet rtbpfk {\n chain input {\n  type filter hook input priority 0;\n  tcp dport 7100 numgen random mod 100 < 3 drop\n }\n}\n');
-  await ready(peer.spawnNode(UDP_SINK, [PEER_IP, '7000']));
-  await ready(node.spawnNode(UDP_SINK, [NODE_IP, '7000']));
-  await ready(peer.spawnNode(TCP_SINK, [PEER_IP, '7100']));
-  await ready(peer.spawnNode(DNS_SERVER, [PEER_IP, PEER_IP6]));
+  // Side by side: each is a Node.js start, seconds under TCG.
+  await Promise.all([
+    ready(peer.spawnNode(UDP_SINK, [PEER_IP, '7000'])),
+    ready(node.spawnNode(UDP_SINK, [NODE_IP, '7000'])),
+    ready(peer.spawnNode(TCP_SINK, [PEER_IP, '7100'])),
+    ready(peer.spawnNode(DNS_SERVER, [PEER_IP, PEER_IP6])),
+  ]);
 });
 
 after(async () => {
@@ -140,18 +143,18 @@ const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin']
  * window: under TCG a metric can lag its traffic by more than a quiet window, so the wait is on the count
  * the kernel's own counter says is due, and the quiet window after it still shows a count past it.
  */
-async function reached(read: () => number, target: number, timeoutMs = scaled(30_000)): Promise<number> {
+async function reached(read: () => number | Promise<number>, target: number, timeoutMs = scaled(30_000)): Promise<number> {
   await passed(read, target, timeoutMs);
   return settled(read);
 }
 
 /** The value of `read` once it has reached `target` (or after `timeoutMs`), for a count that never holds still. */
-async function passed(read: () => number, target: number, timeoutMs = scaled(30_000)): Promise<number> {
+async function passed(read: () => number | Promise<number>, target: number, timeoutMs = scaled(30_000)): Promise<number> {
   const deadline = Date.now() + timeoutMs;
-  let v = read();
+  let v = await read();
   while (v < target && Date.now() < deadline) {
     await sleep(150);
-    v = read();
+    v = await read();
   }
   return v;
 }
@@ -159,19 +162,24 @@ async function passed(read: () => number, target: number, timeoutMs = scaled(30_
 const pick = (l: Record<string, unknown>, keys: readonly string[]): Record<string, string> =>
   Object.fromEntries(keys.filter((k) => l[k] !== undefined).map((k) => [k, String(l[k])]));
 
-const m = (name: string, labels: Record<string, string> = {}): number => metric((agent as NsAgent).metrics(), name, labels);
+/**
+ * One metric of the agent. Reads here start no process (a scrape through NsAgent.scrape's relay, counters from
+ * /proc/<pid>/net of a process in the namespace): under TCG each process a poll started cost the guest a fraction
+ * of a second of CPU, and the suite polls hundreds of times.
+ */
+const m = async (name: string, labels: Record<string, string> = {}): Promise<number> => metric(await (agent as NsAgent).scrape(), name, labels);
 
 test('packetforward: forward_count deltas equal the interface counters', async () => {
   const n = node as Netns;
-  // One scrape and one read of both interface counters a time: under qemu each is a process start.
-  const read = () => {
-    const text = (agent as NsAgent).metrics();
-    const [rx, tx] = n.run('cat', ['/sys/class/net/rtbpf-kext/statistics/rx_packets', '/sys/class/net/rtbpf-kext/statistics/tx_packets']).trim().split('\n').map(Number);
+  // One scrape and one read of the interface's counters a time.
+  const read = async () => {
+    const text = await (agent as NsAgent).scrape();
+    const c = n.ifCounters('rtbpf-kext');
     return {
       ingress: metric(text, 'networkobservability_forward_count', { direction: 'ingress' }),
       egress: metric(text, 'networkobservability_forward_count', { direction: 'egress' }),
-      rx: rx as number,
-      tx: tx as number,
+      rx: c.rxPackets,
+      tx: c.txPackets,
     };
   };
   const N = 100;
@@ -179,9 +187,9 @@ test('packetforward: forward_count deltas equal the interface counters', async (
   await n.node(UDP_SEND, [String(N), PEER_IP, '7000', '100']);
   await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '7000', '100']);
   // The interface counters are due at once, the metrics at their next refresh: wait for them, then steady.
-  const due = read();
-  await reached(() => {
-    const r = read();
+  const due = await read();
+  await reached(async () => {
+    const r = await read();
     return Math.min(r.ingress - t0.ingress - (due.rx - t0.rx), r.egress - t0.egress - (due.tx - t0.tx));
   }, 0);
   const t1 = await steady(read, 60);
@@ -223,7 +231,7 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
     // The fallback's NOT_SPECIFIED counts every skb the kernel frees through kfree_skb (5.10: not only drops),
     // so it never holds still: waiting for it to settle only ran out the timeout (2 x 60 s under qemu).
     // Its check is "at least N", read once the count has passed b + N.
-    const b = fallback ? drops(reason) : await settled(() => drops(reason));
+    const b = fallback ? await drops(reason) : await settled(() => drops(reason));
     await (peer as Netns).node(UDP_SEND, [String(N), NODE_IP, '9998', '16']);
     seen.push((fallback ? await passed(() => drops(reason), b + N) : await reached(() => drops(reason), b + N)) - b);
   }
@@ -235,9 +243,12 @@ test('dropreason: N nftables drops, exactly N on drop_count and on the rule\'s o
 
 test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', async () => {
   const N = 10;
-  const read = () => m('networkobservability_dns_request_count') + m('networkobservability_dns_response_count');
-  const req0 = m('networkobservability_dns_request_count');
-  const resp0 = m('networkobservability_dns_response_count');
+  const read = async () => {
+    const text = await (agent as NsAgent).scrape();
+    return metric(text, 'networkobservability_dns_request_count') + metric(text, 'networkobservability_dns_response_count');
+  };
+  const req0 = await m('networkobservability_dns_request_count');
+  const resp0 = await m('networkobservability_dns_response_count');
   // A TCP query or answer the kernel sends again (its timer fires when a loaded host stalls the guest) is on the
   // wire twice and counted twice, as Retina counts: the exact count is 3N plus the exchange's retransmissions.
   const retrans0 = retransSegs(node as Netns) + retransSegs(peer as Netns);
@@ -245,8 +256,8 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
   assert.deepEqual(out, { udp4: N, udp6: N, tcp: N });
   await reached(read, req0 + resp0 + 6 * N);
   const resent = retransSegs(node as Netns) + retransSegs(peer as Netns) - retrans0;
-  const req = m('networkobservability_dns_request_count') - req0;
-  const resp = m('networkobservability_dns_response_count') - resp0;
+  const req = (await m('networkobservability_dns_request_count')) - req0;
+  const resp = (await m('networkobservability_dns_response_count')) - resp0;
   report.counts['dns'] = `${req}/${3 * N} queries, ${resp}/${3 * N} answers${resent ? ` (${resent} TCP segments sent again)` : ''}`;
   if (resent === 0) {
     assert.equal(req, 3 * N, 'dns_request_count');
@@ -258,7 +269,7 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
 
 /** RetransSegs of one namespace (/proc/net/snmp). */
 function retransSegs(ns: Netns): number {
-  return retransSegsIn(ns.run('cat', ['/proc/net/snmp']));
+  return retransSegsIn(ns.netFile('snmp'));
 }
 
 test('tcpretrans: retransmissions of a lossy flow, against RetransSegs', async () => {
@@ -294,13 +305,25 @@ test('the agent stops on SIGTERM and leaves no tc filter, program or link', asyn
   assert.deepEqual(await leftoversAfterStop(node, ['rtbpf-kext'], owned), []);
 });
 
-test('packetparser (pod level), low aggregation: one record per packet per observation point', async () => {
+test('packetparser (pod level), low aggregation: one record per packet per observation point', async (t) => {
+  // Where this case's time goes under TCG (the slowest case of every guest), printed by the matrix.
+  const phases: string[] = [];
+  let t0 = Date.now();
+  const phase = (name: string): void => {
+    phases.push(`${name} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    t0 = Date.now();
+  };
   topo = new Topology(247, false);
   const [a, b] = [topo.addPod('a', 1), topo.addPod('b', 2)];
-  await ready(b.ns.spawnNode(UDP_SINK, [b.ip, '7000']));
-  await ready(b.ns.spawnNode(TCP_SINK, [b.ip, '7001']));
+  phase('topology');
+  // The sinks and the harness start side by side (each a Node.js start: seconds under TCG, on the guest's two CPUs).
   pp = new Harness(topo.node);
-  const { status } = await pp.start({}, { dataAggregationLevel: 'low' }, [a.ip]);
+  const [{ status }] = await Promise.all([
+    pp.start({}, { dataAggregationLevel: 'low' }, [a.ip]),
+    ready(b.ns.spawnNode(UDP_SINK, [b.ip, '7000'])),
+    ready(b.ns.spawnNode(TCP_SINK, [b.ip, '7001'])),
+  ]);
+  phase('sinks and harness started');
   const row: PluginRow = (report.plugins['packetparser'] ??= { loaded: false });
   const logs = await pp.logs();
   const hooks = logs.find((l) => l.msg === 'eBPF hooks attached')?.fields ?? {};
@@ -312,14 +335,18 @@ test('packetparser (pod level), low aggregation: one record per packet per obser
   });
   assert.deepEqual(status.filter((s) => !s.startsWith('ok')), []);
   await pp.settle(300);
+  phase('quiet');
   const N = 40;
   await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '100']);
+  phase('sent');
   // Until N of each observation point came (a stalled guest can pause the drain past a quiet window), then a quiet one.
   const ours = (fs: readonly PFlow[]) => fs.filter((f) => f.src === a.ip && f.dst === b.ip && f.proto === 17);
   const count = (fs: readonly PFlow[], obs: string) => fs.filter((f) => f.obs === obs).length;
   const flows = ours(await pp.until((fs) => count(ours(fs), 'FROM_ENDPOINT') >= N && count(ours(fs), 'TO_ENDPOINT') >= N));
   const from = count(flows, 'FROM_ENDPOINT');
   const to = count(flows, 'TO_ENDPOINT');
+  phase('records');
+  t.diagnostic(`packetparser low phases: ${phases.join(', ')}`);
   report.counts['packetparser low'] = `${from}/${N} from A, ${to}/${N} to B`;
   assert.equal(from, N, 'A veth ingress');
   assert.equal(to, N, 'B veth egress');
