@@ -33,7 +33,8 @@ const LANES = [
   // to two host threads busy. They once shared a lane, after two guests beside the other lanes' busiest minutes
   // starved each other (the 5.10 agent took 129 s to start, its suite passed 900 s); that was 5.10's suite
   // waiting 2 x 60 s for a count that never holds still and reading node page by page over 9p (mended). Alone
-  // (make test, 2026-11-29): 5.10 157 s, 6.1 94 s, 6.12 106 s, arm64 145 s; beside the others about twice that.
+  // (2026-11-29, polls without processes): 5.10 85 s, 6.1 68 s, 6.12 66 s, arm64 about 120 s; beside the others
+  // about twice that.
   { name: 'kernels', takes: (f) => f === 'dist/test/kernels/matrix.test.js', timeoutMs: 60 * 60_000 },
   { name: 'arm64', takes: (f) => f === 'dist/test/kernels/arm64.test.js', timeoutMs: 60 * 60_000 },
   // The real-node suite: about 6 minutes, plus its waits for the drop lock (test/ebpf/drop-lock.ts).

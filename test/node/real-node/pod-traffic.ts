@@ -42,6 +42,8 @@ export function podTrafficCases(s: RealNodeSuite): void {
       return v; // never still: the burst cannot be exact and is tried again
     };
     const tries: string[] = [];
+    // Every pod-level NETFILTER_DROP series now, so a failure can say which pods' drops moved the node's count.
+    const adv0 = await find(`${ADV}drop_count`, { reason: 'NETFILTER_DROP' });
     for (let burst = 1; ; burst++) {
       const pod0 = total(await find(`${ADV}drop_count`, labels));
       const node0 = await settled();
@@ -56,9 +58,20 @@ export function podTrafficCases(s: RealNodeSuite): void {
       tries.push(`burst ${burst}: node drop_count +${nodeDelta}`);
       // A full run once saw +1 216 to +1 977 for 40 in all three bursts (5 minutes of another lane's netfilter drops
       // that no lock covers): four bursts, and a failure names the machine's drop rules that counted packets.
-      assert.ok(burst < 4, `node-level drop_count never moved by exactly ${N}: ${tries.join('; ')}; the host's nftables drop rules with packets:\n${dropRules()}`);
+      assert.ok(burst < 4, `node-level drop_count never moved by exactly ${N}: ${tries.join('; ')}; the host's nftables drop rules with packets:\n${dropRules()}\nthe pod-level NETFILTER_DROP series that moved meanwhile:\n${await movedSeries(adv0)}`);
     }
   }));
+
+  /** The pod-level NETFILTER_DROP series that moved since `before` (the most first), for a failure's message. */
+  const movedSeries = async (before: readonly { labels: Record<string, string>; value: number }[]): Promise<string> => {
+    const key = (l: Record<string, string>): string => JSON.stringify(Object.entries(l).sort());
+    const was = new Map(before.map((x) => [key(x.labels), x.value]));
+    const moved = (await find(`${ADV}drop_count`, { reason: 'NETFILTER_DROP' }))
+      .map((x) => ({ d: x.value - (was.get(key(x.labels)) ?? 0), labels: x.labels }))
+      .filter((x) => x.d > 0)
+      .sort((a, b) => b.d - a.d);
+    return moved.slice(0, 8).map((x) => `+${x.d} ${JSON.stringify(x.labels)}`).join('\n') || '(none: the drops were of no pod the agent knows)';
+  };
 
   /** The host's nftables rules that drop and have counted packets (kube-proxy's and the suites'), for a failure's message. */
   const dropRules = (): string => {
