@@ -264,6 +264,11 @@ export function retransSegsIn(snmp: string): number {
   return Number(values[i]);
 }
 
+/** RetransSegs of one namespace (its /proc/net/snmp, through `Netns.netFile`). */
+export function retransSegs(ns: Netns): number {
+  return retransSegsIn(ns.netFile('snmp'));
+}
+
 /**
  * RetransSegs of every network namespace of the machine, by namespace (one process per namespace, plus the
  * named ones under /run/netns): the tcpretrans tracepoint is node-wide, so on a shared host its count is

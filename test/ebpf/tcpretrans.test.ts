@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
 import { runTcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
 import { fakeContext } from './fake-context.js';
-import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegsIn, retransSince, settled, sleep, stopAll, vethPair } from './netns.js';
+import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegs, retransSince, settled, sleep, stopAll, vethPair } from './netns.js';
 import { TCP_SEND, TCP_SINK } from './traffic.js';
 import { holdDropsForThisFile } from './drop-lock.js';
 
@@ -43,11 +43,6 @@ after(async () => {
     server?.destroy();
   }
 });
-
-/** RetransSegs of one namespace, from /proc/net/snmp. */
-function retransSegs(ns: Netns): number {
-  return retransSegsIn(ns.run('cat', ['/proc/net/snmp']));
-}
 
 const ours = (): number => metric((agent as NsAgent).metrics(), 'networkobservability_tcp_retransmission_count');
 

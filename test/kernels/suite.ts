@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegsIn, retransSince, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
+import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegs, retransSince, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
 import { Harness, Topology, tearDown, total, type PFlow } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
@@ -266,11 +266,6 @@ test('dns: each query and answer counted once (UDP and TCP, IPv4 and IPv6)', asy
     assert.ok(req >= 3 * N && resp >= 3 * N && req + resp <= 6 * N + resent, `dns_request_count +${req}, dns_response_count +${resp}: 3N = ${3 * N} each, and ${resent} TCP segments sent again`);
   }
 });
-
-/** RetransSegs of one namespace (/proc/net/snmp). */
-function retransSegs(ns: Netns): number {
-  return retransSegsIn(ns.netFile('snmp'));
-}
 
 test('tcpretrans: retransmissions of a lossy flow, against RetransSegs', async () => {
   const ours = () => m('networkobservability_tcp_retransmission_count');
