@@ -1,11 +1,12 @@
 /** Shared by the benchmarks that need a big cluster: `n` RetinaEndpoints of 200 services, 48 requests at a time. */
-import { collectionPath, isApiError, resources, type RetinaEndpoint } from '../../src/k8s/index.js';
+import { normalizeIp } from '../../src/cache/index.js';
+import { collectionPath, isApiError, resources, type RetinaEndpoint, type RetinaEndpointSlice, type RetinaEndpointSliceEntry } from '../../src/k8s/index.js';
 import type { Cluster } from '../../test/integration/harness.js';
 
 const hex = (n: number, w: number): string => n.toString(16).padStart(w, '0');
 
-/** The IPv6 address of endpoint `i` (one in four is dual-stack): unique up to 2^20 endpoints. */
-const v6 = (i: number): string => (i < 0x10000 ? `fd00:100::${hex(i, 4)}` : `fd00:100::${(i >> 16).toString(16)}:${hex(i & 0xffff, 4)}`);
+/** The IPv6 address of endpoint `i` (one in four is dual-stack): unique up to 2^20 endpoints; canonical, as a kubelet reports it. */
+const v6 = (i: number): string => normalizeIp(i < 0x10000 ? `fd00:100::${hex(i, 4)}` : `fd00:100::${(i >> 16).toString(16)}:${hex(i & 0xffff, 4)}`);
 
 /** The ReplicaSet-like name of endpoint `i` and its app label. */
 export function endpointName(i: number): { name: string; app: string; rs: string } {
@@ -45,4 +46,21 @@ export async function createEndpoints(client: Cluster['client'], ns: string, n: 
       });
     }
   }));
+}
+
+/** Endpoint `i` as a RetinaEndpointSlice entry (what the operator writes for the same pod). */
+export function sliceEntryOf(i: number): RetinaEndpointSliceEntry {
+  const { name } = endpointName(i);
+  const s = endpointBody('', i).spec;
+  return { name, podIPs: s.podIPs ?? [s.podIP], nodeIP: s.nodeIP as string, ownerReferences: (s.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name })), labels: { ...s.labels } };
+}
+
+/** The name of slice `k`. */
+export const sliceName = (k: number): string => `res-${hex(k, 10)}`;
+
+/** Slice `k` of namespace `ns`: endpoints k*size .. min(n, (k+1)*size) - 1. */
+export function sliceBody(ns: string, k: number, size: number, n: number): RetinaEndpointSlice {
+  const endpoints: RetinaEndpointSliceEntry[] = [];
+  for (let i = k * size; i < Math.min(n, (k + 1) * size); i++) endpoints.push(sliceEntryOf(i));
+  return { apiVersion: 'retina.sh/v1alpha1', kind: 'RetinaEndpointSlice', metadata: { name: sliceName(k), namespace: ns }, endpoints };
 }

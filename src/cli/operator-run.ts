@@ -12,7 +12,7 @@ import { defaultImages } from '../capture/index.js';
 import { version } from './command.js';
 import {
   createCaptureController, createContainerNetworkLogController, type CaptureController, type Controller,
-  createMetricsConfigurationController, createRetinaEndpointController, installCrds, leaderStatus, parseAddr, reflectorEvents, reflectorRejected,
+  createMetricsConfigurationController, createRetinaEndpointController, createRetinaEndpointSliceController, installCrds, leaderStatus, parseAddr, reflectorEvents, reflectorRejected,
   type OperatorConfig, type RetinaEndpointController,
 } from '../operator/index.js';
 import { ResourceStack } from '../plugin/index.js';
@@ -83,6 +83,12 @@ export async function runOperator(o: RunOperatorOptions): Promise<RunningOperato
         workers: cfg.workers, qps: cfg.queueQps, burst: cfg.queueBurst, metrics, events, log,
       });
       controllers.push(re);
+      if (cfg.retinaEndpointSlices) {
+        controllers.push(createRetinaEndpointSliceController({
+          client, informers, pods: re.pods, maxSize: cfg.retinaEndpointSliceMaxSize,
+          workers: Math.max(1, Math.min(cfg.workers, 4)), qps: cfg.queueQps, burst: cfg.queueBurst, metrics, log,
+        }));
+      }
     } else log.info('RetinaEndpoint conversion is off (needs remoteContext and enableRetinaEndpoint)');
     s.defer(() => controllers.forEach((c) => c.shutdown()));
     informers.start();

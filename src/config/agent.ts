@@ -21,6 +21,8 @@ export interface AgentConfig {
   readonly metricsIntervalMs: number;
   readonly enablePodLevel: boolean;
   readonly remoteContext: boolean;
+  /** Remote context: watch RetinaEndpointSlices instead of RetinaEndpoints. */
+  readonly retinaEndpointSlices: boolean;
   readonly enableAnnotations: boolean;
   readonly bypassLookupIPOfInterest: boolean;
   readonly dataAggregationLevel: 'low' | 'high';
@@ -100,6 +102,7 @@ export function agentKeys(plugins: PluginChoice) {
     metricsInterval: legacyMetricsInterval,
     enablePodLevel: boolKey('enablePodLevel', false, 'Pod-level (advanced) metrics: flows, enricher, metrics module.'),
     remoteContext: boolKey('remoteContext', false, 'Label advanced metrics with source_/destination_ context (RetinaEndpoints) instead of local pods.'),
+    retinaEndpointSlices: boolKey('retinaEndpointSlices', false, 'Ours: remote context reads RetinaEndpointSlices (up to 20 pods an object; the operator\'s retinaEndpointSlices must be on) instead of one RetinaEndpoint per pod: for big clusters.'),
     enableAnnotations: boolKey('enableAnnotations', false, 'Advanced metrics only for pods/namespaces annotated retina.sh: observe.'),
     bypassLookupIPOfInterest: boolKey('bypassLookupIPOfInterest', false, 'Report every packet instead of only IPs of interest (filter map).'),
     dataAggregationLevel: enumKey<'low' | 'high'>('dataAggregationLevel', 'low', ['low', 'high'], 'low: also watch the host interface; high: pod veths only, aggregated per connection.'),
@@ -139,6 +142,7 @@ export function agentConfig(keys: AgentKeys, v: LoadedValues): AgentConfig {
     metricsIntervalMs: useLegacy ? v.get(keys.metricsInterval) : v.get(keys.metricsIntervalDuration),
     enablePodLevel: v.get(keys.enablePodLevel),
     remoteContext: v.get(keys.remoteContext),
+    retinaEndpointSlices: v.get(keys.retinaEndpointSlices),
     enableAnnotations: v.get(keys.enableAnnotations),
     bypassLookupIPOfInterest: v.get(keys.bypassLookupIPOfInterest),
     dataAggregationLevel: v.get(keys.dataAggregationLevel),

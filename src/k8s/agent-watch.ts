@@ -1,6 +1,6 @@
 /**
  * What an agent watches to fill its IP cache. Remote context: RetinaEndpoints (the operator's slim
- * pods), Services and Nodes. Local context: only this node's Pods, filtered on the server by
+ * pods) or RetinaEndpointSlices (the same, batched: endpoint-slices.ts), Services and Nodes. Local context: only this node's Pods, filtered on the server by
  * `spec.nodeName`. One informer per kind; the cache sees adds, updates and deletes.
  */
 import type { IpCache, NodeEndpoint, PodEndpoint, ServiceEndpoint } from '../cache/index.js';
@@ -12,11 +12,18 @@ import type { RestClient } from './rest.js';
 import { resources } from './resources.js';
 import { Interner, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, podTransform, serviceTransform } from './slim.js';
 import type { RetinaEndpoint } from './crd/retina-endpoint.js';
+import type { RetinaEndpointSlice } from './crd/retina-endpoint-slice.js';
+import { podsFromSlices, sameSlice, sliceTransform, type SlimSlice } from './endpoint-slices.js';
 
 export interface AgentWatchOptions {
   readonly client: RestClient;
   readonly cache: IpCache;
   readonly remoteContext: boolean;
+  /**
+   * Remote context: watch RetinaEndpointSlices (the operator's `retinaEndpointSlices: true`) instead
+   * of one RetinaEndpoint per Pod. The same cache entries either way.
+   */
+  readonly endpointSlices?: boolean;
   /** This node's name (local context). */
   readonly nodeName?: string | undefined;
   /** Label keys kept from local Pods (remote context: the operator already chose). */
@@ -61,7 +68,16 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
   let pods: Informer<PodEndpoint>;
   if (o.remoteContext) {
     const intern = new Interner();
-    pods = factory.informer({ resource: resources.retinaEndpoints, transform: (re: RetinaEndpoint): PodEndpoint | undefined => endpointFromRetinaEndpoint(re, intern) });
+    if (o.endpointSlices) {
+      // The transform reads the slice's previous version from the informer (never called before it exists).
+      const slices: Informer<SlimSlice> = factory.informer<RetinaEndpointSlice, SlimSlice>({
+        resource: resources.retinaEndpointSlices, equal: sameSlice,
+        transform: sliceTransform(intern, (slice, message) => o.log?.warn('RetinaEndpointSlice entry skipped', { slice, error: message }), (key) => slices.get(key)),
+      });
+      pods = podsFromSlices(slices);
+    } else {
+      pods = factory.informer({ resource: resources.retinaEndpoints, transform: (re: RetinaEndpoint): PodEndpoint | undefined => endpointFromRetinaEndpoint(re, intern) });
+    }
   } else {
     if (!o.nodeName) throw new Error('local context needs the node name (NODE_NAME) to watch only this node\'s pods');
     const allow = keyAllowlist(o.labelAllowlist ?? ['*']);
@@ -89,7 +105,7 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
     }));
   }
   factory.start();
-  o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', resources: informers.map((i) => i.stats().resource), server: o.client.config.server });
+  o.log?.info('watching the API server', { context: o.remoteContext ? 'remote' : 'local', ...(o.remoteContext ? { endpoints: o.endpointSlices ? 'RetinaEndpointSlices' : 'RetinaEndpoints' } : {}), resources: informers.map((i) => i.stats().resource), server: o.client.config.server });
   return {
     pods,
     waitForSync: async (signal) => {

@@ -23,6 +23,8 @@ export {
   resolveWorkload, serviceTransform, type KeyAllowlist, type NodeWire, type PodWire, type ServiceWire,
 } from './slim.js';
 export type { RetinaEndpoint, RetinaEndpointOwner, RetinaEndpointSpec } from './crd/retina-endpoint.js';
+export { RETINA_ENDPOINT_SLICE_ENTRY_FIELDS, type RetinaEndpointSlice, type RetinaEndpointSliceEntry } from './crd/retina-endpoint-slice.js';
+export { podsFromSlices, sameSlice, sliceTransform, type SlimSlice } from './endpoint-slices.js';
 export type { MetricsConfiguration, MetricsConfigurationSpec, MetricsConfigurationState, MetricsConfigurationStatus, MetricsContextOption } from './crd/metrics-configuration.js';
 export type { Capture, CaptureCondition, CaptureNodeState, CaptureSpec, CaptureStatus, CaptureTrigger, LabelSelector } from './crd/capture.js';
 export {

@@ -39,6 +39,7 @@ export const resources = Object.freeze({
   leases: r('coordination.k8s.io', 'v1', 'leases', 'Lease', true),
   crds: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   retinaEndpoints: r('retina.sh', 'v1alpha1', 'retinaendpoints', 'RetinaEndpoint', true),
+  retinaEndpointSlices: r('retina.sh', 'v1alpha1', 'retinaendpointslices', 'RetinaEndpointSlice', true),
   metricsConfigurations: r('retina.sh', 'v1alpha1', 'metricsconfigurations', 'MetricsConfiguration', false),
   captures: r('retina.sh', 'v1alpha1', 'captures', 'Capture', true),
   containerNetworkLogs: r('acn.azure.com', 'v1alpha1', 'containernetworklogs', 'ContainerNetworkLog', false),

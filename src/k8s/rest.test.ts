@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { getEventListeners } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { createRestClient, type RestConfig } from './rest.js';
@@ -22,6 +23,7 @@ describe('rest client: gzip answers', () => {
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(Buffer.from('not gzip at all'));
         return;
       }
+      if (req.url?.startsWith('/slow')) return; // never answers
       if (req.url?.startsWith('/watch')) {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n');
         return;
@@ -79,6 +81,26 @@ describe('rest client: gzip answers', () => {
       for await (const l of s.lines) lines.push(l);
       assert.equal(lines.length, 1);
       assert.equal(seen.at(-1)?.['accept-encoding'], undefined);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('leaves no listener on a long-lived signal once its requests are over (a leader\'s signal outlives thousands of writes)', async () => {
+    const c = createRestClient(config);
+    const leading = new AbortController();
+    try {
+      await Promise.all(Array.from({ length: 200 }, () => c.request('GET', '/apis/x/v1/things', { signal: leading.signal })));
+      const s = await c.stream('/watch', { signal: leading.signal });
+      for await (const _ of s.lines) { /* drain */ }
+      await new Promise((r) => setImmediate(r));
+      assert.equal(getEventListeners(leading.signal, 'abort').length, 0, 'each request removed its abort listener');
+      // Still wired while a request runs: aborting it ends the request.
+      const slow = c.request('GET', '/slow', { signal: leading.signal });
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(getEventListeners(leading.signal, 'abort').length, 1);
+      leading.abort();
+      await assert.rejects(slow, /aborted/);
     } finally {
       c.close();
     }

@@ -23,6 +23,9 @@ function absolutePathKey(key: string, def: string, doc: string): KeySpec<string>
 export interface OperatorConfig {
   readonly installCRDs: boolean;
   readonly enableRetinaEndpoint: boolean;
+  /** Also write RetinaEndpointSlices (agents with retinaEndpointSlices read them). */
+  readonly retinaEndpointSlices: boolean;
+  readonly retinaEndpointSliceMaxSize: number;
   readonly remoteContext: boolean;
   readonly logLevel: LogLevel;
   readonly metricsAddr: string;
@@ -59,6 +62,8 @@ export function operatorKeys() {
   return {
     installCRDs: boolKey('installCRDs', false, 'Create or update the retina.sh CRDs at start (charts/retina/crds).'),
     enableRetinaEndpoint: boolKey('enableRetinaEndpoint', true, 'Convert Pods into RetinaEndpoints (with remoteContext).'),
+    retinaEndpointSlices: boolKey('retinaEndpointSlices', false, 'Ours: also pack the endpoint pods into RetinaEndpointSlices (per namespace, up to retinaEndpointSliceMaxSize each), which agents with retinaEndpointSlices watch instead of RetinaEndpoints: for big clusters (the chart sets it from config.retinaEndpointSlices).'),
+    retinaEndpointSliceMaxSize: intKey('retinaEndpointSliceMaxSize', 20, 'Ours: most pods in one RetinaEndpointSlice (20: most of what slices save on a sync, at 4x the bytes of a RetinaEndpoint per change; 100: 23 kB per change).', { min: 1, max: 1000 }),
     remoteContext: boolKey('remoteContext', false, 'Agents use remote context; the operator then maintains RetinaEndpoints.'),
     logLevel: enumKey<LogLevel>('logLevel', 'info', LOG_LEVELS, 'Log level.'),
     metricsAddr: stringKey('metricsAddr', ':8080', 'Address of /metrics (host:port; empty host = all addresses).', { nonEmpty: true }),
@@ -93,6 +98,8 @@ export function operatorConfig(keys: OperatorKeys, v: LoadedValues): OperatorCon
   return Object.freeze({
     installCRDs: v.get(keys.installCRDs),
     enableRetinaEndpoint: v.get(keys.enableRetinaEndpoint),
+    retinaEndpointSlices: v.get(keys.retinaEndpointSlices),
+    retinaEndpointSliceMaxSize: v.get(keys.retinaEndpointSliceMaxSize),
     remoteContext: v.get(keys.remoteContext),
     logLevel: v.get(keys.logLevel),
     metricsAddr: v.get(keys.metricsAddr),

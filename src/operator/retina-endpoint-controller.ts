@@ -4,6 +4,7 @@
  * collector removes it with the Pod. Reconcile is level-triggered: it compares the Pod in the store
  * with the RetinaEndpoint in the store and writes only when the slim content differs.
  */
+import { createHash } from 'node:crypto';
 import {
   apiVersionOf, collectionPath, isApiError, keyAllowlist, objectPath, pickKeys, podIps, podIsEndpoint, resources, splitKey,
   type EventRecorder, type Informer, type InformerFactory, type PodWire, type RestClient, type RetinaEndpoint, type RetinaEndpointSpec,
@@ -22,11 +23,19 @@ export interface SlimPod {
   readonly spec: RetinaEndpointSpec | undefined;
 }
 
-/** What the operator keeps of a RetinaEndpoint. */
+/**
+ * What the operator keeps of a RetinaEndpoint: its Pod's uid and a hash of its spec (canonical JSON),
+ * all reconcile compares. The spec itself took about 600 bytes more per endpoint (815 against 222 with
+ * the store's key and entry, 100 000 RetinaEndpoints parsed as the reflector does): 60 MB of heap at
+ * 100 000 pods, where the chart's 384Mi limit leaves V8 a heap of 259 MB.
+ */
 export interface SlimEndpoint {
   readonly ownerUid: string | undefined;
-  readonly spec: RetinaEndpointSpec;
+  readonly specHash: string;
 }
+
+/** The hash SlimEndpoint keeps: sha1 of the canonical JSON, base64. */
+export const specHash = (spec: unknown): string => createHash('sha1').update(canonical(spec)).digest('base64');
 
 export interface RetinaEndpointControllerOptions {
   readonly client: RestClient;
@@ -86,7 +95,7 @@ export function createRetinaEndpointController(o: RetinaEndpointControllerOption
   });
   const endpoints = o.informers.informer<RetinaEndpoint, SlimEndpoint>({
     resource: resources.retinaEndpoints,
-    transform: (re) => ({ ownerUid: re.metadata.ownerReferences?.find((r) => r.kind === 'Pod')?.uid, spec: re.spec ?? ({} as RetinaEndpointSpec) }),
+    transform: (re) => ({ ownerUid: re.metadata.ownerReferences?.find((r) => r.kind === 'Pod')?.uid, specHash: specHash(re.spec ?? {}) }),
   });
 
   async function reconcile(key: string, signal: AbortSignal): Promise<ReconcileResult> {
@@ -130,7 +139,7 @@ export function createRetinaEndpointController(o: RetinaEndpointControllerOption
         }
         // It exists, and our store has not seen it yet: fall through to a patch of what is there.
       }
-    } else if (re.ownerUid === pod.uid && canonical(re.spec) === canonical(desired)) {
+    } else if (re.ownerUid === pod.uid && re.specHash === specHash(desired)) {
       return 'success'; // unchanged: no write
     }
     // Replace spec (and the owner when the Pod was recreated under the same name) in one JSON patch.

@@ -80,7 +80,7 @@ const noLookup: EndpointLookup = { byIp: () => undefined };
  */
 export async function startNodeWatches(o: { client: RestClient; nodeName: string | undefined; agent: AgentConfig; metrics: MetricsRegistry; log: Logger }): Promise<NodeWatches> {
   const { startWatches } = await import('./watches.js');
-  return startWatches({ client: o.client, nodeName: o.nodeName, remoteContext: o.agent.remoteContext, log: o.log.child({ component: 'k8s' }), metrics: o.metrics });
+  return startWatches({ client: o.client, nodeName: o.nodeName, remoteContext: o.agent.remoteContext, endpointSlices: o.agent.retinaEndpointSlices, log: o.log.child({ component: 'k8s' }), metrics: o.metrics });
 }
 
 export async function startNodePipeline(o: NodePipelineOptions): Promise<NodePipeline> {

@@ -3,7 +3,7 @@
  * watched once however many parts read it, and every watch event is counted in
  * `k8s_watch_events_total{resource, event}` (rejected objects in `k8s_objects_rejected_total`).
  *
- * - the IP cache (k8s/agent-watch.ts): RetinaEndpoints, Services and Nodes (remote context) or this
+ * - the IP cache (k8s/agent-watch.ts): RetinaEndpoints (or RetinaEndpointSlices), Services and Nodes (remote context) or this
  *   node's Pods (local context);
  * - the pod-level spec (pod-level.ts): MetricsConfigurations, or annotated Namespaces;
  * - Hubble's peers (`nodes()`): the same Nodes informer as the cache's in remote context;
@@ -26,7 +26,7 @@ export interface NodeWatches extends AsyncDisposable {
   nodes(): Informer<NodeEndpoint>;
 }
 
-export function startWatches(o: { client: RestClient; nodeName: string | undefined; remoteContext: boolean; log: Logger; metrics: MetricWriters }): NodeWatches {
+export function startWatches(o: { client: RestClient; nodeName: string | undefined; remoteContext: boolean; endpointSlices?: boolean; log: Logger; metrics: MetricWriters }): NodeWatches {
   const events = o.metrics.counter(catalog.k8sWatchEvents);
   const rejected = o.metrics.counter(catalog.k8sObjectsRejected);
   const factory = createInformerFactory({
@@ -34,7 +34,7 @@ export function startWatches(o: { client: RestClient; nodeName: string | undefin
     onEvent: (event, resource) => events.inc({ resource, event }), onRejected: (reason, resource) => rejected.inc({ resource, reason }),
   });
   const cache = new IpCache();
-  const watch = startAgentWatch({ client: o.client, cache, remoteContext: o.remoteContext, nodeName: o.nodeName, log: o.log, factory });
+  const watch = startAgentWatch({ client: o.client, cache, remoteContext: o.remoteContext, endpointSlices: o.endpointSlices ?? false, nodeName: o.nodeName, log: o.log, factory });
   void watch.waitForSync().then(() => o.log.info('IP cache synced', { ...cache.stats() }), () => undefined);
   return {
     client: o.client,

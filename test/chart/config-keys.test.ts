@@ -99,6 +99,22 @@ describe('chart: rendered config keys are the agent\'s and the operator\'s', { t
     }
   });
 
+  it('config.retinaEndpointSlices turns slices on in the Linux and Windows agents and in the operator; operator.config can still say otherwise', async () => {
+    const read = async (set: string[]): Promise<{ linux: boolean; windows: boolean; operator: unknown }> => {
+      const { objects } = await render('windows', ['--set', 'config.remoteContext=true', ...set]);
+      const keys = operatorKeys();
+      const op = loadValues({ fileText: data(one(objects, 'ConfigMap', 'retina-operator'), 'operator-config.yaml'), env: {}, specs: collectSpecs(keys as ConfigSpec<object>) });
+      return {
+        linux: (await loadAgentConfig('linux', data(one(objects, 'ConfigMap', 'retina-agent-linux'), 'config.yaml'))).agent.retinaEndpointSlices,
+        windows: (await loadAgentConfig('windows', data(one(objects, 'ConfigMap', 'retina-agent-windows'), 'config.yaml'))).agent.retinaEndpointSlices,
+        operator: op.get(keys.retinaEndpointSlices),
+      };
+    };
+    assert.deepEqual(await read([]), { linux: false, windows: false, operator: false });
+    assert.deepEqual(await read(['--set', 'config.retinaEndpointSlices=true']), { linux: true, windows: true, operator: true });
+    assert.deepEqual(await read(['--set', 'config.retinaEndpointSlices=true', '--set', 'operator.config.retinaEndpointSlices=false']), { linux: true, windows: true, operator: false });
+  });
+
   it('a key the agent does not know is caught here (the check can fail)', async () => {
     assert.deepEqual((await loadAgent('linux', 'enablePodLevl: true\n')).unknown, ['enablePodLevl']);
   });

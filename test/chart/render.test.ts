@@ -190,7 +190,7 @@ describe('chart: what the objects say', { timeout: 600_000 }, () => {
     const list = (await tool('helm', ['show', 'chart', join(dir, 'retina-0.1.0.tgz')])).stdout;
     assert.match(list, /name: retina/);
     const crds = (await tool('helm', ['show', 'crds', join(dir, 'retina-0.1.0.tgz')])).stdout;
-    assert.equal((crds.match(/kind: CustomResourceDefinition/g) ?? []).length, 4);
+    assert.equal((crds.match(/kind: CustomResourceDefinition/g) ?? []).length, 5);
     const values = (await tool('helm', ['template', 'x', join(dir, 'retina-0.1.0.tgz'), '--set', 'typo=1']));
     assert.notEqual(values.code, 0, 'the packaged chart lost its schema');
   });

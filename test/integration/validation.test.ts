@@ -162,7 +162,7 @@ describe('validation of custom resources', { timeout: 300_000 }, () => {
 
   it('the operator installs (updates) the CRDs and waits until they are Established', async () => {
     const names = await installCrds({ client, dir: CRD_DIR, log: testLog('crd') });
-    assert.deepEqual(names.sort(), ['captures.retina.sh', 'containernetworklogs.acn.azure.com', 'metricsconfigurations.retina.sh', 'retinaendpoints.retina.sh']);
+    assert.deepEqual(names.sort(), ['captures.retina.sh', 'containernetworklogs.acn.azure.com', 'metricsconfigurations.retina.sh', 'retinaendpoints.retina.sh', 'retinaendpointslices.retina.sh']);
   });
 
   it('bin/retina-agent: standalone without Kubernetes, watching with --kubeconfig, clean exit on SIGTERM', async () => {

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ETCD } from '../../../test/integration/harness.js';
-import { endpointBody } from '../endpoints.js';
+import { endpointBody, sliceBody } from '../endpoints.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
@@ -37,4 +37,43 @@ export async function putEndpointsInEtcd(ns: string, n: number, from = 0, parall
       if (!r.ok) throw new Error(`etcd txn failed: ${r.status} ${await r.text()}`);
     }
   }));
+}
+
+/**
+ * The same endpoints `0..n - 1` as RetinaEndpointSlices of `size` (slice k holds endpoints k*size..),
+ * each with the managedFields entry of the operator's merge patches.
+ */
+export async function putSlicesInEtcd(ns: string, n: number, size: number, parallel = 4): Promise<number> {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const slices = Math.ceil(n / size);
+  let next = 0;
+  await Promise.all(Array.from({ length: parallel }, async () => {
+    while (next < slices) {
+      const first = next;
+      next = Math.min(slices, next + 16);
+      const success = [];
+      for (let k = first; k < next; k++) {
+        const o = sliceBody(ns, k, size, n);
+        const stored = {
+          ...o,
+          metadata: {
+            ...o.metadata, uid: randomUUID(), creationTimestamp: now, generation: 1,
+            managedFields: [{ apiVersion: 'retina.sh/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: { 'f:endpoints': {} }, manager: 'retina-operator', operation: 'Update', time: now }],
+          },
+        };
+        success.push({ requestPut: { key: b64(`/registry/retina.sh/retinaendpointslices/${ns}/${o.metadata.name}`), value: b64(JSON.stringify(stored)) } });
+      }
+      const r = await fetch(`${ETCD}/v3/kv/txn`, { method: 'POST', body: JSON.stringify({ success }) });
+      if (!r.ok) throw new Error(`etcd txn failed: ${r.status} ${await r.text()}`);
+    }
+  }));
+  return slices;
+}
+
+/** Deletes every RetinaEndpointSlice in etcd (a run with another slice size left its own). */
+export async function deleteSlicesInEtcd(): Promise<void> {
+  const prefix = '/registry/retina.sh/retinaendpointslices/';
+  const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+  const r = await fetch(`${ETCD}/v3/kv/deleterange`, { method: 'POST', body: JSON.stringify({ key: b64(prefix), range_end: b64(end) }) });
+  if (!r.ok) throw new Error(`etcd delete failed: ${r.status} ${await r.text()}`);
 }

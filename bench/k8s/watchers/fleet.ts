@@ -29,14 +29,14 @@ export interface Fleet extends AsyncDisposable {
   kill(): Promise<void>;
 }
 
-export function startFleet(o: { kubeconfig: string; processes: number; perProcess: number; initialState: 'list' | 'stream' }): Fleet {
+export function startFleet(o: { kubeconfig: string; processes: number; perProcess: number; initialState: 'list' | 'stream'; slices?: boolean }): Fleet {
   const startedAt = Date.now();
   const synced: number[] = [];
   const children: ChildProcess[] = [];
   const exited: Promise<unknown>[] = [];
   for (let i = 0; i < o.processes; i++) {
     const c = fork(ENTRY, [], {
-      env: { PATH: process.env['PATH'], KUBECONFIG: o.kubeconfig, BENCH_WATCHERS_PER_PROCESS: String(o.perProcess), BENCH_WATCH_INITIAL: o.initialState },
+      env: { PATH: process.env['PATH'], KUBECONFIG: o.kubeconfig, BENCH_WATCHERS_PER_PROCESS: String(o.perProcess), BENCH_WATCH_INITIAL: o.initialState, BENCH_WATCH_SLICES: o.slices ? '1' : '0' },
       execArgv: ['--max-semi-space-size=2'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     c.on('message', (m: WatcherMessage) => {

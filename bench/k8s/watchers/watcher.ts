@@ -1,6 +1,6 @@
 /**
  * A light stand-in for an agent, forked by fleet.ts: only the agent's watch layer (src/k8s
- * startAgentWatch, remote context: RetinaEndpoints, Services, Nodes, into an IpCache; initial state
+ * startAgentWatch, remote context: RetinaEndpoints (RetinaEndpointSlices with BENCH_WATCH_SLICES=1), Services, Nodes, into an IpCache; initial state
  * by WatchList or, with BENCH_WATCH_INITIAL=list, by LIST pages), no plugins. `BENCH_WATCHERS_PER_PROCESS` of them, each with its own REST client (its own
  * connections, as separate agents have). Reports over the IPC channel: `synced` per watch layer when
  * its informers have their initial state, and `stats` when asked. An endpoint whose labels carry
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const layers = Array.from({ length: n }, (_, id) => {
     const client = createRestClient(config, { userAgent: `retina-bench-watcher/${process.pid}/${id}` });
     const cache = new IpCache();
-    const watch = startAgentWatch({ client, cache, remoteContext: true, initialState: process.env['BENCH_WATCH_INITIAL'] === 'list' ? 'list' : 'stream' });
+    const watch = startAgentWatch({ client, cache, remoteContext: true, endpointSlices: process.env['BENCH_WATCH_SLICES'] === '1', initialState: process.env['BENCH_WATCH_INITIAL'] === 'list' ? 'list' : 'stream' });
     const state = { id, client, cache, watch, syncedAt: undefined as number | undefined, marker: undefined as string | undefined, markerAt: undefined as number | undefined };
     watch.pods.subscribe({
       updated: (_k, e) => {

@@ -213,6 +213,7 @@ of the mounted TLS Secret (the headers are the RETINA_FLOWLOGS_OTLP_HEADERS vari
 {{- $cfg := deepCopy .Values.operator.config -}}
 {{- if not $cfg.leaderElectionNamespace -}}{{- $_ := set $cfg "leaderElectionNamespace" .Release.Namespace -}}{{- end -}}
 {{- $_ := set $cfg "remoteContext" .Values.config.remoteContext -}}
+{{- if and (not (hasKey $cfg "retinaEndpointSlices")) (hasKey .Values.config "retinaEndpointSlices") -}}{{- $_ := set $cfg "retinaEndpointSlices" .Values.config.retinaEndpointSlices -}}{{- end -}}
 {{- if not $cfg.logLevel -}}{{- $_ := set $cfg "logLevel" .Values.config.logLevel -}}{{- end -}}
 {{- $cfg = mergeOverwrite $cfg (include "retina.metricsSecurityKeys" (dict "Values" .Values) | fromYaml) -}}
 {{- if not $cfg.captureImage -}}{{- $_ := set $cfg "captureImage" (printf "%s:%s" .Values.image.linux.repository (.Values.image.linux.tag | default .Chart.AppVersion)) -}}{{- end -}}

@@ -7,6 +7,7 @@ import { CAPTURE_FIELDS } from './capture.js';
 import { CONTAINER_NETWORK_LOG_FIELDS } from './container-network-log.js';
 import { METRICS_CONFIGURATION_FIELDS } from './metrics-configuration.js';
 import { RETINA_ENDPOINT_SPEC_FIELDS } from './retina-endpoint.js';
+import { RETINA_ENDPOINT_SLICE_ENTRY_FIELDS } from './retina-endpoint-slice.js';
 
 type Schema = { properties?: Record<string, Schema>; items?: Schema };
 const schema = (file: string): Schema => {
@@ -19,6 +20,11 @@ const sorted = (xs: readonly string[]): string[] => [...xs].sort();
 describe('CR types match the chart CRDs', () => {
   it('RetinaEndpoint', () => {
     assert.deepEqual(props(schema('retina.sh_retinaendpoints.yaml').properties?.['spec']), sorted(RETINA_ENDPOINT_SPEC_FIELDS));
+  });
+  it('RetinaEndpointSlice', () => {
+    const s = schema('retina.sh_retinaendpointslices.yaml');
+    assert.deepEqual(props(s), ['apiVersion', 'endpoints', 'kind', 'metadata']);
+    assert.deepEqual(props(s.properties?.['endpoints']?.items), sorted(RETINA_ENDPOINT_SLICE_ENTRY_FIELDS));
   });
   it('MetricsConfiguration', () => {
     const s = schema('retina.sh_metricsconfigurations.yaml');

@@ -172,7 +172,7 @@ export function lifecycleCases(s: RealNodeSuite): void {
     t.diagnostic(`after helm uninstall, objects of our kinds: ${kept.join(', ') || 'none'}`);
     const live = new Set((await listAll<Pod>(client, resources.pods)).map((p) => `RetinaEndpoint ${p.metadata.namespace ?? ''}/${p.metadata.name}`));
     assert.deepEqual(kept.filter((k) => k.startsWith('RetinaEndpoint ') && !live.has(k)), [], 'no RetinaEndpoint of a pod that is gone (the release\'s own pods included)');
-    const crds = ['captures.retina.sh', 'metricsconfigurations.retina.sh', 'retinaendpoints.retina.sh'];
+    const crds = ['captures.retina.sh', 'metricsconfigurations.retina.sh', 'retinaendpoints.retina.sh', 'retinaendpointslices.retina.sh'];
     for (const c of crds) await client.request('DELETE', objectPath(resources.crds, undefined, c));
     await eventually('the CRDs and every object of theirs gone', 120_000, async () => {
       const still = await Promise.all(crds.map((c) => client.request('GET', objectPath(resources.crds, undefined, c)).then(() => c, () => undefined)));
