@@ -102,11 +102,11 @@ describe('replace a running Retina in place: older CRDs and objects, then our op
     await client.request('PATCH', `${objectPath(resources.captures, ns, 'old-capture')}/status`, { contentType: 'application/merge-patch+json', body: { status: finished } });
     const before = {
       re: new Map((await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, ns)).map((r) => [r.metadata.name, r.metadata.uid])),
-      // Only the CRDs Retina had (ContainerNetworkLog is ours alone: the operator creates it).
+      // Only the CRDs Retina had (ContainerNetworkLog and RetinaEndpointSlice are ours alone: the operator creates them).
       crds: new Map(await Promise.all(crdFiles(OLD).map(async (c) => [c['metadata']['name'] as string, (await client.request<Obj>('GET', objectPath(CRDS, undefined, c['metadata']['name'] as string)))['metadata']['uid'] as string] as const))),
     };
     const oursOnly = crdFiles(OURS).map((c) => c['metadata']['name'] as string).filter((n) => !before.crds.has(n));
-    assert.deepEqual(oursOnly, ['containernetworklogs.acn.azure.com'], 'Retina\'s older chart has every CRD of ours but ContainerNetworkLog');
+    assert.deepEqual(oursOnly.sort(), ['containernetworklogs.acn.azure.com', 'retinaendpointslices.retina.sh'], 'Retina\'s older chart has every CRD of ours but ContainerNetworkLog and RetinaEndpointSlice');
     assert.equal(before.re.size, 2);
 
     // Retina uninstalled (Helm leaves CRDs and custom resources); ours installed: the operator upgrades the CRDs at start.
