@@ -4,8 +4,9 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
-import { collectionPath, isApiError, objectPath, resources, sleep, systemClock, type RestClient } from '../k8s/index.js';
+import { collectionPath, isApiError, objectPath, resources, type RestClient } from '../k8s/index.js';
 import type { Logger } from '../log/index.js';
 
 interface Crd {
@@ -42,7 +43,12 @@ export async function installCrds(o: { client: RestClient; dir: string; log: Log
       const cur = await o.client.request<Crd>('GET', objectPath(resources.crds, undefined, crd.metadata.name));
       if (cur.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
       if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established in time`);
-      await sleep(systemClock, 200, o.signal);
+      // A timer that keeps the process alive: systemClock's are unref'd, and at the operator's start
+      // nothing else holds the event loop, so a CRD not yet Established at the first look (a new
+      // kind: RetinaEndpointSlice) let the process end mid-install (a test saw "Promise resolution
+      // is still pending but the event loop has already resolved").
+      await delay(200, undefined, o.signal ? { signal: o.signal } : {}).catch(() => undefined);
+      if (o.signal?.aborted) throw new Error(`CRD ${crd.metadata.name}: install aborted`);
     }
   }
   return crds.map((c) => c.metadata.name);
