@@ -12,26 +12,31 @@ import { endpointBody, sliceBody } from '../endpoints.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-/** Puts endpoints `from`..`n - 1` of `ns` into etcd; `parallel` transactions at a time. */
-export async function putEndpointsInEtcd(ns: string, n: number, from = 0, parallel = 4): Promise<void> {
+type Stored = { metadata: { name: string; namespace?: string } };
+
+/**
+ * Puts objects `from`..`to - 1` (made by `make`) of `ns` into etcd as kube-apiserver stores custom
+ * resources of `plural`, each with the managedFields entry (`fieldsV1`) of the operator's writes;
+ * `batch` puts per transaction, `parallel` transactions at a time.
+ */
+async function putInEtcd(plural: string, ns: string, from: number, to: number, batch: number, parallel: number, make: (i: number) => Stored, fieldsV1: unknown): Promise<void> {
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   let next = from;
   await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next < n) {
+    while (next < to) {
       const first = next;
-      next = Math.min(n, next + 128);
+      next = Math.min(to, next + batch);
       const success = [];
       for (let i = first; i < next; i++) {
-        const o = endpointBody(ns, i);
-        const fields = { 'f:spec': { '.': {}, 'f:containers': {}, 'f:labels': { '.': {}, 'f:app': {}, 'f:app.kubernetes.io/name': {}, 'f:version': {} }, 'f:nodeIP': {}, 'f:ownerReferences': {}, 'f:podIP': {}, 'f:podIPs': {} } };
+        const o = make(i);
         const stored = {
           ...o,
           metadata: {
             ...o.metadata, uid: randomUUID(), creationTimestamp: now, generation: 1,
-            managedFields: [{ apiVersion: 'retina.sh/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: fields, manager: 'retina-operator', operation: 'Update', time: now }],
+            managedFields: [{ apiVersion: 'retina.sh/v1alpha1', fieldsType: 'FieldsV1', fieldsV1, manager: 'retina-operator', operation: 'Update', time: now }],
           },
         };
-        success.push({ requestPut: { key: b64(`/registry/retina.sh/retinaendpoints/${ns}/${o.metadata.name}`), value: b64(JSON.stringify(stored)) } });
+        success.push({ requestPut: { key: b64(`/registry/retina.sh/${plural}/${ns}/${o.metadata.name}`), value: b64(JSON.stringify(stored)) } });
       }
       const r = await fetch(`${ETCD}/v3/kv/txn`, { method: 'POST', body: JSON.stringify({ success }) });
       if (!r.ok) throw new Error(`etcd txn failed: ${r.status} ${await r.text()}`);
@@ -39,34 +44,19 @@ export async function putEndpointsInEtcd(ns: string, n: number, from = 0, parall
   }));
 }
 
+/** Puts endpoints `from`..`n - 1` of `ns` into etcd; `parallel` transactions at a time. */
+export async function putEndpointsInEtcd(ns: string, n: number, from = 0, parallel = 4): Promise<void> {
+  const fields = { 'f:spec': { '.': {}, 'f:containers': {}, 'f:labels': { '.': {}, 'f:app': {}, 'f:app.kubernetes.io/name': {}, 'f:version': {} }, 'f:nodeIP': {}, 'f:ownerReferences': {}, 'f:podIP': {}, 'f:podIPs': {} } };
+  await putInEtcd('retinaendpoints', ns, from, n, 128, parallel, (i) => endpointBody(ns, i), fields);
+}
+
 /**
  * The same endpoints `0..n - 1` as RetinaEndpointSlices of `size` (slice k holds endpoints k*size..),
  * each with the managedFields entry of the operator's merge patches.
  */
 export async function putSlicesInEtcd(ns: string, n: number, size: number, parallel = 4): Promise<number> {
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const slices = Math.ceil(n / size);
-  let next = 0;
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next < slices) {
-      const first = next;
-      next = Math.min(slices, next + 16);
-      const success = [];
-      for (let k = first; k < next; k++) {
-        const o = sliceBody(ns, k, size, n);
-        const stored = {
-          ...o,
-          metadata: {
-            ...o.metadata, uid: randomUUID(), creationTimestamp: now, generation: 1,
-            managedFields: [{ apiVersion: 'retina.sh/v1alpha1', fieldsType: 'FieldsV1', fieldsV1: { 'f:endpoints': {} }, manager: 'retina-operator', operation: 'Update', time: now }],
-          },
-        };
-        success.push({ requestPut: { key: b64(`/registry/retina.sh/retinaendpointslices/${ns}/${o.metadata.name}`), value: b64(JSON.stringify(stored)) } });
-      }
-      const r = await fetch(`${ETCD}/v3/kv/txn`, { method: 'POST', body: JSON.stringify({ success }) });
-      if (!r.ok) throw new Error(`etcd txn failed: ${r.status} ${await r.text()}`);
-    }
-  }));
+  await putInEtcd('retinaendpointslices', ns, 0, slices, 16, parallel, (k) => sliceBody(ns, k, size, n), { 'f:endpoints': {} });
   return slices;
 }
 
