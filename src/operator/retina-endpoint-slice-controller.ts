@@ -95,7 +95,10 @@ export function createRetinaEndpointSliceController(o: RetinaEndpointSliceContro
       if (!s.size) open.delete(ns);
     }
   };
-  const wantsEntry = (podKey: string): boolean => Boolean(o.pods.get(podKey)?.eligible && o.pods.get(podKey)?.spec);
+  const wantsEntry = (podKey: string): boolean => {
+    const p = o.pods.get(podKey);
+    return Boolean(p?.eligible && p.spec);
+  };
   const assign = (podKey: string, slice: string): void => {
     let m = members.get(slice);
     if (!m) members.set(slice, (m = new Set()));
