@@ -176,7 +176,9 @@ export class NodeBed implements AsyncDisposable {
       name: podLevel ? 'ours' : 'oursOff', command: [AGENT_BIN], env: agentEnv({ NODE_NAME }),
       config: (port) => [
         'apiServer:', '  host: 127.0.0.1', `  port: ${port}`, 'logLevel: info', `enabledPlugin: [${plugins.join(', ')}]`,
-        'metricsIntervalDuration: 10s', `enablePodLevel: ${podLevel}`, 'remoteContext: false', 'dataAggregationLevel: high', '',
+        'metricsIntervalDuration: 10s', `enablePodLevel: ${podLevel}`, 'remoteContext: false', 'dataAggregationLevel: high',
+        // BENCH_OURS_CONFIG: more config lines for ours, `;`-separated (e.g. packetParserConntrackMaxEntries: 1048576).
+        ...(process.env['BENCH_OURS_CONFIG'] ?? '').split(';').map((l) => l.trim()).filter(Boolean), '',
       ].join('\n'),
       args: (file) => ['--config', file, '--kubeconfig', this.kubeconfig],
     };

@@ -13,7 +13,7 @@
  * RSS in MB, statistics on) and then the table side by side. Retina's column is left out, with the
  * reason printed, only when its agent is not built (RETINA_BUILD_IF_MISSING=no hack/retina/build.sh
  * fails). Env: BENCH_PER_PACKET_SECONDS (5), BENCH_CONN_RATES (1000,5000,0), BENCH_PER_PACKET_AGENTS
- * (a comma-separated subset of oursOff,ours,retina). Needs root, kernel BTF,
+ * (a comma-separated subset of oursOff,ours,retina), BENCH_PER_PACKET_CASES (a subset of tcp1,udp64,conn<rate>). Needs root, kernel BTF,
  * iperf3, bpftool, clang, the test control plane (built by make).
  */
 import { cpus, loadavg, release } from 'node:os';
@@ -24,7 +24,8 @@ import { NodeBed, agentProgramIds, loadedProgramIds, runStats, shortConnections,
 
 const SECONDS = envInt('BENCH_PER_PACKET_SECONDS', 5);
 const RATES = (process.env['BENCH_CONN_RATES'] ?? '1000,5000,0').split(',').map((s) => Number(s.trim()));
-const CASES: TrafficCase[] = [tcpStreams(1), udp64, ...RATES.map(shortConnections)];
+const ONLY_CASES = process.env['BENCH_PER_PACKET_CASES']?.split(',');
+const CASES: TrafficCase[] = [tcpStreams(1), udp64, ...RATES.map(shortConnections)].filter((c) => !ONLY_CASES || ONLY_CASES.includes(c.name));
 const PORT = 19_300;
 
 interface Row {

@@ -106,6 +106,16 @@ save_pre_state() {
   touch "$PRE/.done"
 }
 
+# tracefs at /sys/kernel/tracing, as a systemd host mounts it at boot (sys-kernel-tracing.mount): the
+# chart's agent and kubectl-retina bpftrace's pod read it from the host. Mounted here when the machine
+# has it nowhere (a fresh VM without systemd), and unmounted again by clean.
+host_tracefs() {
+  mountpoint -q /sys/kernel/tracing && return 0
+  mount -t tracefs tracefs /sys/kernel/tracing || { log "could not mount tracefs at /sys/kernel/tracing"; return 0; }
+  touch "$PRE/tracefs-mounted"
+  log "tracefs mounted at /sys/kernel/tracing (the machine had none; unmounted at down)"
+}
+
 restore_sysctls() {
   [ -f "$PRE/sysctl" ] || return 0
   local line
@@ -206,6 +216,10 @@ clean() {
   clean_iptables
   clean_nft
   restore_sysctls
+  if [ -f "$PRE/tracefs-mounted" ]; then
+    umount /sys/kernel/tracing 2>/dev/null || umount -l /sys/kernel/tracing 2>/dev/null || log "could not unmount tracefs"
+    rm -f "$PRE/tracefs-mounted"
+  fi
   if [ -f "$PRE/dirs" ]; then
     for d in "${HOST_DIRS[@]}"; do grep -qx "$d" "$PRE/dirs" || rm -rf "$d"; done
   fi
@@ -416,6 +430,7 @@ up() {
   log "cleaning what an earlier run left"
   clean
   save_pre_state
+  host_tracefs
   mkdir -p "$RUN/log" "$VAR" "$(dirname "$KUBECONFIG_OUT")"
   certs
   kubeconfig admin "$RUN/admin.kubeconfig"; kubeconfig node "$RUN/node.kubeconfig"; kubeconfig proxy "$RUN/proxy.kubeconfig"

@@ -651,7 +651,10 @@ static __noinline int fold(struct pp_ct_dir *d, __u32 len, __u32 f, int why)
 	k->dir_reply = (e->direction & 0xf) | (e->is_reply << 4);
 	struct pp_agg_value *a = bpf_map_lookup_elem(&retina_packetparser_agg, k);
 	if (!a) {
+		/* Born reported now: a flush running meanwhile (on another CPU) takes a new aggregate for an
+		 * idle one until this packet's counts land in it, and would delete it under them. */
 		__builtin_memset(&s->zero, 0, sizeof(s->zero));
+		s->zero.d.last_report_ns = e->ts_ns;
 		bpf_map_update_elem(&retina_packetparser_agg, k, &s->zero, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&retina_packetparser_agg, k);
 		if (!a) {
@@ -1060,7 +1063,8 @@ static long agg_flush_one(struct bpf_map *map, struct pp_agg_key *k, struct pp_a
 {
 	struct pp_ct_dir *d = &a->d;
 	if (!d->packets) {
-		if (c->now - d->last_report_ns > PP_AGG_IDLE_NS)
+		/* signed: an aggregate made after this sweep read its clock is younger than c->now */
+		if ((__s64)(c->now - d->last_report_ns) > PP_AGG_IDLE_NS)
 			bpf_map_delete_elem(map, k);
 		return 0;
 	}

@@ -40,11 +40,24 @@ export interface SinkPool {
   readonly fallback: FlowConsumer;
 }
 
-/** Which of `n` workers a record goes to, by a hash of its `length` key bytes at `offset` (FNV-1a over 32-bit words). */
+/**
+ * Which of `n` workers a record goes to, by a hash of its `length` key bytes at `offset`: each 32-bit
+ * word mixed in with a multiply and a shift, then murmur3's finalizer, so every bit of every word
+ * reaches the low bits `% n` reads. (A multiply alone carries bits only upwards: with FNV over words the
+ * low 16 bits of the hash came from the low 16 bits of each word, an IPv4 address's first two octets,
+ * the same for every pod of a cluster, and 94 % of the records went to one of two workers.)
+ */
 export function partition(v: DataView, offset: number, length: number, n: number): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i + 4 <= length; i += 4) h = Math.imul(h ^ v.getUint32(offset + i, true), 0x01000193);
-  h ^= h >>> 15;
+  for (let i = 0; i + 4 <= length; i += 4) {
+    h = Math.imul(h ^ v.getUint32(offset + i, true), 0x9e3779b1);
+    h ^= h >>> 15;
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
   return (h >>> 0) % n;
 }
 

@@ -361,6 +361,17 @@ console.log('sent');
 `;
 const PORTS = 40;
 
+/** Datagrams a namespace's UDP took in (/proc/net/snmp: InDatagrams + NoPorts + InErrors). */
+function udpArrivals(snmp: string): number {
+  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Udp:')).map((l) => l.trim().split(/\s+/));
+  const at = (n: string): number => {
+    const i = names?.indexOf(n) ?? -1;
+    if (i < 0 || !values) throw new Error(`no Udp ${n} in /proc/net/snmp`);
+    return Number(values[i]);
+  };
+  return at('InDatagrams') + at('NoPorts') + at('InErrors');
+}
+
 /** High aggregation: a paced TCP transfer from A; the records' sums, the final sweep's included, equal A's veth counters. */
 async function highAggregation(keyedSweep: boolean | undefined): Promise<string> {
   const h = pp as Harness;
@@ -374,7 +385,14 @@ async function highAggregation(keyedSweep: boolean | undefined): Promise<string>
   const rx0 = [stat('rx_packets'), stat('rx_bytes')];
   assert.match(await a.ns.node(TCP_PACED_SEND, ['64000', b.ip, '7001', '16000', '100'], 180_000), /sent 64000/);
   // 40 more connections (two datagrams to each of 40 ports): more keys than one run of the keyed sweep takes.
+  const udpIn = (): number => udpArrivals(b.ns.netFile('snmp'));
+  const atB0 = udpIn();
   assert.match(await a.ns.node(UDP_PORTS, [b.ip, '7100', String(PORTS)]), /sent/);
+  // "sent" is the sender's send() returning: a datagram can still wait in a CPU's backlog (ksoftirqd, on a
+  // stalled TCG guest), and one that reaches A's veth after the stop below passes no hook. Each one B's UDP
+  // took in (delivered or refused: no socket) passed A's ingress hook first: wait for all of them.
+  const atB = (await passed(udpIn, atB0 + 2 * PORTS)) - atB0;
+  assert.equal(atB, 2 * PORTS, 'every datagram reached B');
   // The final sweep at stop reports what the connection table still holds.
   await h.call({ op: 'stop' });
   const all = await h.call<{ src: string; obs: string; proto: number; dport: number; packets: number; bytes: number }[]>({ op: 'flows' });
