@@ -16,7 +16,8 @@
  * median of run-pair ratios, the agent's CPU (cores, its cgroup: everything it started) and RSS (MB)
  * over its runs of the case. Goal: ours at least 0.97 everywhere and above Retina's in every case.
  * Retina's column is left out, with the reason printed, only when its agent is not built.
- * Env: BENCH_SIDE_ROUNDS (2 per agent), BENCH_SIDE_PAIRS (2), BENCH_SIDE_SECONDS (3). Needs root,
+ * Env: BENCH_SIDE_ROUNDS (2 per agent), BENCH_SIDE_PAIRS (2), BENCH_SIDE_SECONDS (3), BENCH_SIDE_AGENTS
+ * (ours,retina; oursOff adds ours without pod level). Needs root,
  * kernel BTF, iperf3, bpftool, clang, the test control plane (built by make).
  */
 import { cpus, loadavg, release } from 'node:os';
@@ -36,15 +37,21 @@ await using bed = await NodeBed.create();
 await using bare = NodeBed.bare();
 const retina = bed.retina();
 if (!retina) console.log(JSON.stringify({ name: 'datapath/retina-side', retinaLeftOut: bed.retinaMissing }));
-const agents = ['ours', ...(retina ? ['retina'] : [])];
+// BENCH_SIDE_AGENTS: which agents, of ours, retina and oursOff (ours without pod level: what the
+// node-level hooks alone cost); ours is always measured (the goals are its).
+const wanted = (process.env['BENCH_SIDE_AGENTS'] ?? 'ours,retina').split(',').map((a) => a.trim());
+const agents = ['ours', ...(retina && wanted.includes('retina') ? ['retina'] : []), ...(wanted.includes('oursOff') ? ['oursOff'] : [])];
+/** Agents alternated round by round: A B, B A (A B C, C B A with three). */
+const order = [...agents.keys(), ...[...agents.keys()].reverse()];
 type Got = { agent: number[]; none: number[]; cores: number[]; rssMB: number[] };
 /** [agent][case] */
 const got: Record<string, Record<string, Got>> = {};
 for (const a of agents) got[a] = Object.fromEntries(CASES.map((c) => [c.name, { agent: [], none: [], cores: [], rssMB: [] }]));
 
 for (let r = 0; r < ROUNDS * agents.length; r++) {
-  const name = agents[agents.length === 1 ? 0 : ([0, 1, 1, 0][r % 4] as number)] as string;
-  await using agent = await bed.start(name === 'ours' ? bed.ours(true) : (retina as NonNullable<typeof retina>), PORT, true);
+  const name = agents[order[r % order.length] as number] as string;
+  const subject = name === 'ours' ? bed.ours(true) : name === 'oursOff' ? bed.ours(false) : (retina as NonNullable<typeof retina>);
+  await using agent = await bed.start(subject, PORT, name !== 'oursOff');
   await sleep(2000);
   for (const c of CASES) {
     const g = got[name]?.[c.name] as Got;
@@ -94,7 +101,7 @@ const cell = (row: Record<string, unknown>, a: string): Cell => row[a] as Cell;
 console.log(JSON.stringify({
   name: 'datapath/retina-side-goals', rounds: ROUNDS, pairs: PAIRS, seconds: SECONDS,
   oursAtLeast097: table.every((row) => cell(row, 'ours').pairedRatio >= 0.97),
-  ...(retina ? { oursAboveRetina: table.every((row) => cell(row, 'ours').pairedRatio > cell(row, 'retina').pairedRatio) } : { retinaLeftOut: bed.retinaMissing }),
+  ...(agents.includes('retina') ? { oursAboveRetina: table.every((row) => cell(row, 'ours').pairedRatio > cell(row, 'retina').pairedRatio) } : { retinaLeftOut: bed.retinaMissing ?? 'not asked (BENCH_SIDE_AGENTS)' }),
   kernel: release(), cpus: cpus().length, cpu: cpus()[0]?.model,
   loadavgBefore: load0.map((x) => Number(x.toFixed(2))), loadavgAfter: loadavg().map((x) => Number(x.toFixed(2))),
 }));
