@@ -39,7 +39,6 @@ interface Layout {
   readonly ctrl: Int32Array;
   readonly state: Int32Array;
   readonly view: DataView;
-  readonly bytes: Uint8Array;
   readonly dataAt: number;
   readonly slots: number;
   readonly slotBytes: number;
@@ -49,7 +48,7 @@ function layout(sab: SharedArrayBuffer, shape: HandoffShape): Layout {
   const dataAt = CTRL_BYTES + 4 * shape.slots;
   if (sab.byteLength !== dataAt + shape.slots * shape.slotBytes) throw new Error('hand-off buffer and shape disagree');
   return {
-    ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), view: new DataView(sab), bytes: new Uint8Array(sab),
+    ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), view: new DataView(sab),
     dataAt, slots: shape.slots, slotBytes: shape.slotBytes,
   };
 }
