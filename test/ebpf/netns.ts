@@ -256,12 +256,17 @@ net.createServer((c) => {
 }).listen(sock, () => console.log('ready'));
 `;
 
+/** Counter `name` of protocol `proto` (Tcp, Udp, ...) in one /proc/net/snmp text (a row of names, then one of values). */
+export function snmpCounter(snmp: string, proto: string, name: string): number {
+  const [names, values] = snmp.split('\n').filter((l) => l.startsWith(`${proto}:`)).map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf(name) ?? -1;
+  if (i < 0 || !values) throw new Error(`no ${proto} ${name} in /proc/net/snmp`);
+  return Number(values[i]);
+}
+
 /** RetransSegs in one /proc/net/snmp text. */
 export function retransSegsIn(snmp: string): number {
-  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Tcp:')).map((l) => l.trim().split(/\s+/));
-  const i = names?.indexOf('RetransSegs') ?? -1;
-  if (i < 0 || !values) throw new Error('no RetransSegs in /proc/net/snmp');
-  return Number(values[i]);
+  return snmpCounter(snmp, 'Tcp', 'RetransSegs');
 }
 
 /** RetransSegs of one namespace (its /proc/net/snmp, through `Netns.netFile`). */

@@ -20,7 +20,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { openBpfObject, parseVerifierStats, type VerifierStats } from '../../src/ffi/linux/index.js';
-import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegs, retransSince, scaled, settled, sleep, steady, stopAll, vethPair } from '../ebpf/netns.js';
+import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegs, retransSince, scaled, settled, sleep, snmpCounter, steady, stopAll, vethPair } from '../ebpf/netns.js';
 import { Harness, Topology, tearDown, total, type PFlow } from '../ebpf/packetparser-topology.js';
 import { DNS_CLIENT, DNS_SERVER, TCP_PACED_SEND, TCP_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from '../ebpf/traffic.js';
 import { OBJECTS, type KernelReport, type PluginRow, type ProgramRow } from './report.js';
@@ -363,13 +363,7 @@ const PORTS = 40;
 
 /** Datagrams a namespace's UDP took in (/proc/net/snmp: InDatagrams + NoPorts + InErrors). */
 function udpArrivals(snmp: string): number {
-  const [names, values] = snmp.split('\n').filter((l) => l.startsWith('Udp:')).map((l) => l.trim().split(/\s+/));
-  const at = (n: string): number => {
-    const i = names?.indexOf(n) ?? -1;
-    if (i < 0 || !values) throw new Error(`no Udp ${n} in /proc/net/snmp`);
-    return Number(values[i]);
-  };
-  return at('InDatagrams') + at('NoPorts') + at('InErrors');
+  return snmpCounter(snmp, 'Udp', 'InDatagrams') + snmpCounter(snmp, 'Udp', 'NoPorts') + snmpCounter(snmp, 'Udp', 'InErrors');
 }
 
 /** High aggregation: a paced TCP transfer from A; the records' sums, the final sweep's included, equal A's veth counters. */
