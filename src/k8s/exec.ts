@@ -195,11 +195,17 @@ function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: 
   socket.on('close', () => {
     clearTimeout(closing);
     const text = Buffer.concat(status).toString('utf8');
-    if (!text) return done(undefined, undefined);
-    try {
-      done(undefined, JSON.parse(text) as ExecStatus);
-    } catch {
-      done(undefined, { status: 'Failure', message: text });
+    let result: ExecStatus | undefined;
+    if (text) {
+      try {
+        result = JSON.parse(text) as ExecStatus;
+      } catch {
+        result = { status: 'Failure', message: text };
+      }
     }
+    // The last stdout chunks can still wait in the stream's buffer (a slow writer): the command's
+    // output is all there only once they have gone through.
+    if (o.stdout.writableLength > 0 && !o.stdout.destroyed) o.stdout.once('drain', () => done(undefined, result));
+    else done(undefined, result);
   });
 }
