@@ -136,6 +136,28 @@ describe('execInPod', () => {
     assert.equal(seen.auth, 'Bearer t0k');
   });
 
+  it('resolves once a slow stdout has taken every byte, also when its buffer never fills (no drain event)', { timeout: 20_000 }, async () => {
+    const out: Buffer[] = [];
+    let later = 0;
+    const stdout = new Writable({
+      highWaterMark: 64 << 20, // above everything the command prints: write() never says "wait"
+      write(c: Buffer, _e, cb): void {
+        setTimeout(() => {
+          out.push(c);
+          later++;
+          cb();
+        }, 2);
+      },
+    });
+    const stderr = new Writable({ write: (_c, _e, cb): void => cb() });
+    const status = await execInPod(config, { namespace: 'n s', pod: 'p', container: 'c', command: ['cat', 'host/a b'], stdout, stderr });
+    assert.equal(status?.status, 'Failure');
+    assert.ok(later > 0);
+    const got = Buffer.concat(out);
+    assert.equal(got.subarray(0, 6).toString(), 'hello ');
+    assert.ok(got.subarray(6).equals(big), 'every byte of stdout, in order, before execInPod resolved');
+  });
+
   it('an exec the server refuses is its ApiError (403, the Status message)', async () => {
     refuse = true;
     try {

@@ -157,6 +157,13 @@ function sendInput(socket: Duplex, o: StreamOptions, v5: boolean): (() => void)[
 function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: unknown, status?: ExecStatus) => void): void {
   const status: Buffer[] = [];
   let paused = false;
+  // stdout's writes not yet through the stream (a slow writer buffers them): the command's output is
+  // all there only when none is left, so the end waits for the last one's callback.
+  let pending = 0;
+  let flushed: (() => void) | undefined;
+  const wrote = (): void => {
+    if (--pending === 0) flushed?.();
+  };
   let closing: NodeJS.Timeout | undefined;
   const close = (): void => {
     if (closing) return;
@@ -171,7 +178,8 @@ function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: 
   readChannelFrames(socket, head, {
     data(channel, data, last) {
       if (channel === STDOUT && data.length > 0) {
-        if (!o.stdout.write(data) && !paused) {
+        pending++;
+        if (!o.stdout.write(data, wrote) && !paused) {
           paused = true;
           socket.pause();
           o.stdout.once('drain', () => {
@@ -203,9 +211,7 @@ function readChannels(socket: Duplex, head: Buffer, o: StreamOptions, done: (e: 
         result = { status: 'Failure', message: text };
       }
     }
-    // The last stdout chunks can still wait in the stream's buffer (a slow writer): the command's
-    // output is all there only once they have gone through.
-    if (o.stdout.writableLength > 0 && !o.stdout.destroyed) o.stdout.once('drain', () => done(undefined, result));
-    else done(undefined, result);
+    if (pending === 0) done(undefined, result);
+    else flushed = () => done(undefined, result);
   });
 }
