@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { it } from 'node:test';
 import { objectPath, resources } from '../../../src/k8s/index.js';
 import { extract } from '../../capture/workload-run.js';
@@ -59,6 +60,10 @@ function readPcap(file: string): { linkType: number; packets: Packet[] } {
 /** The hubble CLI's folder (hack/hubble/build.sh, already built for the Hubble case). */
 const hubbleTools = (): string => execFileSync('bash', [`${ROOT}hack/hubble/build.sh`], { env: { ...process.env, HUBBLE_BUILD_IF_MISSING: 'no' }, encoding: 'utf8' }).trim();
 
+/** `hubble observe` against the agent's Hubble on the node: its compact lines, or what failed. */
+const observe = (args: readonly string[]): Promise<string> => run(join(hubbleTools(), 'hubble'), ['observe', '--server', '127.0.0.1:4244', ...args, '-o', 'compact'],
+  { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000 }).then((r) => r.stdout, (e: unknown) => String(e));
+
 /** A Capture triggered by the first NETFILTER_DROP of the server pod on the real node. */
 export function triggeredCaptureCases(s: RealNodeSuite): void {
   it('triggered capture: armed on the node against the agent\'s Hubble, the first NETFILTER_DROP of the server pod starts it; the pcap holds the pre-trigger packets, the first dropped datagram and what follows', async (t) => {
@@ -96,20 +101,19 @@ export function triggeredCaptureCases(s: RealNodeSuite): void {
       const x = extract(join(dir, tarballs[0] ?? ''));
       const m = x.manifest as typeof x.manifest & { trigger?: {
         fired: boolean; flow: { dropReason: string; destinationPod: string; sourcePod: string; destinationPort: number }; triggeredAt: string; dropToCaptureMs: number; packetToCaptureMs: number;
-        cut: { preTriggerPackets: number; triggerPacketIndex: number; triggerPacketTimeMs: number; matchedBy: string }; postTriggerPackets: number;
+        cut: { preTriggerPackets: number; triggerPacketIndex: number; triggerPacketTimeMs: number; matchedBy: string }; postTriggerPackets: number; ringDropped: number;
       } };
       const tr = m.trigger;
       if (!tr?.fired) {
         // What the agent served meanwhile, and what the workload and the agent said.
         const [agent] = await agentPods(client);
-        const hubble = await run(join(hubbleTools(), 'hubble'), ['observe', '--server', '127.0.0.1:4244', '--last', '40', '--verdict', 'DROPPED', '-o', 'compact'],
-          { env: { ...process.env, HUBBLE_CONFIG: '/dev/null' }, timeout: 30_000 }).then((r) => r.stdout, (e: unknown) => String(e));
+        const hubble = await observe(['--last', '40', '--verdict', 'DROPPED']);
         assert.fail(`the trigger did not fire: ${JSON.stringify(m)}\ncapture pod:\n${(await podLog(client, pod).catch(() => [])).map((l) => JSON.stringify(l)).join('\n')}\nagent:\n${
           agent ? (await podLog(client, agent).catch(() => [])).slice(-30).map((l) => JSON.stringify(l)).join('\n') : 'none'}\nhubble observe --verdict DROPPED on the node:\n${hubble}`);
       }
       // The figures first, so that a run failing a later assertion still says them.
       const sentToCapture = Date.parse(tr.triggeredAt) - sentAt;
-      console.log(JSON.stringify({ figure: 'real-node-triggered-capture', dropToCaptureMs: tr.dropToCaptureMs, packetToCaptureMs: tr.packetToCaptureMs, sendToCaptureMs: sentToCapture, cut: tr.cut, packets: m.packets }));
+      console.log(JSON.stringify({ figure: 'real-node-triggered-capture', dropToCaptureMs: tr.dropToCaptureMs, packetToCaptureMs: tr.packetToCaptureMs, sendToCaptureMs: sentToCapture, cut: tr.cut, packets: m.packets, kernelDropped: m.dropped, ringDropped: tr.ringDropped }));
       assert.equal(m.stopReason, 'postTrigger');
       assert.equal(tr.flow.dropReason, 'NETFILTER_DROP');
       assert.equal(tr.flow.destinationPod, `${srv.namespace}/${srv.name}`);
@@ -136,7 +140,13 @@ export function triggeredCaptureCases(s: RealNodeSuite): void {
       const sent = [...Array.from({ length: 30 }, (_, i) => `pre-${String(i).padStart(3, '0')}`), ...Array.from({ length: 5 }, (_, i) => `pre2-${String(i).padStart(3, '0')}`)];
       const distinct = [...new Set(pre.map((p) => p.payload))];
       assert.ok(pre.length > 0 && pre.every((p) => p.dport === 7000), `the pre-trigger packets are datagrams to 7000: ${pre.map((p) => p.payload).join(' ')}`);
-      assert.deepEqual(distinct, sent.slice(sent.length - distinct.length), `the pre-trigger packets are the last datagrams sent before the drop, in order: ${pre.map((p) => p.payload).join(' ')}`);
+      const want = sent.slice(sent.length - distinct.length);
+      // When they are not, what says where the missing ones went: every packet of the file with its time,
+      // tcpdump's own count of what the kernel dropped for it, the ring's evictions, and the agent's view of
+      // the client's traffic to the server (its Hubble: forwarded and dropped, with the kernel's reasons).
+      const evidence = isDeepStrictEqual(distinct, want) ? '' : `\npcap: ${ps.map((p) => `${p.tsMs.toFixed(1)} ${p.payload}`).join(', ')}\n` +
+        `tcpdump's kernel drops: ${String(m.dropped)}; ring evictions: ${tr.ringDropped}\nhubble observe --from-ip ${cli.ip} --to-ip ${srv.ip}:\n${await observe(['--from-ip', cli.ip, '--to-ip', srv.ip, '--last', '200'])}`;
+      assert.deepEqual(distinct, want, `the pre-trigger packets are the last datagrams sent before the drop, in order: ${pre.map((p) => p.payload).join(' ')}${evidence}`);
       // after it: the other two drops and the post datagrams, within the post-trigger window
       const after = ps.slice(tr.cut.triggerPacketIndex + 1).map((p) => p.payload);
       for (const want of ['drop-001', 'drop-002', 'post-000', 'post-009']) assert.ok(after.includes(want), `${want} after the trigger: ${after.join(' ')}`);
