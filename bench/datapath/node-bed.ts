@@ -39,7 +39,8 @@ const NODE_IP = '10.236.0.1';
 const GATEWAY_IP = '10.236.0.2';
 const IPERF_PORT = 5201;
 const CONN_PORT = 7001;
-const OURS_PLUGINS = ['packetforward', 'dropreason', 'linuxutil', 'dns', 'tcpretrans'];
+/** Ours' node-level plugins; BENCH_OURS_PLUGINS (comma-separated) runs a subset, to say what one of them costs. */
+const OURS_PLUGINS = process.env['BENCH_OURS_PLUGINS']?.split(',').map((p) => p.trim()).filter(Boolean) ?? ['packetforward', 'dropreason', 'linuxutil', 'dns', 'tcpretrans'];
 /**
  * Retina's chart's Linux plugins (deploy/standard values.yaml) plus packetparser, without dropreason:
  * at pod level it always attaches kprobes, and these kernels have none (CONFIG_KPROBES is off; its
