@@ -5,11 +5,11 @@
  */
 import type { IpCache, NodeEndpoint, PodEndpoint, ServiceEndpoint } from '../cache/index.js';
 import type { Logger } from '../log/index.js';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { createInformerFactory, type Informer, type InformerFactory } from './informers.js';
 import type { ReflectorEvent, ReflectorStats, RejectReason } from './reflector.js';
-import type { RestClient } from './rest.js';
-import { resources } from './resources.js';
+import { isApiError, type RestClient } from './rest.js';
+import { collectionPath, resources } from './resources.js';
 import { Interner, endpointFromRetinaEndpoint, keyAllowlist, nodeTransform, podTransform, serviceTransform } from './slim.js';
 import type { RetinaEndpoint } from './crd/retina-endpoint.js';
 import type { RetinaEndpointSlice } from './crd/retina-endpoint-slice.js';
@@ -24,6 +24,11 @@ export interface AgentWatchOptions {
    * of one RetinaEndpoint per Pod. The same cache entries either way.
    */
   readonly endpointSlices?: boolean;
+  /**
+   * With endpointSlices: while no RetinaEndpointSlice exists, how often to look whether RetinaEndpoints
+   * do (the operator not writing slices: see checkSlicesWritten). Default 5 minutes.
+   */
+  readonly slicesCheckMs?: number;
   /** This node's name (local context). */
   readonly nodeName?: string | undefined;
   /** Label keys kept from local Pods (remote context: the operator already chose). */
@@ -75,6 +80,7 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
         transform: sliceTransform(intern, (slice, message) => o.log?.warn('RetinaEndpointSlice entry skipped', { slice, error: message }), (key) => slices.get(key)),
       });
       pods = podsFromSlices(slices);
+      subs.push(checkSlicesWritten({ client: o.client, slices, log: o.log, clock: o.clock ?? systemClock, everyMs: o.slicesCheckMs ?? 5 * 60_000 }));
     } else {
       pods = factory.informer({ resource: resources.retinaEndpoints, transform: (re: RetinaEndpoint): PodEndpoint | undefined => endpointFromRetinaEndpoint(re, intern) });
     }
@@ -116,6 +122,63 @@ export function startAgentWatch(o: AgentWatchOptions): AgentWatch {
     async [Symbol.asyncDispose]() {
       for (const s of subs) s[Symbol.dispose]();
       if (!o.factory) await factory[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** The warning checkSlicesWritten logs (tests look for it). */
+export const SLICES_NOT_WRITTEN = 'no RetinaEndpointSlice exists while RetinaEndpoints do: this agent knows no pod';
+
+/**
+ * An agent reading RetinaEndpointSlices sees no pod at all when the operator does not write them (its
+ * retinaEndpointSlices off, an operator from before slices, the two configured apart): nothing fails,
+ * flows simply go without pod names. So once the slices have listed, and again every `everyMs` while
+ * there are none, one LIST of a single RetinaEndpoint says whether the operator writes those instead;
+ * if it does, a warning names the setting (once, until slices appear; then an info line). No request
+ * while slices exist. An agent not allowed to list RetinaEndpoints (403) stops looking.
+ */
+export function checkSlicesWritten(o: { client: RestClient; slices: Pick<Informer<unknown>, 'waitForSync' | 'stats'>; log: Logger | undefined; clock: Clock; everyMs: number }): Disposable {
+  const stop = new AbortController();
+  let timer: Disposable | undefined;
+  let warned = false;
+  const look = async (): Promise<void> => {
+    if (stop.signal.aborted) return;
+    const slices = o.slices.stats().size;
+    if (slices > 0) {
+      if (warned) o.log?.info('RetinaEndpointSlices exist now: pods are known again', { slices });
+      warned = false;
+      return;
+    }
+    try {
+      const l = await o.client.request<{ items?: unknown[] }>('GET', collectionPath(resources.retinaEndpoints), { query: { limit: 1 }, signal: stop.signal });
+      if ((l.items?.length ?? 0) > 0 && o.slices.stats().size === 0 && !warned && !stop.signal.aborted) {
+        warned = true;
+        o.log?.warn(SLICES_NOT_WRITTEN, {
+          setting: 'retinaEndpointSlices',
+          why: 'this agent reads RetinaEndpointSlices (retinaEndpointSlices: true) and the operator writes only RetinaEndpoints (its retinaEndpointSlices is off, or it predates slices): flows carry no pod names until both have the same retinaEndpointSlices (the chart\'s config.retinaEndpointSlices sets both)',
+        });
+      }
+    } catch (e) {
+      if (stop.signal.aborted) return;
+      if (isApiError(e, 403)) {
+        o.log?.debug('cannot list RetinaEndpoints to check that slices are written; not checking', { error: String(e) });
+        stop.abort();
+        return;
+      }
+      o.log?.debug('checking that RetinaEndpointSlices are written failed; trying again later', { error: String(e) });
+    }
+  };
+  const loop = (): void => {
+    if (stop.signal.aborted) return;
+    void look().finally(() => {
+      if (!stop.signal.aborted) timer = o.clock.setTimeout(loop, o.everyMs);
+    });
+  };
+  o.slices.waitForSync(stop.signal).then(loop, () => undefined);
+  return {
+    [Symbol.dispose]() {
+      stop.abort();
+      timer?.[Symbol.dispose]();
     },
   };
 }
