@@ -4,7 +4,9 @@
  * (ringbench via BPF_PROG_TEST_RUN in a worker thread, paced so the ring never overflows). The same
  * run also measures the drain with a bare callback (no decoding) for the ratio, and the event loop's
  * lag (a 5 ms timer's lateness) with drains bounded to maxPerDrain records (the default) against
- * unbounded drains (maxPerDrain Infinity: the reader before bounded slices), alternated ABBA. One JSON line.
+ * unbounded drains (maxPerDrain Infinity: the reader before bounded slices), alternated ABBA, and the two
+ * consumers (records walked in JavaScript, the default, against libbpf's callback per record), ABBA, with
+ * the main thread's CPU per record (the drain's own cost; the producer runs in a worker). One JSON line.
  * Env: BENCH_RING_EVENTS (6000000), BENCH_RING_PER_RUN (64). Needs root and kernel BTF.
  */
 import { cpus, release } from 'node:os';
@@ -18,9 +20,9 @@ const PER_RUN = Number(process.env['BENCH_RING_PER_RUN'] ?? 64);
 const RING_BYTES = 1 << 26;
 const WINDOW = 400_000;
 
-interface Result { events: number; seconds: number; perSecond: number; lost: number; drains: number; cpuSeconds: number; lagMs: number[] }
+interface Result { events: number; seconds: number; perSecond: number; lost: number; drains: number; cpuSeconds: number; mainCpuNsPerEvent: number; lagMs: number[] }
 
-async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number): Promise<Result> {
+async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number, consumer?: 'js' | 'libbpf'): Promise<Result> {
   using obj = openBpfObject('ringbench', { rodata: { per_run: PER_RUN }, maxEntries: { retina_ringbench_events: RING_BYTES } });
   const shared = new SharedArrayBuffer(24);
   const counters = new Float64Array(shared, 0, 2);
@@ -33,6 +35,7 @@ async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number): Promise<R
     decode,
     lostMap: obj.map('retina_ringbench_lost'),
     ...(maxPerDrain !== undefined ? { maxPerDrain } : {}),
+    ...(consumer ? { consumer } : {}),
     onBatch: (records) => {
       consumed += records.length;
       sink += records.length && records[records.length - 1] ? 1 : 0;
@@ -52,6 +55,7 @@ async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number): Promise<R
     }
   })();
   const cpu0 = process.cpuUsage();
+  const main0 = process.threadCpuUsage();
   const t0 = process.hrtime.bigint();
   const worker = new Worker(new URL('./ring-producer.js', import.meta.url), {
     workerData: { progFd: obj.program('ringbench_produce').fd, total: TOTAL, perRun: PER_RUN, window: WINDOW, shared },
@@ -62,12 +66,13 @@ async function run<T>(decode: RecordDecoder<T>, maxPerDrain?: number): Promise<R
   await finished;
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
+  const main = process.threadCpuUsage(main0);
   sampling = false;
   await lagger;
   await worker.terminate();
   if (sink < 0) throw new Error('unreachable');
   // The worker's CPU is in process.cpuUsage too; report the process total honestly.
-  return { events: consumed, seconds, perSecond: consumed / seconds, lost: ring.takeLost(), drains: ring.stats.drains, cpuSeconds: (cpu.user + cpu.system) / 1e6, lagMs };
+  return { events: consumed, seconds, perSecond: consumed / seconds, lost: ring.takeLost(), drains: ring.stats.drains, cpuSeconds: (cpu.user + cpu.system) / 1e6, mainCpuNsPerEvent: ((main.user + main.system) * 1000) / consumed, lagMs };
 }
 
 const bare: RecordDecoder<number> = (_v, off) => off;
@@ -78,6 +83,14 @@ const slices: Record<'bounded' | 'unbounded', Result[]> = { bounded: [], unbound
 for (const kind of ['bounded', 'unbounded', 'unbounded', 'bounded'] as const) {
   slices[kind].push(await run(decodeRetrans, kind === 'bounded' ? undefined : Infinity));
 }
+// The consumer: records walked in JavaScript (the default) against libbpf's callback per record, ABBA.
+const consumers: Record<'js' | 'libbpf', Result[]> = { js: [], libbpf: [] };
+for (const kind of ['js', 'libbpf', 'libbpf', 'js'] as const) consumers[kind].push(await run(decodeRetrans, undefined, kind));
+const consumerFigures = (rs: Result[]) => ({
+  decodedPerSecond: rs.map((r) => Math.round(r.perSecond)),
+  mainThreadCpuNsPerEvent: rs.map((r) => Number(r.mainCpuNsPerEvent.toFixed(1))),
+  lost: rs.reduce((a, r) => a + r.lost, 0),
+});
 const sliceFigures = (rs: Result[]) => ({
   decodedPerSecond: Math.round(rs.reduce((a, r) => a + r.perSecond, 0) / rs.length),
   eventLoopLagMs: summarize(rs.flatMap((r) => r.lagMs), 2),
@@ -99,4 +112,6 @@ console.log(JSON.stringify({
   goalDecodedPerSecond: 3_000_000,
   boundedDrains: sliceFigures(slices.bounded),
   unboundedDrains: sliceFigures(slices.unbounded),
+  jsConsumer: consumerFigures(consumers.js),
+  libbpfConsumer: consumerFigures(consumers.libbpf),
 }));

@@ -6,6 +6,7 @@
 
 const volatile __u32 per_run = 64;
 const volatile __u32 wakeup_bytes = 0; /* batched wake-ups, as the plugins' programs (retina.h) */
+const volatile __u32 discard_every = 0; /* every n-th record reserved is discarded, not submitted (tests) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -39,6 +40,10 @@ static long emit(__u32 i, void *ctx)
 	e->pad = 0;
 	e->segs = 1;
 	e->len = 1500;
+	if (discard_every && n % discard_every == 0) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_ringbench_events, wakeup_bytes));
 	return 0;
 }

@@ -72,6 +72,33 @@ test('a backlog drains in bounded slices, in order, with other callbacks run bet
   assert.equal(ring.stats.errors, 0);
 });
 
+for (const consumer of ['js', 'libbpf'] as const) {
+  test(`${consumer} consumer: a small ring wrapped around 20 times, discarded records skipped, the rest in order`, async () => {
+    requireKernel();
+    // 64 KiB: 1 024 records of 56 bytes and their 8-byte headers; every 7th reserved is discarded.
+    using obj = openBpfObject('ringbench', { rodata: { per_run: 50, discard_every: 7 }, maxEntries: { retina_ringbench_events: 1 << 16 } });
+    const got: number[] = [];
+    using ring = openRingBuffer(obj.map('retina_ringbench_events'), {
+      decode: decodeRetrans, lostMap: obj.map('retina_ringbench_lost'), consumer,
+      onBatch: (r) => void got.push(...r.map((x) => x.tsNs)),
+    });
+    const rounds = 40;
+    for (let i = 0; i < rounds; i++) {
+      testRunProgram(obj.program('ringbench_produce'), PACKET, 10); // 500 reserved, about half the ring
+      const want = Math.ceil(((i + 1) * 500 * 6) / 7) - 1;
+      const deadline = Date.now() + 10_000;
+      while (got.length < want && Date.now() < deadline) await sleep(5);
+    }
+    await sleep(100);
+    const expected = Array.from({ length: rounds * 500 }, (_, n) => n).filter((n) => n % 7 !== 0);
+    assert.equal(got.length, expected.length);
+    assert.deepEqual(got, expected, 'every submitted record once, in order, none discarded');
+    assert.equal(ring.takeLost(), 0);
+    assert.equal(ring.stats.errors, 0);
+    assert.equal(ring.consumer, consumer, 'the consumer asked for');
+  });
+}
+
 test('a full ring loses records, and the loss is counted', () => {
   requireKernel();
   using obj = openBpfObject('ringbench', { rodata: { per_run: 200 }, maxEntries: { retina_ringbench_events: 4096 } });

@@ -1,21 +1,25 @@
 /**
  * Draining a BPF ring buffer into typed records from the event loop.
  *
- * libbpf's ring_buffer owns the consumer position; its epoll fd is watched with koffi.node.poll and
- * each wake-up makes exactly one ring_buffer__consume call, which runs our sample callback once per
- * record. The callback does not decode through koffi (which would allocate per record): the decoder
- * reads each record straight out of one DataView over libbpf's own mapping of the data area (which
- * repeats the data area twice, so a record never wraps), and a record's offset in it is its address
- * minus where that mapping's data area starts. libbpf does not tell where it mapped the ring, so the
- * reader finds the one mapping of the map's fd that ring_buffer__new added to /proc/self/maps (offset
- * one page, length one page plus twice the ring's size). No second mapping of the data area: each
- * mapping of a ring counts twice its size in RSS (the kernel maps every page at mmap time).
+ * libbpf's ring_buffer maps the ring (and gives the epoll fd, watched with koffi.node.poll); the records
+ * are walked here, in JavaScript, over those mappings: the producer's position (its page), each
+ * record's 8-byte header (length, busy and discard bits) and data in libbpf's mapping of the data area
+ * (which repeats the data area twice, so a record never wraps), and our position written back to the
+ * consumer page, as ring_buffer__consume does in C, with atomics for the orderings it has. That is no
+ * call out of JavaScript per record: libbpf's way, a callback into JavaScript for each record (still
+ * here as `consumer: 'libbpf'`, to measure against), cost about 190 ns a record, most of the drain
+ * (bench/ebpf/ring-drain.bench.ts prints both). The decoder reads each record straight out of one
+ * DataView over the data area (no allocation through koffi per record). libbpf does not tell where it
+ * mapped the ring, so the reader finds the mappings of the map's fd that ring_buffer__new added to
+ * /proc/self/maps (the data: offset one page, length one page plus twice the ring's size, the
+ * producer's page first; the consumer page: offset 0, one page). No second mapping of the data area:
+ * each mapping of a ring counts twice its size in RSS (the kernel maps every page at mmap time).
  * The records of one drain are handed on as one batch (or several of at most maxBatch records).
- * Drains from the event loop are bounded (maxPerDrain records): the callback stops libbpf's loop by
- * returning a negative value (libbpf has already moved the consumer past that record, which we keep),
- * and the rest is drained by a setImmediate, after the I/O that came meanwhile (a scrape, a watch
- * event): a backlog of 100 000 records no longer holds the event loop for its whole drain.
- * (ring_buffer__consume_n does this in libbpf 1.4; Debian 12 ships 1.1.)
+ * Drains from the event loop are bounded (maxPerDrain records: the walk stops there; with libbpf's
+ * consumer the callback stops its loop by returning a negative value, libbpf having already moved the
+ * consumer past that record, which we keep), and the rest is drained by a setImmediate, after the I/O
+ * that came meanwhile (a scrape, a watch event): a backlog of 100 000 records no longer holds the event
+ * loop for its whole drain. (ring_buffer__consume_n does this in libbpf 1.4; Debian 12 ships 1.1.)
  */
 import { readFileSync } from 'node:fs';
 import { koffi, errnoText, lastErrno, libbpfLogTail, loadLibbpf } from './libbpf.js';
@@ -58,10 +62,16 @@ export interface RingBufferOptions<T> {
    * batch); the rest follows at once from a setImmediate. `drain()` called by hand is not bounded.
    */
   readonly maxPerDrain?: number;
+  /**
+   * Who walks the records: 'js' (default) reads them in place from the mapping and moves the consumer
+   * position itself, with no call out of JavaScript per record; 'libbpf' has ring_buffer__consume run
+   * a callback into JavaScript for each (about 190 ns a record: kept to measure against).
+   */
+  readonly consumer?: 'js' | 'libbpf';
 }
 
 export interface RingBufferReader extends Disposable {
-  /** One ring_buffer__consume to the end of the ring; returns how many records it delivered. */
+  /** One walk to the end of the ring; returns how many records it delivered. */
   drain(): number;
   /**
    * Drains from the event loop as a wake-up does: a bounded slice now, the rest in slices chained
@@ -71,17 +81,26 @@ export interface RingBufferReader extends Disposable {
   drainSoon(): void;
   /** Records the kernel dropped since the previous call (ring full). */
   takeLost(): number;
+  /** Who walks the records (RingBufferOptions.consumer; 'libbpf' also when libbpf's consumer page was not found). */
+  readonly consumer: 'js' | 'libbpf';
   readonly stats: { readonly drains: number; readonly records: number; readonly errors: number; readonly slicesCut: number };
 }
 
 /** What the sample callback returns to stop libbpf's loop (any negative value; it is returned by ring_buffer__consume). */
 const STOP = -125; // -ECANCELED
 
-/** A DataView of `length` bytes at a raw address (memory that someone else mapped and keeps). */
-function viewAt(address: number, length: number): DataView {
+/** `length` bytes at a raw address (memory that someone else mapped and keeps) as an ArrayBuffer. */
+function bufferAt(address: number, length: number): ArrayBuffer {
   const ptr: unknown = koffi.decode(new BigUint64Array([BigInt(address)]).buffer, 'void *');
-  return new DataView(koffi.view(ptr, length));
+  return koffi.view(ptr, length);
 }
+
+/** The ring's record header: its length's two top bits (include/uapi/linux/bpf.h). */
+const RINGBUF_BUSY = 0x80000000;
+const RINGBUF_DISCARD = 0x40000000;
+const RINGBUF_HDR = 8;
+/** The JavaScript consumer publishes its position at least every this many records (libbpf: every record). */
+const PUBLISH_EVERY = 64;
 
 /** Start addresses of this process's mappings of BPF maps at file offset `offset` and `length` bytes long. */
 function bpfMapMappings(offset: number, length: number): Set<number> {
@@ -141,6 +160,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const cb = koffi.register(sample, koffi.pointer(l.sampleProto));
   const ringLen = page + 2 * size;
   const earlier = bpfMapMappings(page, ringLen);
+  const earlierConsumer = bpfMapMappings(0, page);
   const rb: unknown = l.rbNew(map.fd, cb, null, null);
   if (!rb) {
     const why = `${errnoText(lastErrno())}${libbpfLogTail(l)}`;
@@ -154,12 +174,83 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     throw new Error(`cannot open ring buffer ${map.name}: ${added.length} new mappings of ${ringLen} bytes at offset ${page} in /proc/self/maps, expected libbpf's one`);
   }
   base = (added[0] as number) + page;
-  data = viewAt(base, 2 * size);
+  const area = bufferAt(base, 2 * size);
+  data = new DataView(area);
+  // The JavaScript consumer: the producer page (libbpf's read-only mapping starts with it), the consumer
+  // page (libbpf's read-write mapping at offset 0, one page) and the headers' words in the data area.
+  // Without the consumer page found (another libbpf's layout), libbpf walks the records: slower, as right.
+  const consumerPages = [...bpfMapMappings(0, page)].filter((a) => !earlierConsumer.has(a));
+  const js = (opts.consumer ?? 'js') === 'js' && consumerPages.length === 1;
+  const producerLo = new Uint32Array(bufferAt(added[0] as number, 8));
+  const consumerPos = js ? new BigUint64Array(bufferAt(consumerPages[0] as number, 8)) : new BigUint64Array(1);
+  const headers = new Uint32Array(area);
+  const mask = size - 1;
+  // Our position, in two 32-bit halves (a Number loses precision past 2^53 bytes); only its low half
+  // locates a record, and producer minus consumer never exceeds the ring's size.
+  const start = Atomics.load(consumerPos, 0);
+  let consLo = Number(start & 0xffffffffn);
+  let consHi = Number(start >> 32n);
+  const publish = (): void => void Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;
+  /**
+   * One walk of at most `limit` records in JavaScript, as ring_buffer__consume walks them: up to the
+   * producer's position (read again once reached: records committed meanwhile are taken), stopping at
+   * a record still being written (busy), skipping discarded ones. The position is published every
+   * PUBLISH_EVERY records and at the end, after the records were decoded; then the producer's is read
+   * once more (seq-cst atomics), so a record committed before our last store is not left waiting for a
+   * wake-up the kernel would not send. `cut` says whether it stopped at `limit`.
+   */
+  const consumeJs = (limit: number): number => {
+    cut = false;
+    if (closed) return 0;
+    stats.drains++;
+    let taken = 0;
+    let unpublished = 0;
+    let prodLo = Atomics.load(producerLo, 0);
+    for (;;) {
+      if (consLo === prodLo) {
+        if (unpublished) {
+          publish();
+          unpublished = 0;
+        }
+        prodLo = Atomics.load(producerLo, 0);
+        if (consLo === prodLo) break;
+      }
+      const off = (consLo & mask) >>> 0;
+      const hdr = Atomics.load(headers, off >>> 2);
+      if (hdr & RINGBUF_BUSY) break; // reserved, not yet committed
+      const len = hdr & ~(RINGBUF_BUSY | RINGBUF_DISCARD);
+      const next = consLo + ((len + RINGBUF_HDR + 7) & ~7);
+      if (!(hdr & RINGBUF_DISCARD)) {
+        try {
+          batch.push(decode(data, off + RINGBUF_HDR, len));
+        } catch (e) {
+          stats.errors++;
+          onError(e, 1);
+        }
+        if (batch.length >= maxBatch) flush();
+        taken++;
+      }
+      if (next >= 0x1_0000_0000) consHi++;
+      consLo = next % 0x1_0000_0000;
+      if (++unpublished >= PUBLISH_EVERY) {
+        publish();
+        unpublished = 0;
+      }
+      if (taken >= limit) {
+        cut = true;
+        break;
+      }
+    }
+    if (unpublished) publish();
+    if (cut) stats.slicesCut++;
+    if (batch.length) flush();
+    return taken;
+  };
   /** One ring_buffer__consume of at most `limit` records (`cut` says whether it stopped there). */
-  const consume = (limit: number): number => {
+  const consumeLibbpf = (limit: number): number => {
     cut = false;
     if (closed) return 0;
     budget = limit;
@@ -181,6 +272,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     if (batch.length) flush();
     return Math.max(n, 0);
   };
+  const consume = js ? consumeJs : consumeLibbpf;
   const drain = (): number => consume(Infinity);
   // Wake on data only: each epoll wake-up drains, then arms one follow-up drain; a follow-up that
   // found records arms the next. No fixed-rate timer, so an idle ring costs no wake-ups. A wake-up
@@ -226,6 +318,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const poller = opts.poll === false ? undefined : koffi.node.poll(l.rbEpollFd(rb) as number, { readable: true }, () => run(true));
   return {
     stats,
+    consumer: js ? 'js' : 'libbpf',
     drain,
     drainSoon: () => run(false),
     takeLost() {
