@@ -99,6 +99,23 @@ for (const consumer of ['js', 'libbpf'] as const) {
   });
 }
 
+for (const consumer of ['js', 'libbpf'] as const) test(`${consumer} consumer: a batch handler that closes the reader mid-walk ends the walk there, and the ring is unmapped after it`, () => {
+  requireKernel();
+  using obj = openBpfObject('ringbench', { rodata: { per_run: 50 }, maxEntries: { retina_ringbench_events: 1 << 22 } });
+  let got = 0;
+  const ring = openRingBuffer(obj.map('retina_ringbench_events'), {
+    decode: decodeRetrans, poll: false, maxBatch: 100, consumer,
+    onBatch: (r) => {
+      got += r.length;
+      ring[Symbol.dispose]();
+    },
+  });
+  testRunProgram(obj.program('ringbench_produce'), PACKET, 40); // 2 000 records
+  assert.equal(ring.drain(), 100);
+  assert.equal(got, 100, 'nothing read after the close');
+  assert.equal(ring.drain(), 0);
+});
+
 test('a full ring loses records, and the loss is counted', () => {
   requireKernel();
   using obj = openBpfObject('ringbench', { rodata: { per_run: 200 }, maxEntries: { retina_ringbench_events: 4096 } });

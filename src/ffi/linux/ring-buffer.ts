@@ -143,6 +143,8 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   let base = 0;
   let data: DataView = new DataView(new ArrayBuffer(0));
   const sample = (_ctx: unknown, addr: number, len: number): number => {
+    if (closed) return STOP; // closed by a handler: stop libbpf's loop
+    walkRecords++;
     const off = addr - base;
     try {
       batch.push(decode(data, off, len));
@@ -190,10 +192,31 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const start = Atomics.load(consumerPos, 0);
   let consLo = Number(start & 0xffffffffn);
   let consHi = Number(start >> 32n);
-  const publish = (): void => void Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
+  // Never after close: libbpf unmapped the pages (a batch or error handler may close the reader mid-walk).
+  const publish = (): void => {
+    if (!closed) Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
+  };
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;
+  // A batch or error handler may close the reader in the middle of a walk: the ring is then unmapped
+  // (ring_buffer__free) only once the walk has returned, never under it (libbpf's own loop would write
+  // its consumer position to the unmapped page).
+  let walking = false;
+  let freeAfterWalk = false;
+  /** Records libbpf's walk handed to `sample` (what it returns when a handler closed the reader). */
+  let walkRecords = 0;
+  const free = (): void => {
+    l.rbFree(rb);
+    koffi.unregister(cb);
+  };
+  const walked = (): void => {
+    walking = false;
+    if (freeAfterWalk) {
+      freeAfterWalk = false;
+      free();
+    }
+  };
   /**
    * One walk of at most `limit` records in JavaScript, as ring_buffer__consume walks them: up to the
    * producer's position (read again once reached: records committed meanwhile are taken), stopping at
@@ -205,11 +228,20 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const consumeJs = (limit: number): number => {
     cut = false;
     if (closed) return 0;
+    walking = true;
+    try {
+      return walkJs(limit);
+    } finally {
+      walked();
+    }
+  };
+  const walkJs = (limit: number): number => {
     stats.drains++;
     let taken = 0;
     let unpublished = 0;
     let prodLo = Atomics.load(producerLo, 0);
     for (;;) {
+      if (closed) return taken; // closed by a handler below: the mappings are gone
       if (consLo === prodLo) {
         if (unpublished) {
           publish();
@@ -254,7 +286,20 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     cut = false;
     if (closed) return 0;
     budget = limit;
-    const n = l.rbConsume(rb) as number;
+    walking = true;
+    walkRecords = 0;
+    let n: number;
+    try {
+      n = l.rbConsume(rb) as number;
+    } finally {
+      walked();
+    }
+    if (closed) {
+      // stopped by the close (its -ECANCELED is ours, no error): what was taken before it
+      budget = Infinity;
+      if (batch.length) flush();
+      return walkRecords;
+    }
     const taken = limit - budget;
     budget = Infinity;
     stats.drains++;
@@ -334,8 +379,8 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       clearTimeout(followUp);
       clearImmediate(more);
       poller?.close();
-      l.rbFree(rb);
-      koffi.unregister(cb);
+      if (walking) freeAfterWalk = true;
+      else free();
     },
   };
 }
