@@ -192,10 +192,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const start = Atomics.load(consumerPos, 0);
   let consLo = Number(start & 0xffffffffn);
   let consHi = Number(start >> 32n);
-  // Never after close: libbpf unmapped the pages (a batch or error handler may close the reader mid-walk).
-  const publish = (): void => {
-    if (!closed) Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
-  };
+  const publish = (): void => void Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;
@@ -241,7 +238,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
     let unpublished = 0;
     let prodLo = Atomics.load(producerLo, 0);
     for (;;) {
-      if (closed) return taken; // closed by a handler below: the mappings are gone
+      if (closed) return taken; // closed by a handler below: read no more (the ring is freed when the walk returns)
       if (consLo === prodLo) {
         if (unpublished) {
           publish();
