@@ -36,6 +36,10 @@ test('the node shell pod: host filesystem read-only or writable, its /run, host 
 test('the ephemeral container: capabilities only (host options apply to nodes), ends with its stdin', () => {
   const c = ephemeralShellContainer('retina-shell-x', { ...base, mountHostFilesystem: true, hostPid: true, appArmorUnconfined: true, seccompUnconfined: true });
   assert.deepEqual(c, { name: 'retina-shell-x', image: 'img:1', imagePullPolicy: 'IfNotPresent', stdin: true, stdinOnce: true, tty: true, securityContext: { capabilities: { drop: ['ALL'], add: ['NET_ADMIN'] } } });
+  // a session that is no terminal (a script's stdin): no TTY in either, stdin still once
+  assert.deepEqual([ephemeralShellContainer('x', base, false)['tty'], ephemeralShellContainer('x', base, false)['stdinOnce']], [false, true]);
+  const c2 = nodeShellPod('n', 'ns', 'node1', base, false).spec.containers[0] ?? {};
+  assert.deepEqual([c2['tty'], c2['stdin'], c2['stdinOnce']], [false, true, true]);
 });
 
 test('the trace pod: host network and PID, bpftrace\'s capabilities without SYS_RESOURCE, unconfined, tracefs from the host', () => {

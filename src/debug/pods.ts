@@ -63,14 +63,15 @@ export interface PodSpecOut {
 }
 
 /**
- * The shell pod on `node`: host network (the node's network namespace), a TTY and stdin for the attach,
+ * The shell pod on `node`: host network (the node's network namespace), stdin for the attach and a TTY when
+ * the session is a terminal (`tty`, as kubectl debug -it; a script's stdin goes to the shell without one),
  * the host's `/` at /host (read-only unless allowHostFilesystemWrite) and its /run with
  * --mount-host-filesystem, host PID with --host-pid. Never restarted; deleted by the command when the session ends.
  */
-export function nodeShellPod(name: string, namespace: string, node: string, o: ShellOptions): PodSpecOut {
+export function nodeShellPod(name: string, namespace: string, node: string, o: ShellOptions, tty = true): PodSpecOut {
   const mountHost = o.mountHostFilesystem || o.allowHostFilesystemWrite;
   const container: Record<string, unknown> = {
-    name: SHELL_CONTAINER, image: o.image, imagePullPolicy: 'IfNotPresent', stdin: true, stdinOnce: true, tty: true,
+    name: SHELL_CONTAINER, image: o.image, imagePullPolicy: 'IfNotPresent', stdin: true, stdinOnce: true, tty,
     securityContext: securityContext(o.capabilities, o.appArmorUnconfined, o.seccompUnconfined),
     ...(mountHost ? {
       volumeMounts: [
@@ -94,10 +95,11 @@ export function nodeShellPod(name: string, namespace: string, node: string, o: S
 /**
  * The shell's ephemeral container in a pod (its network namespace): host filesystem, host PID,
  * AppArmor and seccomp apply to nodes only (as Retina). stdinOnce: the container ends with the session.
+ * A TTY when the session is a terminal (`tty`), as for the node's pod.
  */
-export function ephemeralShellContainer(name: string, o: ShellOptions): Record<string, unknown> {
+export function ephemeralShellContainer(name: string, o: ShellOptions, tty = true): Record<string, unknown> {
   return {
-    name, image: o.image, imagePullPolicy: 'IfNotPresent', stdin: true, stdinOnce: true, tty: true,
+    name, image: o.image, imagePullPolicy: 'IfNotPresent', stdin: true, stdinOnce: true, tty,
     securityContext: securityContext(o.capabilities, false, false),
   };
 }

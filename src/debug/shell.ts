@@ -40,7 +40,14 @@ export interface ShellIo {
   readonly stdin: Readable;
   readonly stdout: Writable;
   readonly stderr: Writable;
-  /** Whether the session is a terminal (the local stdin is one); the container has a TTY either way. */
+  /**
+   * The local stdin is a terminal: the container gets a TTY (kubectl debug -it). Otherwise (a pipe, a
+   * script) the shell reads stdin without one and its end ends the shell: with a TTY the runtime stops
+   * sending output once the shell exits, and a script's last lines could be lost (seen on the real node:
+   * the output of the command before `exit` missing), besides the terminal's echo of every line typed.
+   */
+  readonly tty: boolean;
+  /** The local terminal's size, sent to the container's TTY. */
   readonly terminal?: TerminalSize;
   /** Ends the session (the pod is still deleted). */
   readonly signal: AbortSignal;
@@ -63,14 +70,14 @@ export async function runShell(client: RestClient, req: ShellRequest, io: ShellI
 async function attach(client: RestClient, namespace: string, pod: string, container: string, io: ShellIo): Promise<void> {
   io.notes.attaching();
   await attachToPod(client.config, {
-    namespace, pod, container, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, tty: true,
+    namespace, pod, container, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, tty: io.tty,
     ...(io.terminal ? { terminal: io.terminal } : {}), signal: io.signal, userAgent: 'kubectl-retina',
   });
 }
 
 async function inNode(client: RestClient, node: string, req: ShellRequest, io: ShellIo): Promise<ShellOutcome> {
   await linuxNode(client, node);
-  const pod = nodeShellPod(randomName('retina-shell'), req.namespace, node, req.options);
+  const pod = nodeShellPod(randomName('retina-shell'), req.namespace, node, req.options, io.tty);
   const name = pod.metadata.name;
   await createPod(client, pod);
   io.notes.started(`host-network pod ${req.namespace}/${name} on node ${node} (image ${req.options.image})`);
@@ -91,7 +98,7 @@ async function inPod(client: RestClient, podName: string, req: ShellRequest, io:
   if (!node) throw new DebugError(`pod ${req.namespace}/${podName} is not scheduled on a node yet`);
   await linuxNode(client, node);
   const container = randomName('retina-shell');
-  await addEphemeralContainer(client, req.namespace, podName, ephemeralShellContainer(container, req.options));
+  await addEphemeralContainer(client, req.namespace, podName, ephemeralShellContainer(container, req.options, io.tty));
   io.notes.started(`ephemeral container ${container} in pod ${req.namespace}/${podName} on node ${node} (image ${req.options.image})`);
   await waitForContainerRunning(client, req.namespace, podName, container, req.timeoutMs, io.signal);
   try {

@@ -1,7 +1,8 @@
 /**
  * `kubectl-retina shell NODE|pods/NAME`: Retina's flags and messages; the session is src/debug's.
  * The terminal is put in raw mode while attached when stdin is one (Ctrl-C then goes to the remote
- * shell, as with kubectl attach -it); outside a terminal (a pipe, a script) stdin is sent as it is, and
+ * shell, as with kubectl attach -it); outside a terminal (a pipe, a script) the shell reads stdin without a TTY
+ * (kubectl debug -i: its end ends the shell, and no echo of the lines sent), and
  * Ctrl-C ends the session. Either way the node's pod is deleted when the session ends.
  */
 import { capabilityNames, parseTarget, runShell, type ShellRequest } from '../../debug/index.js';
@@ -90,7 +91,7 @@ export async function runShellCommand(argv: readonly string[], env: NodeJS.Proce
   } : undefined;
   try {
     const r = await runShell(client, req, {
-      stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, signal: stop.signal,
+      stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, signal: stop.signal, tty,
       ...(terminal ? { terminal } : {}),
       notes: {
         started: (what) => err(`starting ${what}`),
