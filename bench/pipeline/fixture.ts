@@ -7,6 +7,7 @@
  */
 import { IpCache, type PodEndpoint } from '../../src/cache/index.js';
 import { PACKET_EVENT_SIZE } from '../../src/plugins/linux/packetparser/decode.js';
+import { peerHash } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { DROP_EVENT_SIZE } from '../../src/plugins/linux/dropreason/decode.js';
 import { RETRANS_EVENT_SIZE } from '../../src/plugins/linux/tcpretrans/decode.js';
 import { decodeDnsEvent, type DnsRecord } from '../../src/plugins/linux/dns/decode.js';
@@ -171,6 +172,7 @@ function writePacketEvent(v: DataView, off: number, c: Conn, reply: boolean, tsN
   v.setUint8(off + 49, packets === 1 ? 0 : 3);
   v.setUint32(off + 52, packets, true);
   v.setUint32(off + 56, packets * (100 + rnd(1400)), true);
+  v.setUint32(off + 116, peerHash(v, off), true); // as the kernel writes it
   if (c.proto !== 6) return;
   const flags = packets === 1 ? [0x10, 0x18, 0x02, 0x12, 0x11][rnd(5)] as number : 0x18;
   v.setUint16(off + 50, flags, true);

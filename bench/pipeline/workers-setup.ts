@@ -18,6 +18,19 @@ import { buildFixture, THIS_NODE, type Rec } from './fixture.js';
 export const OFFSET_MS = 1.7e12;
 export const fx = buildFixture({ nodes: 10, pods: 1000, services: 50, connections: 3000, records: 64 * 1024, forwardShare: 1, localOnly: false });
 export const offsets = fx.schedule.flatMap((r: Rec) => (r.kind === 'pp' ? [r.off] : []));
+/** The same records laid out as a BPF ring buffer holds them: [u32 len][u32 page offset][record], 128 bytes each. */
+const RING_RECORD = 8 + ((PACKET_EVENT_SIZE + 7) & ~7);
+export const ring = ((): DataView => {
+  const v = new DataView(new ArrayBuffer(offsets.length * RING_RECORD));
+  const src = new Uint8Array(fx.pp.buffer, fx.pp.byteOffset, fx.pp.byteLength);
+  offsets.forEach((off, k) => {
+    v.setUint32(k * RING_RECORD, PACKET_EVENT_SIZE, true);
+    new Uint8Array(v.buffer).set(src.subarray(off, off + PACKET_EVENT_SIZE), k * RING_RECORD + 8);
+  });
+  return v;
+})();
+/** How often the JavaScript ring walk gives space back (ring-buffer.ts: PUBLISH_EVERY), when a sink copies its runs. */
+const RELEASE_EVERY = 64;
 const spec = annotationSpec(Array.from({ length: 20 }, (_, i) => `ns-${i}`));
 
 export function moduleOf(): { metrics: MetricsRegistry; module: MetricsModule } {
@@ -47,7 +60,12 @@ export interface WorkersMode {
   readonly handle: (at: number, n: number) => void;
 }
 
-export function workersPipeline(workers: number, partitioned = true): WorkersMode {
+/**
+ * `copy`: 'ring' pushes the records as the JavaScript ring walk does (pushRing over the ring layout,
+ * its runs copied whole to every worker at each release of space); 'records': one copy per record to
+ * its worker (push), as with libbpf's walk.
+ */
+export function workersPipeline(workers: number, partitioned = true, copy: 'ring' | 'records' = 'ring'): WorkersMode {
   const { metrics, module } = moduleOf();
   const pool = startPipelineWorkers({
     workers, module, cache: fx.cache, remoteContext: true, nodeName: THIS_NODE, metrics, log: silentLogger,
@@ -55,14 +73,23 @@ export function workersPipeline(workers: number, partitioned = true): WorkersMod
   });
   const sink = pool.openRaw({ source: 'packetparser', module: RAW_DECODER_MODULE, options: {}, ...(partitioned ? { partitionKey: RAW_PARTITION_KEY } : {}) });
   sink.param = OFFSET_MS;
+  if (copy === 'records') {
+    return { metrics, pool, sink, handle: (at, n) => {
+      for (let k = 0; k < n; k++) sink.push(fx.pp, offsets[(at + k) % offsets.length] as number, PACKET_EVENT_SIZE);
+      sink.flush();
+    } };
+  }
   return { metrics, pool, sink, handle: (at, n) => {
-    for (let k = 0; k < n; k++) sink.push(fx.pp, offsets[(at + k) % offsets.length] as number, PACKET_EVENT_SIZE);
+    for (let k = 0; k < n; k++) {
+      sink.pushRing(ring, ((at + k) % offsets.length) * RING_RECORD + 8, PACKET_EVENT_SIZE);
+      if ((k + 1) % RELEASE_EVERY === 0) sink.copyRun();
+    }
     sink.flush();
   } };
 }
 
 /** Hand-off slots a drain of `n` packetparser records takes. */
-export const slotsFor = (n: number): number => Math.ceil((n * (PACKET_EVENT_SIZE + 4)) / (DEFAULT_HANDOFF.slotBytes - SLOT_HEADER)) + 1;
+export const slotsFor = (n: number): number => Math.ceil((n * RING_RECORD) / (DEFAULT_HANDOFF.slotBytes - SLOT_HEADER)) + 2;
 
 /** Free slots of the worker with the least room (records are routed by their peers: each worker gets part of every drain). */
 export const handoffRoom = (pool: PipelineWorkers): number => Math.min(...pool.backlogs().map((b) => DEFAULT_HANDOFF.slots - b));

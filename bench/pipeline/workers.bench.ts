@@ -9,7 +9,12 @@
  * merge's cost per series, and the memory the workers added. Each round checks that the workers
  * counted every record handed over (the bench fails otherwise); test/pipeline/workers.test.ts
  * compares the counts themselves with the main thread's.
- * Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_WORKERS ("0,1,2").
+ * Two hand-offs side by side: ring runs (the records laid out as the ring holds them, pushed as the
+ * JavaScript ring walk pushes them: adjacent records copied whole to every worker, each worker
+ * counting its partitions' records) and, in the modes marked "c", one copy per record to its worker.
+ * A "u" in a mode: records not routed by their peers (a run or slot to one worker in turn: every worker
+ * holds every series).
+ * Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_WORKERS ("0,1,2,1c,2c").
  */
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import type { MetricsRegistry } from '../../src/metrics/index.js';
@@ -19,12 +24,15 @@ import { advSeries, handoffRoom, inThreadPipeline, median, slotsFor, workersPipe
 const envNum = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const ROUNDS = envNum('BENCH_ROUNDS', 3);
 const ROUND_MS = envNum('BENCH_ROUND_MS', 1500);
-const MODES = (process.env['BENCH_WORKERS'] ?? '0,1,2').split(',').map(Number);
+const MODES = (process.env['BENCH_WORKERS'] ?? '0,1,2,1c,2c').split(',').map((m) => ({
+  workers: parseInt(m, 10), copy: m.includes('c') ? 'records' as const : 'ring' as const, partitioned: !m.includes('u'),
+}));
 const DRAIN = 4096;
 const BATCH = 256;
 
 interface Mode {
   readonly workers: number;
+  readonly copy: string;
   readonly metrics: MetricsRegistry;
   readonly handle: (at: number, n: number) => void;
   readonly pool: PipelineWorkers | undefined;
@@ -42,9 +50,9 @@ interface Mode {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 globalThis.gc?.();
 const rss0 = process.memoryUsage().rss;
-const modes: Mode[] = MODES.map((n) => {
-  const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n);
-  return { workers: n, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], mainCpuNs: [], workerCpuNs: [], records: 0 };
+const modes: Mode[] = MODES.map(({ workers: n, copy, partitioned }) => {
+  const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n, partitioned, copy);
+  return { workers: n, copy: partitioned ? copy : `${copy}, unpartitioned`, metrics: p.metrics, handle: p.handle, pool: p.pool, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], mainCpuNs: [], workerCpuNs: [], records: 0 };
 });
 await sleep(300); // workers started, decoder modules loaded
 let cursor = 0;
@@ -106,21 +114,22 @@ for (let r = 0; r < ROUNDS; r++) for (const m of order) {
   loads.push(loadavg()[0] as number);
 }
 
-const results: { workers: number; flowsPerSec: number; mainThreadNsPerRecord: number; [k: string]: unknown }[] = [];
+const results: { workers: number; copy: string; flowsPerSec: number; mainThreadNsPerRecord: number; [k: string]: unknown }[] = [];
 for (const m of modes) {
   const st = m.pool?.stats();
   results.push({
-    workers: m.workers, flowsPerSec: Math.round(median(m.samples)), rounds: m.samples.map(Math.round),
+    workers: m.workers, copy: m.workers ? m.copy : 'none', flowsPerSec: Math.round(median(m.samples)), rounds: m.samples.map(Math.round),
     mainThreadNsPerRecord: +median(m.mainNsPerRecord).toFixed(1), cpuNsPerRecord: Math.round(median(m.cpuNsPerRecord)), coresUsed: +median(m.cores).toFixed(2),
     mainThreadCpuNsPerRecord: Math.round(median(m.mainCpuNs)), workerThreadsCpuNsPerRecord: Math.round(median(m.workerCpuNs)), records: m.records, series: await advSeries(m.metrics),
-    ...(st ? { lost: st.lostBacklog + st.lostExit, merges: st.merges, seriesMerged: st.seriesMerged, mergeMsTotal: +st.mergeMs.toFixed(1), mergeNsPerSeries: Math.round((st.mergeMs * 1e6) / Math.max(1, st.seriesMerged)) } : {}),
+    ...(st ? { perWorker: st.perWorker, lost: st.lostBacklog + st.lostExit, merges: st.merges, seriesMerged: st.seriesMerged, mergeMsTotal: +st.mergeMs.toFixed(1), mergeNsPerSeries: Math.round((st.mergeMs * 1e6) / Math.max(1, st.seriesMerged)) } : {}),
   });
 }
 await Promise.all(modes.map((m) => m.pool?.[Symbol.asyncDispose]()));
-const rate = (n: number): number | undefined => results.find((r) => r.workers === n)?.flowsPerSec;
+const rate = (n: number, copy = 'ring'): number | undefined => results.find((r) => r.workers === n && (n === 0 || r.copy === copy))?.flowsPerSec;
 const [zero, one, two] = [rate(0), rate(1), rate(2)];
+const [oneRec, twoRec] = [rate(1, 'records'), rate(2, 'records')];
 const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a && b ? +(a / b).toFixed(2) : undefined);
-const workerThreads = MODES.reduce((a, n) => a + n, 0);
+const workerThreads = MODES.reduce((a, m) => a + m.workers, 0);
 // What each mode would carry on free cores, from its CPU per record (derived, not measured: on a
 // shared machine the cores a process gets vary; the measured rates above are the figures).
 for (const r of results) {
@@ -128,10 +137,10 @@ for (const r of results) {
   const workerNs = r['workerThreadsCpuNsPerRecord'] as number;
   r['onFreeCoresFlowsPerSec'] = r.workers === 0 ? Math.round(1e9 / mainNs) : Math.round(Math.min(1e9 / mainNs, (r.workers * 1e9) / Math.max(1, workerNs)));
 }
-for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record  CPU ${String(r['cpuNsPerRecord'])} ns/record on ${String(r['coresUsed'])} cores\n`);
+for (const r of results) process.stderr.write(`${String(r.workers).padStart(2)} workers ${r.copy.padEnd(7)}  ${(r.flowsPerSec / 1e6).toFixed(2)} M flows/s  main thread ${r.mainThreadNsPerRecord} ns/record  CPU ${String(r['cpuNsPerRecord'])} ns/record on ${String(r['coresUsed'])} cores\n`);
 console.log(JSON.stringify({
   bench: 'pipeline/workers', fixture: 'packetparser records, remote context, annotation set (8 metrics)', cores: availableParallelism(), cpu: cpus()[0]?.model, node: process.version,
   rounds: ROUNDS, roundMs: ROUND_MS, drain: DRAIN, loadavg1m: { min: Math.min(...loads), max: Math.max(...loads) },
-  results, twoToOne: ratio(two, one), oneToZero: ratio(one, zero), twoToZero: ratio(two, zero), goalTwoToOne: 1.7,
+  results, twoToOne: ratio(two, one), twoToOneRecordsCopied: ratio(twoRec, oneRec), oneToZero: ratio(one, zero), twoToZero: ratio(two, zero), goalTwoToOne: 1.7,
   rssMBPerWorkerWarm: workerThreads ? +((rssWarm - rss0) / 1048576 / workerThreads).toFixed(1) : undefined,
 }));

@@ -65,7 +65,8 @@ struct packet_event {
 	__u32 tsecr;        /*  68 */
 	__u32 ifindex;      /*  72: interface the program ran on */
 	__u32 flag_counts[PP_FLAG_SLOTS]; /* 76: packets per flag since the last report (TCP only) */
-	__u32 pad;          /* 116 */
+	__u32 peer_hash;    /* 116: a hash of saddr and daddr (peer_hash() in packetparser.bpf.c): the agent's
+	                     * pipeline workers pick a record's worker by it */
 };                          /* 120 */
 RETINA_BTF_RECORD(packet_event);
 

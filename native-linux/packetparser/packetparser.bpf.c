@@ -481,6 +481,36 @@ static __always_inline void take(struct pp_ct_dir *d, struct packet_event *e)
 	}
 }
 
+/* packet_event.peer_hash: a hash of the record's two addresses, by which the agent's pipeline workers
+ * pick the worker that counts it (one pair's records in one worker: src/pipeline/raw-sink.ts), so each
+ * worker need not hash 32 bytes of every record to find its own. Each 32-bit word (read as the agent's
+ * little-endian hosts read it) mixed in with a multiply and a shift, then murmur3's finalizer;
+ * src/plugins/linux/packetparser/peer-hash.ts computes the same (and the tests compare them). Set last,
+ * after nat_apply(). */
+static __always_inline void set_peer_hash(struct packet_event *e)
+{
+	__u32 h = 0x811c9dc5;
+	__u32 w;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__builtin_memcpy(&w, e->saddr + 4 * i, 4);
+		h = (h ^ w) * 0x9e3779b1;
+		h ^= h >> 15;
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__builtin_memcpy(&w, e->daddr + 4 * i, 4);
+		h = (h ^ w) * 0x9e3779b1;
+		h ^= h >> 15;
+	}
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	e->peer_hash = h;
+}
+
 static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p, struct __sk_buff *skb, __u64 now, __u8 obs)
 {
 	e->ts_ns = now;
@@ -494,7 +524,7 @@ static __always_inline void fill(struct packet_event *e, const struct pp_pkt *p,
 	e->tsval = p->tsval;
 	e->tsecr = p->tsecr;
 	e->ifindex = skb->ifindex;
-	e->pad = 0;
+	e->peer_hash = 0;
 }
 
 /* The CPU budget (cpuBudget; src/plugins/linux/packetparser/budget.ts). While the agent finds itself
@@ -916,6 +946,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 #pragma unroll
 		for (int i = 0; i < PP_FLAG_SLOTS; i++)
 			e->flag_counts[i] = 0;
+		set_peer_hash(e);
 		bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
 		return;
 	}
@@ -968,6 +999,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
 	e->report_reason = reason;
 	take(d, e);
+	set_peer_hash(e);
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
 }
 
@@ -1017,7 +1049,7 @@ static __always_inline void sweep_fill(struct packet_event *e, const struct pp_c
 	e->tsval = 0;
 	e->tsecr = 0;
 	e->ifindex = key->ifindex;
-	e->pad = 0;
+	e->peer_hash = 0;
 }
 
 /* Reports what direction `d` of a connection holds, when it is due (folded into an aggregate when
@@ -1049,6 +1081,7 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 	sweep_fill(e, key, v, d, reason, c->now);
 	dir->last_report_ns = c->now;
 	take(dir, e);
+	set_peer_hash(e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the agent drains the ring right after the sweep */
 	c->r.reported++;
 }
@@ -1088,8 +1121,8 @@ static long agg_flush_one(struct bpf_map *map, struct pp_agg_key *k, struct pp_a
 	e->tsval = 0;
 	e->tsecr = 0;
 	e->ifindex = k->ifindex;
-	e->pad = 0;
 	take(d, e);
+	set_peer_hash(e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	c->r.reported++;
 	return 0;

@@ -3,6 +3,8 @@
  * Producers hand on one FlowBatch per drain; later stages see Readonly flows.
  */
 
+export { keyHash, partition } from './partition.js';
+
 export type Verdict = 'FORWARDED' | 'DROPPED' | 'RETRANSMISSION' | 'DNS';
 export type TrafficDirection = 'INGRESS' | 'EGRESS' | 'UNKNOWN';
 /** Cilium's observation points, as names. */
@@ -92,9 +94,9 @@ export interface RawDecoderRef {
   readonly module: string;
   readonly options: unknown;
   /**
-   * The bytes of a record that pick its worker (a hash of them), so that the records of one
-   * series go to one worker (packetparser: the source and destination addresses); without it, each
-   * slot goes to the least backlogged worker.
+   * The bytes of a record that pick its worker (a hash of them, partition.ts), so that the records of
+   * one series go to one worker (packetparser: the hash of the source and destination addresses its
+   * kernel program writes in the record); without it, each slot goes to the least backlogged worker.
    */
   readonly partitionKey?: { readonly offset: number; readonly length: number };
 }
@@ -120,6 +122,16 @@ export interface RawRecordSink {
   param: number;
   /** Copies one record (`size` bytes at `offset` of `view`). */
   push(view: DataView, offset: number, size: number): void;
+  /**
+   * The same for a record read in place from a BPF ring buffer's mapping (its 8-byte header just
+   * before `offset`, as a ring reader's decode gets it): adjacent records are copied as one run, the
+   * run whole to every worker, each counting its partitions' records (cheaper for this thread than
+   * copying each record to its worker; pipeline/handoff.ts). The run is copied at `copyRun` or
+   * `flush`: the source calls `copyRun` before the ring's space is given back to the kernel.
+   */
+  pushRing(view: DataView, offset: number, size: number): void;
+  /** Copies the records `pushRing` holds (their ring space is about to be given back). */
+  copyRun(): void;
   /** Hands what was pushed since the last flush to the workers (a source calls it at the end of each drain). */
   flush(): void;
   /**

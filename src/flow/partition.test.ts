@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { partition } from './raw-sink.js';
+import { keyHash, partition } from './partition.js';
 
 /** 32-byte keys as packetparser's records hold their peers: saddr[16], daddr[16] (IPv4 in the first 4 bytes). */
 function keys(pairs: number, v6: boolean): DataView {
@@ -44,6 +44,20 @@ describe('partition: records to workers by their peers', () => {
         assert.ok(got.every((c) => Math.abs(c - even) <= 0.15 * even), `per worker: ${got.join(', ')}`);
       });
     }
+  }
+
+  for (const v6 of [false, true]) {
+    it(`${v6 ? 'IPv6' : 'IPv4'}: packetparser's key, the kernel's 4-byte hash of the pair (peer_hash), spreads as evenly over 2, 3 and 4 workers`, () => {
+      const pairs = 3000;
+      const v = keys(pairs, v6);
+      const hashes = new DataView(new ArrayBuffer(pairs * 4));
+      for (let i = 0; i < pairs; i++) hashes.setUint32(i * 4, keyHash(v, i * 32, 32), true);
+      for (const n of [2, 3, 4]) {
+        const got = new Array<number>(n).fill(0);
+        for (let i = 0; i < pairs; i++) got[partition(hashes, i * 4, 4, n)]! += 1;
+        assert.ok(got.every((c) => Math.abs(c - pairs / n) <= 0.15 * (pairs / n)), `${n} workers: ${got.join(', ')}`);
+      }
+    });
   }
 
   it('the same peers always go to the same worker', () => {

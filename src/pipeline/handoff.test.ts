@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HandoffReader, HandoffWriter, SLOT_HEADER, createHandoffBuffer } from './handoff.js';
+import { HandoffReader, HandoffWriter, RINGBUF_BUSY, RINGBUF_DISCARD, SLOT_HEADER, createHandoffBuffer, ringFilter } from './handoff.js';
+import { partition } from '../flow/index.js';
 
 const shape = { slots: 4, slotBytes: 256 };
 
@@ -88,5 +89,48 @@ describe('the hand-off ring', () => {
     r.interrupt();
     await again;
     assert.ok(performance.now() - t0 < 2000);
+  });
+
+  it('a ring run copied whole: each reader takes its partitions\' records, discarded ones by none; what a reader took and left is known to the writer', () => {
+    // 12 ring records of 8-byte keys (len 8..20), the 5th discarded, a busy header after them ends the run
+    const key = { offset: 0, length: 8 };
+    const ring = new DataView(new ArrayBuffer(512));
+    const recs: { at: number; len: number; discarded: boolean }[] = [];
+    let p = 0;
+    for (let i = 0; i < 12; i++) {
+      const len = 8 + (i % 3) * 6;
+      ring.setUint32(p, len | (i === 4 ? RINGBUF_DISCARD : 0), true);
+      for (let b = 0; b < len; b++) ring.setUint8(p + 8 + b, (i * 37 + b * 11) & 255);
+      recs.push({ at: p + 8, len, discarded: i === 4 });
+      p += 8 + ((len + 7) & ~7);
+    }
+    ring.setUint32(p, RINGBUF_BUSY | 16, true);
+    const end = p + 24; // the run as copied includes a busy record's header: the walk stops there
+    const n = 2;
+    const got: number[][][] = [[], []];
+    const big = { slots: 2, slotBytes: 1024 };
+    const writers = [0, 1].map(() => createHandoffBuffer(big));
+    for (const w of [0, 1]) {
+      const writer = new HandoffWriter(writers[w] as SharedArrayBuffer, big);
+      assert.ok(writer.open(5, 2.5, 3, ringFilter(n, 1 << w)));
+      assert.ok(writer.fitsBytes(end));
+      writer.writeRun(new Uint8Array(ring.buffer), 0, end, 12);
+      writer.publish();
+      const reader = new HandoffReader(writers[w] as SharedArrayBuffer, big);
+      const slot = reader.peek();
+      assert.ok(slot);
+      assert.deepEqual([slot.source, slot.param, slot.generation, slot.filter], [5, 2.5, 3, ringFilter(n, 1 << w)]);
+      assert.equal(writer.unread(() => key), slot.forEach(undefined, key), 'unread: what the reader would take');
+      const taken = slot.forEach((v, off, size) => void (got[w] as number[][]).push([v.getUint8(off), v.getUint8(off + size - 1), size]), key);
+      reader.release(taken);
+      assert.equal(writer.takenSince(), taken);
+      assert.equal(writer.takenSince(), 0);
+      assert.equal(writer.unread(() => key), 0);
+    }
+    const live = recs.filter((r) => !r.discarded);
+    const want = [0, 1].map((w) => live.filter((r) => partition(ring, r.at, 8, n) === w).map((r) => [ring.getUint8(r.at), ring.getUint8(r.at + r.len - 1), r.len]));
+    assert.deepEqual(got, want);
+    assert.equal((got[0] as number[][]).length + (got[1] as number[][]).length, 11, 'every live record once, the discarded one never');
+    assert.ok((got[0] as number[][]).length > 0 && (got[1] as number[][]).length > 0);
   });
 });

@@ -6,10 +6,23 @@
  * waits on the writer's side: when every slot is still unread, `open` says so and the caller
  * counts the records it cannot hand over (workers.ts: lost_events_counter{reason="worker_backlog"}).
  *
- *   SharedArrayBuffer: ctrl Int32[4] (wake sequence, slots read) · state Int32[slots] (0 free, 1 published)
- *                      · slots × slotBytes: [u32 count][u32 source][u32 generation][u32 0][f64 param]
- *                        then records [u32 size][bytes, padded to 4]
+ * A slot holds its records in one of two formats, said by its filter word:
+ * - filter 0: records copied one by one, [u32 size][bytes, padded to 4], every one the reader's;
+ * - RING_FORMAT | n << 16 | mask: a run of a BPF ring buffer copied whole (one memcpy for many records),
+ *   each record as the kernel wrote it, [u32 len | busy, discard bits][u32 page offset][bytes, padded
+ *   to 8]; discarded ones are skipped, and of the rest the reader takes those whose partition
+ *   (`partition` of the source's key, of n) is in `mask`. The same run goes to every worker, each with
+ *   its own mask: the draining thread copies bytes instead of records, and each record is still counted
+ *   by one worker. The reader adds the records it took from such slots to a shared counter (TAKEN), from
+ *   which the writer's side knows how many a worker that died had taken (workers.ts: worker_exit).
+ *
+ *   SharedArrayBuffer: ctrl Int32[4] (wake sequence, slots read, records taken from filtered slots)
+ *                      · state Int32[slots] (0 free, 1 published)
+ *                      · slots × slotBytes: [u32 count][u32 source][u32 generation][u32 filter][f64 param]
+ *                        [u32 bytes of records][u32 0] then the records
  */
+
+import { partition } from '../flow/index.js';
 
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
@@ -17,9 +30,58 @@ interface AtomicsWaitAsync {
 
 const WAKE = 0;
 const READ = 1;
+const TAKEN = 2;
 const CTRL_BYTES = 16;
 /** Bytes of a slot before its records. */
-export const SLOT_HEADER = 24;
+export const SLOT_HEADER = 32;
+
+/** A slot's filter word: its records are a BPF ring buffer's run (see above). */
+export const RING_FORMAT = 0x80000000;
+/** The ring's record header (include/uapi/linux/bpf.h): its length's two top bits, 8 bytes in all. */
+export const RINGBUF_BUSY = 0x80000000;
+export const RINGBUF_DISCARD = 0x40000000;
+export const RINGBUF_HDR = 8;
+/** The most workers a filtered slot can name (its mask's bits). */
+export const MAX_PARTITIONS = 16;
+
+/** The bytes of a record that pick its worker (RawDecoderRef.partitionKey). */
+export interface PartitionKey {
+  readonly offset: number;
+  readonly length: number;
+}
+
+/** A filtered slot's filter word: records of the partitions in `mask` (bit p: partition p of n). */
+export function ringFilter(n: number, mask: number): number {
+  if (n < 1 || n > MAX_PARTITIONS) throw new Error(`${n} partitions: 1 to ${MAX_PARTITIONS}`);
+  return (RING_FORMAT | (n << 16) | (mask & 0xffff)) >>> 0;
+}
+
+/**
+ * Walks the ring-format records from `start` to `end` of `v` (committed ones: a busy header ends the
+ * walk), skipping discarded ones, and calls `each` with those whose partition is in `mask` (of `n`, by
+ * `key`; a record too short for the key, or every record without a key, is partition 0's); returns how
+ * many it called `each` with (`each` may be omitted to count them).
+ */
+export function forEachRingRecord(v: DataView, start: number, end: number, n: number, mask: number, key: PartitionKey | undefined,
+  each?: (view: DataView, offset: number, size: number) => void): number {
+  const all = mask === (1 << n) - 1;
+  let taken = 0;
+  for (let p = start; p + RINGBUF_HDR <= end;) {
+    const hdr = v.getUint32(p, true);
+    if (hdr & RINGBUF_BUSY) break;
+    const len = (hdr & ~(RINGBUF_BUSY | RINGBUF_DISCARD)) >>> 0;
+    const at = p + RINGBUF_HDR;
+    p = at + ((len + 7) & ~7);
+    if (hdr & RINGBUF_DISCARD || p > end) continue;
+    if (!all) {
+      const part = key !== undefined && len >= key.offset + key.length ? partition(v, at + key.offset, key.length, n) : 0;
+      if (!((mask >>> part) & 1)) continue;
+    }
+    taken++;
+    each?.(v, at, len);
+  }
+  return taken;
+}
 
 export interface HandoffShape {
   readonly slots: number;
@@ -39,6 +101,7 @@ interface Layout {
   readonly ctrl: Int32Array;
   readonly state: Int32Array;
   readonly view: DataView;
+  readonly bytes: Uint8Array;
   readonly dataAt: number;
   readonly slots: number;
   readonly slotBytes: number;
@@ -48,7 +111,7 @@ function layout(sab: SharedArrayBuffer, shape: HandoffShape): Layout {
   const dataAt = CTRL_BYTES + 4 * shape.slots;
   if (sab.byteLength !== dataAt + shape.slots * shape.slotBytes) throw new Error('hand-off buffer and shape disagree');
   return {
-    ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), view: new DataView(sab),
+    ctrl: new Int32Array(sab, 0, 4), state: new Int32Array(sab, CTRL_BYTES, shape.slots), view: new DataView(sab), bytes: new Uint8Array(sab),
     dataAt, slots: shape.slots, slotBytes: shape.slotBytes,
   };
 }
@@ -61,9 +124,64 @@ export class HandoffWriter {
   #at = -1;
   #pos = 0;
   #count = 0;
+  #filter = 0;
+  /** The reader's TAKEN counter when `takenSince` last read it. */
+  #taken = 0;
 
   constructor(sab: SharedArrayBuffer, shape: HandoffShape = DEFAULT_HANDOFF) {
     this.#l = layout(sab, shape);
+  }
+
+  /** The open slot's filter (0: records copied one by one; else ringFilter's word). */
+  get filter(): number {
+    return this.#filter;
+  }
+
+  /** Whether a slot could be opened (after publishing the open one, if any). */
+  canOpen(): boolean {
+    return Atomics.load(this.#l.state, (this.#written + (this.#at >= 0 ? 1 : 0)) % this.#l.slots) === 0;
+  }
+
+  /** Whether `bytes` more bytes fit in the open slot. */
+  fitsBytes(bytes: number): boolean {
+    return this.#at >= 0 && this.#pos + bytes <= this.#l.slotBytes;
+  }
+
+  /** The most bytes of records one slot holds. */
+  get room(): number {
+    return this.#l.slotBytes - SLOT_HEADER;
+  }
+
+  /** Records the reader took from filtered slots since the previous call. */
+  takenSince(): number {
+    const now = Atomics.load(this.#l.ctrl, TAKEN) >>> 0;
+    const d = (now - this.#taken) >>> 0;
+    this.#taken = now;
+    return d;
+  }
+
+  /**
+   * Records handed over in filtered slots the reader has not freed, counted as it would take them
+   * (`keyOf`: a source's key), and those of the open slot, whatever its format (a reader that is
+   * gone: what it held is lost, workers.ts; records of published unfiltered slots its caller counted
+   * when they were published).
+   */
+  unread(keyOf: (source: number) => PartitionKey | undefined): number {
+    const read = Atomics.load(this.#l.ctrl, READ) >>> 0;
+    let n = 0;
+    const count = (at: number): number => {
+      const slot = slotAt(this.#l, at);
+      return slot.filter === 0 ? slot.count : slot.forEach(undefined, keyOf(slot.source));
+    };
+    for (let k = read; k < this.#written; k++) {
+      const at = this.#l.dataAt + (k % this.#l.slots) * this.#l.slotBytes;
+      if (this.#l.view.getUint32(at + 12, true) !== 0) n += count(at);
+    }
+    if (this.#at >= 0) {
+      this.#seal();
+      n += count(this.#at);
+    }
+    return n;
   }
 
   /** Slots published and not yet read. */
@@ -89,16 +207,18 @@ export class HandoffWriter {
    * Opens the next slot for `source`'s records (decoded with `param`, counted under the spec of
    * `generation`: the reader waits for that spec first); false when none is free.
    */
-  open(source: number, param: number, generation = 0): boolean {
+  open(source: number, param: number, generation = 0, filter = 0): boolean {
     if (this.#at >= 0) throw new Error('a hand-off slot is already open');
     const slot = this.#written % this.#l.slots;
     if (Atomics.load(this.#l.state, slot) !== 0) return false;
     this.#at = this.#l.dataAt + slot * this.#l.slotBytes;
     this.#l.view.setUint32(this.#at + 4, source, true);
     this.#l.view.setUint32(this.#at + 8, generation, true);
+    this.#l.view.setUint32(this.#at + 12, filter, true);
     this.#l.view.setFloat64(this.#at + 16, param, true);
     this.#pos = SLOT_HEADER;
     this.#count = 0;
+    this.#filter = filter;
     return true;
   }
 
@@ -120,10 +240,26 @@ export class HandoffWriter {
     this.#count++;
   }
 
+  /**
+   * Copies a run of ring-format records (`records` of them, `length` bytes from `start` of `src`, each
+   * with its 8-byte header) into the open filtered slot, one memcpy (the caller checked `fitsBytes`).
+   */
+  writeRun(src: Uint8Array, start: number, length: number, records: number): void {
+    this.#l.bytes.set(src.subarray(start, start + length), this.#at + this.#pos);
+    this.#pos += length;
+    this.#count += records;
+  }
+
+  /** The open slot's header words that publishing writes. */
+  #seal(): void {
+    this.#l.view.setUint32(this.#at, this.#count, true);
+    this.#l.view.setUint32(this.#at + 24, this.#pos - SLOT_HEADER, true);
+  }
+
   /** Publishes the open slot (nothing when none is open). */
   publish(): void {
     if (this.#at < 0) return;
-    this.#l.view.setUint32(this.#at, this.#count, true);
+    this.#seal();
     const slot = this.#written % this.#l.slots;
     this.#at = -1;
     this.#written++;
@@ -138,9 +274,41 @@ export interface SlotRecords {
   readonly source: number;
   readonly generation: number;
   readonly param: number;
+  /** 0: records copied one by one, every one the reader's; else a ring run's filter (ringFilter). */
+  readonly filter: number;
+  /** Records in the slot (of a filtered slot: of every partition). */
   readonly count: number;
-  /** Calls `each` with every record's offset and size in `view`. */
-  forEach(each: (view: DataView, offset: number, size: number) => void): void;
+  /**
+   * Calls `each` with every record of the slot that is the reader's (a filtered slot's by `key`, the
+   * source's partition key), its offset and size in `view`; returns how many.
+   */
+  forEach(each: ((view: DataView, offset: number, size: number) => void) | undefined, key?: PartitionKey): number;
+}
+
+function slotAt(l: Layout, at: number): SlotRecords {
+  const v = l.view;
+  const count = v.getUint32(at, true);
+  const filter = v.getUint32(at + 12, true);
+  return {
+    source: v.getUint32(at + 4, true),
+    generation: v.getUint32(at + 8, true),
+    param: v.getFloat64(at + 16, true),
+    filter,
+    count,
+    forEach(each, key) {
+      if (filter !== 0) {
+        const start = at + SLOT_HEADER;
+        return forEachRingRecord(v, start, start + v.getUint32(at + 24, true), (filter >>> 16) & 0xff, filter & 0xffff, key, each);
+      }
+      let p = at + SLOT_HEADER;
+      for (let i = 0; i < count; i++) {
+        const size = v.getUint32(p, true);
+        each?.(v, p + 4, size);
+        p += 4 + ((size + 3) & ~3);
+      }
+      return count;
+    },
+  };
 }
 
 export class HandoffReader {
@@ -155,29 +323,14 @@ export class HandoffReader {
   peek(): SlotRecords | undefined {
     const slot = this.#read % this.#l.slots;
     if (Atomics.load(this.#l.state, slot) !== 1) return undefined;
-    const at = this.#l.dataAt + slot * this.#l.slotBytes;
-    const v = this.#l.view;
-    const count = v.getUint32(at, true);
-    return {
-      source: v.getUint32(at + 4, true),
-      generation: v.getUint32(at + 8, true),
-      param: v.getFloat64(at + 16, true),
-      count,
-      forEach(each) {
-        let p = at + SLOT_HEADER;
-        for (let i = 0; i < count; i++) {
-          const size = v.getUint32(p, true);
-          each(v, p + 4, size);
-          p += 4 + ((size + 3) & ~3);
-        }
-      },
-    };
+    return slotAt(this.#l, this.#l.dataAt + slot * this.#l.slotBytes);
   }
 
-  /** Frees the slot `peek` returned. */
-  release(): void {
+  /** Frees the slot `peek` returned; `taken`: the records taken from it when filtered (the writer's side counts them, TAKEN). */
+  release(taken = 0): void {
     const slot = this.#read % this.#l.slots;
     this.#read++;
+    if (taken) Atomics.add(this.#l.ctrl, TAKEN, taken);
     Atomics.store(this.#l.state, slot, 0);
     Atomics.add(this.#l.ctrl, READ, 1);
   }

@@ -6,9 +6,16 @@
  * slot between them instead of publishing a slot each (counts reach /metrics each second anyway).
  * Never waits: a record no slot takes is counted (worker_backlog), unless no worker runs and
  * the drain is decoded on this thread, which then counts it (the pool's fallback).
+ *
+ * Records read in place from a BPF ring (`pushRing`) are not copied one by one: adjacent ones make a
+ * run, and the run is copied whole (one memcpy) into a filtered slot of every worker that runs, each
+ * slot naming the partitions its worker counts (its own, and those of a worker that is gone or whose
+ * hand-off is full). This thread then pays a few nanoseconds a record, and each worker hashes every
+ * record's key to find its own (handoff.ts: forEachRingRecord).
  */
 import type { FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
-import type { HandoffWriter } from './handoff.js';
+import { partition } from '../flow/index.js';
+import { forEachRingRecord, ringFilter, RINGBUF_HDR, type HandoffWriter } from './handoff.js';
 
 /** How long a slot may stay open across drains before a flush publishes it (ms). */
 export const LINGER_MS = 20;
@@ -33,32 +40,11 @@ export interface SinkPool {
   generation(): number;
   /** Whether any worker runs. */
   alive(): boolean;
-  /** Counts one record no slot took. */
-  refused(): void;
+  /** Counts records no slot took (one by default). */
+  refused(records?: number): void;
   wantsFlows(): boolean;
   readonly onThread: FlowConsumer;
   readonly fallback: FlowConsumer;
-}
-
-/**
- * Which of `n` workers a record goes to, by a hash of its `length` key bytes at `offset`: each 32-bit
- * word mixed in with a multiply and a shift, then murmur3's finalizer, so every bit of every word
- * reaches the low bits `% n` reads. (A multiply alone carries bits only upwards: with FNV over words the
- * low 16 bits of the hash came from the low 16 bits of each word, an IPv4 address's first two octets,
- * the same for every pod of a cluster, and 94 % of the records went to one of two workers.)
- */
-export function partition(v: DataView, offset: number, length: number, n: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i + 4 <= length; i += 4) {
-    h = Math.imul(h ^ v.getUint32(offset + i, true), 0x9e3779b1);
-    h ^= h >>> 15;
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return (h >>> 0) % n;
 }
 
 export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): RawRecordSink {
@@ -71,15 +57,20 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
   /** What `wantsFlows` last answered: the source decodes this drain here too. */
   let decodedHere = false;
   const mine = (s: SinkSlot | undefined): s is SinkSlot => s !== undefined && s.owner === id && s.writer.isOpen;
+  /** One of this source's slots of records copied one by one (not a ring run's). */
+  const mineRecords = (s: SinkSlot | undefined): s is SinkSlot => mine(s) && s.writer.filter === 0;
   const own = (s: SinkSlot): SinkSlot => {
     s.owner = id;
     s.openedAt = performance.now();
     return s;
   };
+  const refuse = (records: number): void => {
+    if (!(decodedHere && !pool.alive())) pool.refused(records);
+  };
   /** A slot of this source with room for `size` bytes: the preferred one, else any; or undefined. */
   const slotFor = (preferred: SinkSlot | undefined, size: number, param: number): SinkSlot | undefined => {
     if (mine(preferred)) {
-      if (preferred.writer.fits(size)) return preferred;
+      if (mineRecords(preferred) && preferred.writer.fits(size)) return preferred;
       pool.publish(preferred);
     }
     if (refusing) return undefined;
@@ -90,11 +81,85 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
     }
     // The partition's worker is full or gone: another one (the counts stay exact, only its tables grow),
     // first one whose slot this source holds open.
-    for (const o of slots) if (o.alive && mine(o) && o.writer.fits(size)) return o;
+    for (const o of slots) if (o.alive && mineRecords(o) && o.writer.fits(size)) return o;
     const s = pool.pick(id, param);
     return s && own(s);
   };
-  return {
+
+  // The ring run not yet copied: records adjacent in one view, [runStart, runEnd) with their headers.
+  let runView: DataView | undefined;
+  let runBytes: Uint8Array = new Uint8Array(0);
+  let runStart = 0;
+  let runEnd = 0;
+  let runRecords = 0;
+  const n = slots.length;
+  const everyPartition = (1 << n) - 1;
+  const masks = new Array<number>(n).fill(0);
+  /** Turn of the worker a keyless run goes to first. */
+  let turn = 0;
+  /** Whether worker i can take a run of `bytes` (in its open slot of this source, or a new one). */
+  const room = (i: number, bytes: number): boolean => {
+    const s = slots[i] as SinkSlot;
+    return s.alive && ((mine(s) && s.writer.filter !== 0 && s.writer.fitsBytes(bytes)) || s.writer.canOpen());
+  };
+  const sendRun = (): void => {
+    const records = runRecords;
+    if (records === 0 || runView === undefined) return;
+    runRecords = 0;
+    if (refusing) return refuse(records);
+    const bytes = runEnd - runStart;
+    pool.syncSpec();
+    masks.fill(0);
+    let assigned = 0;
+    if (key === undefined) {
+      // no key: the run to one worker, in turn among those with room
+      turn = (turn + 1) % n;
+      for (let k = 0; k < n; k++) {
+        const i = (turn + k) % n;
+        if (room(i, bytes)) {
+          masks[i] = everyPartition;
+          assigned = everyPartition;
+          break;
+        }
+      }
+    } else {
+      // each partition to its own worker, else (gone, or its hand-off full) to the next one with room
+      for (let p = 0; p < n; p++) {
+        for (let k = 0; k < n; k++) {
+          const i = (p + k) % n;
+          if (room(i, bytes)) {
+            masks[i] = (masks[i] as number) | (1 << p);
+            assigned |= 1 << p;
+            break;
+          }
+        }
+      }
+    }
+    const g = pool.generation();
+    for (let i = 0; i < n; i++) {
+      const mask = masks[i] as number;
+      if (mask === 0) continue;
+      const s = slots[i] as SinkSlot;
+      const filter = ringFilter(n, mask);
+      if (!(mine(s) && s.writer.filter === filter && s.writer.fitsBytes(bytes))) {
+        if (s.writer.isOpen) pool.publish(s);
+        if (!s.writer.open(id, sink.param, g, filter)) {
+          assigned &= ~mask; // room() said it could: not reached
+          continue;
+        }
+        own(s);
+      }
+      s.writer.writeRun(runBytes, runStart, bytes, records);
+    }
+    if (assigned === 0) {
+      refusing = true;
+      refuse(records);
+    } else if (assigned !== everyPartition) {
+      refuse(forEachRingRecord(runView, runStart, runEnd, n, everyPartition & ~assigned, key));
+    }
+  };
+
+  const sink: RawRecordSink = {
     param: 0,
     push(view, offset, size) {
       const preferred = key !== undefined && size >= key.offset + key.length ? slots[partition(view, offset + key.offset, key.length, slots.length)] : last;
@@ -107,7 +172,25 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       last = s;
       s.writer.write(view, offset, size);
     },
+    pushRing(view, offset, size) {
+      const at = offset - RINGBUF_HDR;
+      const end = offset + ((size + 7) & ~7);
+      const maxRun = (slots[0] as SinkSlot).writer.room;
+      if (runRecords > 0 && (view !== runView || at !== runEnd || end - runStart > maxRun)) sendRun();
+      if (end - at > maxRun) return this.push(view, offset, size); // more than a slot holds: as one record
+      if (view !== runView) {
+        runView = view;
+        runBytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+      }
+      if (runRecords === 0) runStart = at;
+      runEnd = end;
+      runRecords++;
+    },
+    copyRun: sendRun,
     flush() {
+      sendRun();
+      runView = undefined; // the ring's mapping is not held between drains
+      runBytes = new Uint8Array(0);
       const old = performance.now() - LINGER_MS;
       for (const s of slots) if (mine(s) && s.openedAt <= old) pool.publish(s);
       last = undefined;
@@ -123,4 +206,5 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       else pool.fallback.consume(batch);
     },
   };
+  return sink;
 }

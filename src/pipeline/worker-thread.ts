@@ -12,7 +12,7 @@ import { cacheLookup, createEnricher } from '../enricher/index.js';
 import type { Flow, RawDecoder, RawDecoderModule } from '../flow/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import { createMetricsModule, type FamilyDeltas, type MetricsSpec } from '../metrics/module/index.js';
-import { HandoffReader, type HandoffShape } from './handoff.js';
+import { HandoffReader, type HandoffShape, type PartitionKey } from './handoff.js';
 
 export interface WorkerInit {
   readonly sab: SharedArrayBuffer;
@@ -27,7 +27,7 @@ export interface WorkerInit {
 }
 
 export type ToWorker =
-  | { readonly t: 'source'; readonly id: number; readonly source: string; readonly module: string; readonly options: unknown }
+  | { readonly t: 'source'; readonly id: number; readonly source: string; readonly module: string; readonly options: unknown; readonly key?: PartitionKey }
   | { readonly t: 'cache'; readonly changes: readonly IpCacheChange[] }
   | { readonly t: 'spec'; readonly spec: MetricsSpec | undefined; readonly generation: number }
   | { readonly t: 'flush'; readonly seq: number }
@@ -69,6 +69,8 @@ const next = init.enrich ? createEnricher(cacheLookup(cache), module) : module;
 /** By source: its decoder, undefined while it loads, null when it failed to (its records count as undecoded). */
 const decoders: (RawDecoder | null | undefined)[] = [];
 const names: string[] = [];
+/** By source: the bytes that pick a record's worker (its partition key), for ring runs. */
+const keys: (PartitionKey | undefined)[] = [];
 let generation = 0;
 let records = 0;
 let undecoded = 0;
@@ -91,25 +93,28 @@ function processSlots(max: number): number {
     const dec = decoders[slot.source];
     // Its 'source' message (an import) or its spec is on its way: the slot waits for them.
     if (dec === undefined || slot.generation > generation) return n === 0 ? -1 : n;
+    // a ring run: this worker's partitions' records of it (every worker got the run)
+    const key = keys[slot.source];
     if (dec === null) {
-      undecoded += slot.count;
-      records += slot.count;
-      reader.release();
+      const taken = slot.forEach(undefined, key);
+      undecoded += taken;
+      records += taken;
+      reader.release(slot.filter ? taken : 0);
       n++;
       continue;
     }
     dec.batch(slot.param);
     const flows: Flow[] = [];
-    slot.forEach((v, off, size) => {
+    const taken = slot.forEach((v, off, size) => {
       try {
         flows.push(dec.decode(v, off, size));
       } catch {
         undecoded++;
       }
-    });
+    }, key);
     if (flows.length) next.consume({ source: names[slot.source] ?? '', flows });
-    records += slot.count;
-    reader.release();
+    records += taken;
+    reader.release(slot.filter ? taken : 0);
     n++;
   }
   return n;
@@ -137,6 +142,7 @@ port.on('message', (m: ToWorker) => {
   switch (m.t) {
     case 'source':
       names[m.id] = m.source;
+      keys[m.id] = m.key;
       void (import(m.module) as Promise<RawDecoderModule>).then(
         (mod) => void (decoders[m.id] = mod.createRawDecoder(m.options)),
         (e: unknown) => {

@@ -82,6 +82,10 @@ export interface PipelineWorkers extends AsyncDisposable {
   threads(): readonly (Worker | undefined)[];
 }
 
+const sourceMessage = (id: number, r: RawDecoderRef): ToWorker => ({
+  t: 'source', id, source: r.source, module: r.module, options: r.options, ...(r.partitionKey ? { key: r.partitionKey } : {}),
+});
+
 /** Workers that end within QUICK_MS of their start this many times in a row are not started again. */
 const QUICK_FAILURES = 5;
 const QUICK_MS = 5000;
@@ -149,11 +153,20 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     ];
   };
 
+  const keyOf = (source: number): RawDecoderRef['partitionKey'] => sources[source]?.partitionKey;
+  /** Adds the records a worker took from ring runs (filtered slots) to what it was handed. */
+  const taken = (s: Slot): void => {
+    const t = s.writer.takenSince();
+    s.handed += t;
+    st.handed += t;
+  };
+
   function onMessage(s: Slot, m: FromWorker): void {
     if (m.t === 'failed') {
       o.log.error('a pipeline worker failed', { error: m.error });
       return;
     }
+    taken(s);
     st.counted += m.records - s.counted;
     s.counted = m.records;
     st.workerCpuMs += (m.cpuUs - s.cpuUs) / 1000;
@@ -183,8 +196,10 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
       s.alive = false;
       s.worker = undefined;
       exited();
-      // Its records never published (a slot still open) are lost with it, like those it held.
-      const gone = s.handed - s.counted + (s.writer.isOpen ? s.writer.pending : 0);
+      // Its records never published (a slot still open) are lost with it, like those it held; of the
+      // ring runs every worker got, those of its partitions (what it took, and what it had not read).
+      taken(s);
+      const gone = s.handed - s.counted + s.writer.unread(keyOf);
       s.owner = -1;
       if (gone > 0) {
         st.lostExit += gone;
@@ -211,7 +226,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
     post(s, specMessage());
     const snap = snapshot();
     if (snap.length) post(s, { t: 'cache', changes: snap });
-    sources.forEach((r, id) => post(s, { t: 'source', id, source: r.source, module: r.module, options: r.options }));
+    sources.forEach((r, id) => post(s, sourceMessage(id, r)));
   }
 
   for (let i = 0; i < o.workers; i++) start(i);
@@ -239,7 +254,8 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
   }
 
   const publish = (s: Slot): void => {
-    const n = s.writer.pending;
+    // a ring run's records are counted as the worker takes them (`taken`)
+    const n = s.writer.filter === 0 ? s.writer.pending : 0;
     s.writer.publish();
     s.handed += n;
     st.handed += n;
@@ -248,7 +264,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
   const sinkPool: SinkPool = {
     slots, pick, publish, syncSpec, alive,
     generation: () => o.module.generation(),
-    refused: () => void st.lostBacklog++,
+    refused: (records = 1) => void (st.lostBacklog += records),
     wantsFlows: o.wantsFlows, onThread: o.onThread, fallback: o.fallback,
   };
 
@@ -272,7 +288,7 @@ export function startPipelineWorkers(o: PipelineWorkersOptions): PipelineWorkers
   return {
     openRaw(ref) {
       const id = sources.push(ref) - 1;
-      for (const s of slots) post(s, { t: 'source', id, source: ref.source, module: ref.module, options: ref.options });
+      for (const s of slots) post(s, sourceMessage(id, ref));
       return createRawSink(id, ref, sinkPool);
     },
     async flushNow(timeoutMs = 10_000) {

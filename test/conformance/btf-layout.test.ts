@@ -13,6 +13,7 @@ import { dnsFrame, dnsQuery } from '../../src/plugins/linux/dns/fixtures.js';
 import { DROP_EVENT_SIZE, DROP_KEY_SIZE, createDropDecoder, decodeDropKey } from '../../src/plugins/linux/dropreason/decode.js';
 import { PACKET_EVENT_SIZE, createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
 import { CT_VALUE_SIZE, SWEEP_RESULT_SIZE, decodeSweepResult } from '../../src/plugins/linux/packetparser/maps.js';
+import { RAW_PARTITION_KEY } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { RETRANS_EVENT_SIZE, createRetransDecoder, decodeRetrans } from '../../src/plugins/linux/tcpretrans/decode.js';
 import { offsets, recordAt, structLayout } from './btf.js';
 
@@ -30,9 +31,14 @@ describe('packetparser: struct packet_event', () => {
     obs_point: 2, direction: 1, is_reply: 1, tcp_flags: 0x112, packets: 3, bytes: BIG, tsval: 11, tsecr: 12,
     flag_counts: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
   };
-  const unread = ['report_reason', 'ifindex', 'pad'];
+  const unread = ['report_reason', 'ifindex', 'peer_hash'];
 
   it('is PACKET_EVENT_SIZE bytes', () => assert.equal(PACKET_EVENT_SIZE, layout.size));
+
+  it('peer_hash is where the workers read their partition key (RAW_PARTITION_KEY)', () => {
+    const f = layout.fields.get('peer_hash');
+    assert.deepEqual(f && [f.offset, f.size], [RAW_PARTITION_KEY.offset, RAW_PARTITION_KEY.length]);
+  });
 
   it('decodes every field from its BTF offset', () => {
     const f = createPacketDecoder({ clock })(recordAt(layout, AT, values, unread), AT, layout.size);

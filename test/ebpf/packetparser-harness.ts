@@ -18,10 +18,11 @@
 import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { AgentConfig } from '../../src/config/index.js';
-import type { Flow, FlowBatch } from '../../src/flow/index.js';
+import type { Flow, FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../../src/flow/index.js';
 import { createApiServerLatency } from '../../src/metrics/module/apiserver.js';
 import type { IpInterest } from '../../src/plugin/index.js';
 import type { PacketparserConfig } from '../../src/plugins/linux/packetparser/config.js';
+import { RAW_PARTITION_KEY, peerHash } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { enableBpfRunStats } from './run-stats.js';
 import { runPacketparser, type PacketparserTiming } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext, testAgentConfig, type Collected } from './fake-context.js';
@@ -86,6 +87,39 @@ let got: Collected | undefined;
 let flowsSeen = 0;
 let stats: Disposable | undefined;
 let ips = new Set<string>();
+/** Records the plugin handed to the workers' sink: how many, how many in place from the ring (pushRing), and how many whose peer_hash is not the one computed here. */
+let hashes = { checked: 0, inPlace: 0, wrong: 0 };
+
+/** The sink, with every record's kernel-written peer_hash compared with peerHash() of its addresses. */
+function tapHashes(s: RawRecordSink): RawRecordSink {
+  const check = (v: DataView, off: number): void => {
+    hashes.checked++;
+    if (v.getUint32(off + RAW_PARTITION_KEY.offset, true) !== peerHash(v, off)) hashes.wrong++;
+  };
+  return {
+    get param() {
+      return s.param;
+    },
+    set param(p: number) {
+      s.param = p;
+    },
+    push(v, off, size) {
+      check(v, off);
+      s.push(v, off, size);
+    },
+    pushRing(v, off, size) {
+      check(v, off);
+      hashes.inPlace++;
+      s.pushRing(v, off, size);
+    },
+    copyRun: () => s.copyRun(),
+    flush: () => s.flush(),
+    get wantsFlows() {
+      return s.wantsFlows;
+    },
+    consume: (b) => s.consume(b),
+  };
+}
 const listeners = new Set<() => void>();
 
 async function run(c: Command): Promise<unknown> {
@@ -131,7 +165,7 @@ async function run(c: Command): Promise<unknown> {
           }
         },
       };
-      let flows = c.sums ? summing : latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
+      let flows: FlowConsumer | undefined = c.sums ? summing : latency ? { consume: (b: FlowBatch) => (made.ctx.flows?.consume(b), latency.consume(b)) } : made.ctx.flows;
       if (c.workers !== undefined) {
         // Standalone there are no pods to scope by namespace: the spec counts every flow.
         const spec = { ...specOf(c.workerSpec), namespaces: undefined };
@@ -144,7 +178,15 @@ async function run(c: Command): Promise<unknown> {
           consumers: c.workersOnly ? [] : [{ name: 'check', consumer: { consume: (b) => (checkModule.consume(b), collect?.consume(b)) } }],
         });
         pipeline.module?.apply(spec);
-        flows = pipeline.flows;
+        hashes = { checked: 0, inPlace: 0, wrong: 0 };
+        const inner = pipeline.flows;
+        flows = inner && {
+          consume: (b: FlowBatch) => inner.consume(b),
+          openRaw: (ref: RawDecoderRef) => {
+            const sink = inner.openRaw?.(ref);
+            return sink && tapHashes(sink);
+          },
+        };
       }
       handle = await runPacketparser({ ...made.ctx, interest, flows }, c.timing ?? {});
       return { status: got.status };
@@ -175,7 +217,7 @@ async function run(c: Command): Promise<unknown> {
     }
     case 'workerCounts':
       await pipeline?.workers?.flushNow();
-      return { workers: await advLines(got?.metrics), check: await advLines(check), stats: pipeline?.workers?.stats() };
+      return { workers: await advLines(got?.metrics), check: await advLines(check), stats: pipeline?.workers?.stats(), hashes };
     case 'runstats':
       // The kernel's per-program run time, held on while the harness lives (read with bpftool).
       stats ??= enableBpfRunStats();

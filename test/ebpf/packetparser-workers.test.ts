@@ -28,6 +28,8 @@ interface WorkerCounts {
   readonly workers: string[];
   readonly check: string[];
   readonly stats: { handed: number; counted: number; lostBacklog: number; lostExit: number; workers: number; perWorker: number[] };
+  /** Records handed to the sink, those pushed in place from the ring, those whose kernel-written peer_hash differs from peerHash(). */
+  readonly hashes: { checked: number; inPlace: number; wrong: number };
 }
 
 async function sink(script: string, ns: Topology['node'], ip: string, port: string): Promise<void> {
@@ -72,6 +74,7 @@ test('two workers count what the main thread counts from the same records, UDP a
   assert.equal(c.stats.lostBacklog + c.stats.lostExit, 0);
   assert.equal(c.stats.counted, c.stats.handed);
   assert.equal(c.stats.handed, flows.length, 'every record the ring gave was handed over once');
+  assert.deepEqual(c.hashes, { checked: flows.length, inPlace: flows.length, wrong: 0 }, 'copied in runs from the ring; the kernel\'s peer_hash is peerHash() of the addresses');
   assert.ok(c.check.length > 5, `${c.check.length} series`);
   assert.deepEqual(c.workers, c.check, 'the workers\' counts equal the main thread\'s');
   assert.equal(forwarded(c.workers, a.ip, b.ip), total(flows, (f) => f.src === a.ip && f.dst === b.ip).packets);

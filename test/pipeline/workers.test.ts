@@ -9,15 +9,15 @@ import { describe, it } from 'node:test';
 import { testAgentConfig } from '../ebpf/fake-context.js';
 import { IpCache } from '../../src/cache/index.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
-import type { Flow, FlowBatch, RawRecordSink } from '../../src/flow/index.js';
+import { partition, type Flow, type FlowBatch, type RawRecordSink } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { annotationSpec, createMetricsModule, type MetricsModule } from '../../src/metrics/module/index.js';
 import { kernelClock } from '../../src/plugins/linux/ebpf-shared/clock.js';
 import { PACKET_EVENT_SIZE, createPacketDecoder } from '../../src/plugins/linux/packetparser/decode.js';
-import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from '../../src/plugins/linux/packetparser/raw-decoder.js';
+import { RAW_DECODER_MODULE, RAW_PARTITION_KEY, peerHash } from '../../src/plugins/linux/packetparser/raw-decoder.js';
 import { startNodePipeline } from '../../src/pipeline/index.js';
-import { SLOT_HEADER } from '../../src/pipeline/handoff.js';
+import { RINGBUF_HDR, SLOT_HEADER } from '../../src/pipeline/handoff.js';
 import { startPipelineWorkers } from '../../src/pipeline/workers.js';
 
 const OFFSET = 1.7e12;
@@ -57,6 +57,7 @@ function records(n: number, seed = 1): DataView {
     v.setUint32(o + 52, packets, true);
     v.setUint32(o + 56, packets * (60 + rnd(1400)), true);
     if (packets > 1) for (let k = 0; k < 10; k++) v.setUint32(o + 76 + 4 * k, rnd(packets + 1), true);
+    v.setUint32(o + 116, peerHash(v, o), true); // as the kernel writes it
   }
   return v;
 }
@@ -94,6 +95,48 @@ function pushAll(sink: RawRecordSink, v: DataView, drain: number): void {
   sink.flush();
 }
 
+/** The records laid out as a BPF ring buffer holds them: an 8-byte header before each, 128 bytes apart. */
+const RING_RECORD = RINGBUF_HDR + PACKET_EVENT_SIZE;
+function ringOf(v: DataView): DataView {
+  const n = v.byteLength / PACKET_EVENT_SIZE;
+  const out = new DataView(new ArrayBuffer(n * RING_RECORD));
+  for (let r = 0; r < n; r++) {
+    out.setUint32(r * RING_RECORD, PACKET_EVENT_SIZE, true);
+    new Uint8Array(out.buffer).set(new Uint8Array(v.buffer, r * PACKET_EVENT_SIZE, PACKET_EVENT_SIZE), r * RING_RECORD + RINGBUF_HDR);
+  }
+  return out;
+}
+
+/** Hands the records over as the JavaScript ring walk does: pushRing, the run copied every 64 records (its releases), a flush every `drain`. */
+function pushRingAll(sink: RawRecordSink, v: DataView, drain: number): void {
+  sink.param = OFFSET;
+  const ring = ringOf(v);
+  let k = 0;
+  for (let o = 0; o < ring.byteLength; o += RING_RECORD) {
+    sink.pushRing(ring, o + RINGBUF_HDR, PACKET_EVENT_SIZE);
+    if (++k % 64 === 0) sink.copyRun();
+    if (k % drain === 0) sink.flush();
+  }
+  sink.flush();
+}
+
+/** Records of `v` whose peers hash to `part` of `n` (the worker they go to). */
+function ofPartition(v: DataView, part: number, n: number): number {
+  let c = 0;
+  for (let o = 0; o < v.byteLength; o += PACKET_EVENT_SIZE) if (partition(v, o + RAW_PARTITION_KEY.offset, RAW_PARTITION_KEY.length, n) === part) c++;
+  return c;
+}
+
+/** One worker with a hand-off of two 4 KiB slots, and a source whose decoder module never finishes loading: the worker reads nothing. */
+function stuckPool(): { metrics: MetricsRegistry; pool: ReturnType<typeof startPipelineWorkers>; sink: RawRecordSink } {
+  const { metrics, module } = moduleOf();
+  const pool = startPipelineWorkers({
+    workers: 1, module, cache: undefined, remoteContext: true, nodeName: '', metrics, log: silentLogger,
+    onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 50, shape: { slots: 2, slotBytes: 4096 },
+  });
+  return { metrics, pool, sink: pool.openRaw({ source: 'stuck', module: 'data:text/javascript,await new Promise(() => {})', options: {} }) };
+}
+
 const until = async (what: string, ok: () => boolean, ms = 10_000): Promise<void> => {
   const end = Date.now() + ms;
   while (!ok()) {
@@ -124,6 +167,66 @@ describe('pipeline workers', () => {
     assert.ok(want.length > 100, `${want.length} series`);
     assert.ok(want.some((l) => l.includes('source_label_app="app-1"')), 'the pod label is on the series');
     assert.deepEqual(await adv(off.metrics), want);
+  });
+
+  it('ring runs (each copied whole to both workers, each counting its partitions): the counts equal the main thread\'s', async () => {
+    const v = records(20_000, 11);
+    const cache = podCache();
+    const inThread = moduleOf(podLabels);
+    createEnricher(cacheLookup(cache), inThread.module).consume({ source: 'packetparser', flows: decodeAll(v) });
+    const off = moduleOf(podLabels);
+    await using pool = startPipelineWorkers({
+      workers: 2, module: off.module, cache, remoteContext: true, nodeName: 'node-0', metrics: off.metrics, log: silentLogger, podLabels,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000,
+    });
+    pushRingAll(pool.openRaw(ref), v, 2000);
+    await pool.flushNow();
+    const st = pool.stats();
+    assert.equal(st.lostBacklog, 0);
+    assert.equal(st.counted, 20_000);
+    assert.equal(st.handed, 20_000, 'what the workers took of the runs, each record once');
+    assert.deepEqual(st.perWorker, [ofPartition(v, 0, 2), ofPartition(v, 1, 2)], 'each worker its partition');
+    assert.deepEqual(await adv(off.metrics), await adv(inThread.metrics));
+  });
+
+  it('ring runs: a worker that dies loses exactly its partition of what it held; while it is gone the other takes every partition', async () => {
+    const { metrics, module } = moduleOf();
+    await using pool = startPipelineWorkers({
+      workers: 2, module, cache: podCache(), remoteContext: true, nodeName: 'node-0', metrics, log: silentLogger,
+      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 60_000, restartMs: 60_000,
+    });
+    const sink = pool.openRaw(ref);
+    const first = records(3000, 12);
+    pushRingAll(sink, first, 1000);
+    await until('both workers read their hand-offs', () => pool.backlogs().every((b) => b === 0));
+    await pool.threads()[0]?.terminate(); // its counts were never handed over
+    await until('the exit counted', () => pool.stats().workers === 1);
+    assert.equal(pool.stats().lostExit, ofPartition(first, 0, 2), 'its partition of the runs it had read');
+    const second = records(2000, 13);
+    pushRingAll(sink, second, 500);
+    await pool.flushNow();
+    const st = pool.stats();
+    assert.equal(st.lostBacklog, 0);
+    assert.equal(st.counted, 3000 - ofPartition(first, 0, 2) + 2000, 'the survivor counted its part of the first and all of the second');
+    const check = moduleOf();
+    createEnricher(cacheLookup(podCache()), check.module).consume({
+      source: 'packetparser',
+      flows: [...decodeAll(first).filter((_, i) => partition(first, i * PACKET_EVENT_SIZE + RAW_PARTITION_KEY.offset, RAW_PARTITION_KEY.length, 2) === 1), ...decodeAll(second)],
+    });
+    assert.deepEqual(await adv(metrics), await adv(check.metrics));
+  });
+
+  it('ring runs: a full hand-off refuses the runs without waiting and counts their records; what it held counts at the stop', async () => {
+    const { pool, sink } = stuckPool();
+    const t0 = performance.now();
+    pushRingAll(sink, records(200), 200);
+    assert.ok(performance.now() - t0 < 100, 'the pushes did not wait');
+    // runs are cut at what a slot holds (31 records of 128 bytes in 4 064): two slots, a run each
+    const perSlot = Math.floor((4096 - SLOT_HEADER) / RING_RECORD);
+    const st = pool.stats();
+    assert.equal(st.lostBacklog, 200 - 2 * perSlot);
+    await pool[Symbol.asyncDispose]();
+    assert.equal(pool.stats().lostExit, 2 * perSlot, 'what it held when it stopped');
   });
 
   it('follows the IP cache and the spec: a pod added later is enriched, counts of a replaced spec are not merged', async () => {
@@ -194,13 +297,7 @@ describe('pipeline workers', () => {
   });
 
   it('a full hand-off refuses records without waiting, and counts them', async () => {
-    const { metrics, module } = moduleOf();
-    const pool = startPipelineWorkers({
-      workers: 1, module, cache: undefined, remoteContext: true, nodeName: '', metrics, log: silentLogger,
-      onThread: { consume: () => undefined }, wantsFlows: () => false, fallback: { consume: () => undefined }, flushMs: 50, shape: { slots: 2, slotBytes: 4096 },
-    });
-    // A decoder module that never finishes loading: the worker reads nothing.
-    const sink = pool.openRaw({ source: 'stuck', module: 'data:text/javascript,await new Promise(() => {})', options: {} });
+    const { metrics, pool, sink } = stuckPool();
     const v = records(200);
     const t0 = performance.now();
     for (let o = 0; o < v.byteLength; o += PACKET_EVENT_SIZE) sink.push(v, o, PACKET_EVENT_SIZE);

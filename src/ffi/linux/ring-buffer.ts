@@ -68,6 +68,13 @@ export interface RingBufferOptions<T> {
    * a callback into JavaScript for each (about 190 ns a record: kept to measure against).
    */
   readonly consumer?: 'js' | 'libbpf';
+  /**
+   * Called before the JavaScript walk gives the space of records it handed to `decode` back to the
+   * kernel (before each store of its position): a decoder that keeps referring to records in the
+   * ring (a sink copying runs of them, RawRecordSink.pushRing) copies them then. libbpf's walk gives
+   * each record's space back as its callback returns and never calls it.
+   */
+  readonly beforeRelease?: () => void;
 }
 
 export interface RingBufferReader extends Disposable {
@@ -192,7 +199,18 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   const start = Atomics.load(consumerPos, 0);
   let consLo = Number(start & 0xffffffffn);
   let consHi = Number(start >> 32n);
-  const publish = (): void => void Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
+  const beforeRelease = opts.beforeRelease;
+  const publish = (): void => {
+    if (beforeRelease) {
+      try {
+        beforeRelease();
+      } catch (e) {
+        stats.errors++;
+        onError(e, 0);
+      }
+    }
+    Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
+  };
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
   let lostSeen = 0;
   let closed = false;

@@ -15,6 +15,8 @@ export interface EventWiring<T> {
   readonly onRecords: (records: T[]) => void;
   /** The decoder's clock, resynced every metrics interval. */
   readonly clock?: KernelClock;
+  /** RingBufferOptions.beforeRelease. */
+  readonly beforeRelease?: () => void;
 }
 
 /**
@@ -31,6 +33,7 @@ export function wireEvents<T>(s: ResourceStack, ctx: PluginContext<unknown>, obj
   const ring = s.use(
     openRingBuffer(obj.map(w.eventsMap), {
       decode: w.decode,
+      ...(w.beforeRelease ? { beforeRelease: w.beforeRelease } : {}),
       lostMap: obj.map(w.lostMap),
       followUpMs: FOLLOW_UP_MS,
       onBatch: (records) => {

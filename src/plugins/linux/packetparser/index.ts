@@ -273,15 +273,22 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
   });
 }
 
-/** The ring drained into the pipeline's workers (RawRecordSink): one copy per record, one publish per drain. */
+/**
+ * The ring drained into the pipeline's workers (RawRecordSink): walked in JavaScript, the records are
+ * copied in runs, each run whole to every worker (copied before the walk gives their space back);
+ * with libbpf's walk, one copy per record. One publish per drain.
+ */
 function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject, raw: RawRecordSink, decode: PacketDecoder, clock: KernelClock,
   onCount: (records: number) => void): RingBufferReader {
   raw.param = clock.offsetMs();
   let want = raw.wantsFlows;
-  return wireEvents<Flow | undefined>(s, ctx, obj, {
+  let inPlace = false;
+  const reader = wireEvents<Flow | undefined>(s, ctx, obj, {
     source: 'packetparser', eventsMap: EVENTS_MAP, lostMap: LOST_MAP,
+    beforeRelease: () => raw.copyRun(),
     decode: (v, off, size) => {
-      raw.push(v, off, size);
+      if (inPlace) raw.pushRing(v, off, size);
+      else raw.push(v, off, size);
       return want ? decode(v, off, size) : undefined;
     },
     onRecords: (records) => {
@@ -294,6 +301,8 @@ function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: 
       want = raw.wantsFlows;
     },
   });
+  inPlace = reader.consumer === 'js';
+  return reader;
 }
 
 /** Keeps the filter map equal to ctx.interest (at most filterMapMaxEntries addresses). */

@@ -3,7 +3,7 @@
  * by URL, RawDecoderRef): the same createPacketDecoder, with the kernel clock's offset handed over with
  * each batch of raw records instead of read in the worker (no FFI there). Pure.
  */
-import type { RawDecoder } from '../../../flow/index.js';
+import { keyHash, type RawDecoder } from '../../../flow/index.js';
 import type { KernelClock } from '../ebpf-shared/clock.js';
 import { createPacketDecoder } from './decode.js';
 
@@ -32,5 +32,12 @@ export function createRawDecoder(options: unknown): RawDecoder {
 const here = (import.meta as { url?: string }).url;
 export const RAW_DECODER_MODULE = here === undefined ? '' : new URL('./raw-decoder.js', here).href;
 
-/** A record's source and destination addresses (packet_event.h: 16 bytes each from offset 8): one pair's records go to one worker. */
-export const RAW_PARTITION_KEY = { offset: 8, length: 32 } as const;
+/**
+ * A record's peer_hash (packet_event.h: at 116, the kernel's hash of the source and destination
+ * addresses): one pair's records go to one worker, and a worker picking its records from a ring run
+ * hashes 4 bytes a record instead of 32.
+ */
+export const RAW_PARTITION_KEY = { offset: 116, length: 4 } as const;
+
+/** The peer_hash the kernel writes in the record at `record` of `v` (set_peer_hash): for records made here (tests, benches). */
+export const peerHash = (v: DataView, record: number): number => keyHash(v, record + 8, 32);
