@@ -116,6 +116,33 @@ for (const consumer of ['js', 'libbpf'] as const) test(`${consumer} consumer: a 
   assert.equal(ring.drain(), 0);
 });
 
+test('js consumer: a decoder that keeps referring to records in the ring gets beforeRelease before their space goes back (every 64 records, at the end of a walk) and before a close unmaps it', () => {
+  requireKernel();
+  using obj = openBpfObject('ringbench', { rodata: { per_run: 50 }, maxEntries: { retina_ringbench_events: 1 << 22 } });
+  const held: { v: DataView; off: number; size: number }[] = [];
+  const copied: number[] = [];
+  let releases = 0;
+  let most = 0;
+  const ring = openRingBuffer(obj.map('retina_ringbench_events'), {
+    decode: (v, off, size) => void held.push({ v, off, size }), poll: false, maxBatch: 100, consumer: 'js',
+    beforeRelease: () => {
+      releases++;
+      most = Math.max(most, held.length);
+      for (const h of held) copied.push(decodeRetrans(h.v, h.off, h.size).tsNs);
+      held.length = 0;
+    },
+    onBatch: () => {
+      if (copied.length + held.length >= 1000) ring[Symbol.dispose]();
+    },
+  });
+  testRunProgram(obj.program('ringbench_produce'), PACKET, 40); // 2 000 records
+  assert.equal(ring.drain(), 1000);
+  assert.equal(held.length, 0, 'the close let the decoder copy what it held');
+  assert.deepEqual(copied, Array.from({ length: 1000 }, (_, n) => n), 'every record read while its space was still the reader\'s');
+  assert.ok(most <= 64, `at most 64 records held between releases (${most})`);
+  assert.ok(releases >= 1000 / 64, `${releases} releases`);
+});
+
 test('a full ring loses records, and the loss is counted', () => {
   requireKernel();
   using obj = openBpfObject('ringbench', { rodata: { per_run: 200 }, maxEntries: { retina_ringbench_events: 4096 } });

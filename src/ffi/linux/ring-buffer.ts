@@ -71,8 +71,9 @@ export interface RingBufferOptions<T> {
   /**
    * Called before the JavaScript walk gives the space of records it handed to `decode` back to the
    * kernel (before each store of its position): a decoder that keeps referring to records in the
-   * ring (a sink copying runs of them, RawRecordSink.pushRing) copies them then. libbpf's walk gives
-   * each record's space back as its callback returns and never calls it.
+   * ring (a sink copying runs of them, RawRecordSink.pushRing) copies them then; also when the reader
+   * is closed, before the ring is unmapped. libbpf's walk gives each record's space back as its
+   * callback returns and never calls it.
    */
   readonly beforeRelease?: () => void;
 }
@@ -200,15 +201,17 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
   let consLo = Number(start & 0xffffffffn);
   let consHi = Number(start >> 32n);
   const beforeRelease = opts.beforeRelease;
-  const publish = (): void => {
-    if (beforeRelease) {
-      try {
-        beforeRelease();
-      } catch (e) {
-        stats.errors++;
-        onError(e, 0);
-      }
+  const releasing = (): void => {
+    if (!beforeRelease) return;
+    try {
+      beforeRelease();
+    } catch (e) {
+      stats.errors++;
+      onError(e, 0);
     }
+  };
+  const publish = (): void => {
+    releasing();
     Atomics.store(consumerPos, 0, (BigInt(consHi) << 32n) | BigInt(consLo));
   };
   const lost = opts.lostMap ? perCpuReader(opts.lostMap) : undefined;
@@ -394,6 +397,7 @@ export function openRingBuffer<T>(map: BpfMap, opts: RingBufferOptions<T>): Ring
       clearTimeout(followUp);
       clearImmediate(more);
       poller?.close();
+      if (js) releasing(); // what a decoder still refers to in the ring is copied while it is mapped
       if (walking) freeAfterWalk = true;
       else free();
     },
