@@ -126,7 +126,8 @@ export interface RawRecordSink {
    * The same for a record read in place from a BPF ring buffer's mapping (its 8-byte header just
    * before `offset`, as a ring reader's decode gets it): adjacent records are copied as one run, the
    * run whole to every worker, each counting its partitions' records (cheaper for this thread than
-   * copying each record to its worker; pipeline/handoff.ts). The run is copied at `copyRun` or
+   * copying each record to its worker; pipeline/handoff.ts; with more than 16 workers, each record is
+   * copied to its worker as `push` does). The run is copied at `copyRun` or
    * `flush`: the source calls `copyRun` before the ring's space is given back to the kernel.
    */
   pushRing(view: DataView, offset: number, size: number): void;

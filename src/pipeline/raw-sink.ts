@@ -15,7 +15,7 @@
  */
 import type { FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
 import { partition } from '../flow/index.js';
-import { forEachRingRecord, ringFilter, RINGBUF_HDR, type HandoffWriter } from './handoff.js';
+import { forEachRingRecord, MAX_PARTITIONS, ringFilter, RINGBUF_HDR, type HandoffWriter } from './handoff.js';
 
 /** How long a slot may stay open across drains before a flush publishes it (ms). */
 export const LINGER_MS = 20;
@@ -93,7 +93,9 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
   let runEnd = 0;
   let runRecords = 0;
   const n = slots.length;
-  const everyPartition = (1 << n) - 1;
+  /** A slot's filter names at most MAX_PARTITIONS workers: with more, each record is copied to its worker. */
+  const runs = n <= MAX_PARTITIONS;
+  const everyPartition = runs ? (1 << n) - 1 : 0;
   const masks = new Array<number>(n).fill(0);
   /** Turn of the worker a keyless run goes to first. */
   let turn = 0;
@@ -173,6 +175,7 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       s.writer.write(view, offset, size);
     },
     pushRing(view, offset, size) {
+      if (!runs) return this.push(view, offset, size);
       const at = offset - RINGBUF_HDR;
       const end = offset + ((size + 7) & ~7);
       const maxRun = (slots[0] as SinkSlot).writer.room;
