@@ -5,7 +5,7 @@
 # to OUT/run.log, its exit status to OUT/status, the console to OUT/console.log. Exits with run.sh's status, or
 # 124 when the guest did not finish within TIMEOUT seconds, or 125 when it ended without a status.
 # Usage: hack/kernels/boot.sh KERNEL_DIR OUT [TIMEOUT]   (KERNEL_DIR: kernels/<name>-<version>/ of fetch.sh)
-# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest. GUEST_PRELOAD (amd64): files read into the guest's memory
+# QEMU_SMP (2) and QEMU_MEM (2048, MiB) size the guest. BOOT_WAIT: seconds for run.sh to start before a reboot. GUEST_PRELOAD (amd64): files read into the guest's memory
 # at boot instead of page by page over 9p (hack/kernels/init).
 # An arm64 kernel (KERNEL_DIR/arch, hack/kernels/fetch.sh arm64; issue 41) boots under qemu-system-aarch64 (TCG,
 # -M virt -cpu max) with another root, since the host's root is amd64: GUEST_ROOT (the arm64 image's unpacked root)
@@ -53,6 +53,10 @@ cp "$(dirname "$0")/init" "$initrd/init" && chmod 755 "$initrd/init"
 # A kernel that oopses before the init ran is booted again (up to 3 boots): under qemu's multi-threaded TCG an
 # amd64 6.12 guest once died 1.7 s in with "Oops: int3" in sched_clock_cpu (the kernel patching its own text at
 # boot), before run.sh could start; a fault after run.sh started is the suite's and is never retried.
+# A guest that has not started run.sh within BOOT_WAIT seconds (300; 900 for arm64) is stopped and booted again
+# too (up to 3 boots): an amd64 6.12 guest once hung at boot with RCU stalls ("timer wakeup didn't happen" on its
+# CPU 1) and sat there until the timeout, 28 minutes.
+boot_wait=${BOOT_WAIT:-$([ "$arch" = arm64 ] && echo 900 || echo 300)}
 boot=1
 while :; do
 rm -f "$out/status" "$out/run.log" "$out/console.log"
@@ -64,9 +68,28 @@ timeout --kill-after=10 "$timeout" "${qemu[@]}" \
   -append "console=$console panic=-1 loglevel=4 rdinit=/init net.ifnames=0 mitigations=off" \
   "${shares[@]}" \
   -fsdev local,id=out,path="$out",security_model=none \
-  -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null
+  -device virtio-9p-pci,fsdev=out,mount_tag=out </dev/null &
+qpid=$!
+stalled=0 waited=0
+while kill -0 "$qpid" 2>/dev/null; do
+  if [ ! -e "$out/run.log" ] && [ "$waited" -ge "$boot_wait" ]; then
+    stalled=1
+    kill "$qpid" 2>/dev/null # timeout passes it on to qemu
+    break
+  fi
+  sleep 1
+  waited=$((waited + 1))
+done
+wait "$qpid"
 rc=$?
 set -e
+if [ $boot -lt 3 ] && [ $stalled -eq 1 ]; then
+  echo "boot: $(cat "$kdir/release") had not started its init's run.sh after ${boot_wait} s (boot $boot); booting it again. The console's tail:" >&2
+  tail -5 "$out/console.log" >&2 || true
+  cp "$out/console.log" "$out/console-boot$boot.log" 2>/dev/null || true
+  boot=$((boot + 1))
+  continue
+fi
 if [ $boot -lt 3 ] && [ ! -s "$out/status" ] && [ ! -e "$out/run.log" ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] &&
   grep -qE 'Oops:|Kernel panic' "$out/console.log" 2>/dev/null; then
   echo "boot: $(cat "$kdir/release") oopsed before its init ran (boot $boot); booting it again. The oops:" >&2
@@ -77,6 +100,11 @@ if [ $boot -lt 3 ] && [ ! -s "$out/status" ] && [ ! -e "$out/run.log" ] && [ $rc
 fi
 break
 done
+if [ $stalled -eq 1 ]; then
+  echo "boot: $(cat "$kdir/release") had not started its init's run.sh after ${boot_wait} s, $boot boots; the console's tail:" >&2
+  tail -20 "$out/console.log" >&2 || true
+  exit 124
+fi
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
   echo "boot: $(cat "$kdir/release") did not finish in $timeout s; the console's tail:" >&2
   tail -20 "$out/console.log" >&2 || true
