@@ -90,6 +90,11 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
     const m = /controlplane_networkobservability_hubble_clients\{rpc="GetFlows"\} (\d+)/.exec((await metrics.expose()).body);
     return Number(m?.[1] ?? 0);
   };
+  /** Waits until the server holds `n` GetFlows streams (a follower's cursor is set when it is counted), at most 10 s. */
+  const following = async (n: number): Promise<void> => {
+    for (let t = 0; t < 400 && (await clients()) !== n; t++) await sleep(25);
+    assert.equal(await clients(), n, `${n} GetFlows streams on the server`);
+  };
   before(async () => {
     server = await startHubbleServer({
       protos, ring, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log, metrics,
@@ -110,6 +115,7 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
 
   it('a follower gets every flow in order, decoded by a grpc-js client, the history before it', async () => {
     write(10);
+    await following(0);
     const call = observer['GetFlows']({ follow: true, number: 3 });
     const got: Obj[] = [];
     const total = 3 + 20_000;
@@ -119,8 +125,10 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
         if (got.length === total) res();
       });
       call.on('error', (e: Error) => rej(e));
+      setTimeout(() => rej(new Error(`${got.length} of ${total} messages after 60 s`)), 60_000).unref();
     });
-    await sleep(200);
+    // written once the server has the follower (a fixed 200 ms was not always enough under a full make test's load)
+    await following(1);
     const from = written;
     write(20_000);
     await done;
@@ -137,11 +145,12 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
   });
 
   it('filters still apply to followers and to history', async () => {
+    await following(0);
     const call = observer['GetFlows']({ follow: true, whitelist: [{ verdict: ['DROPPED'] }], blacklist: [{ source_port: ['14'] }] });
     const got: Obj[] = [];
     call.on('data', (m: Obj) => got.push(m));
     call.on('error', () => undefined);
-    await sleep(200);
+    await following(1);
     const from = written;
     write(700);
     const want = Array.from({ length: 700 }, (_, i) => from + i).filter((s) => s % 7 === 0 && s % 65536 !== 14);
