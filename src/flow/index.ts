@@ -3,7 +3,8 @@
  * Producers hand on one FlowBatch per drain; later stages see Readonly flows.
  */
 
-export { keyHash, partition } from './partition.js';
+export { keyHash, partition, type PartitionKey } from './partition.js';
+import type { PartitionKey } from './partition.js';
 
 export type Verdict = 'FORWARDED' | 'DROPPED' | 'RETRANSMISSION' | 'DNS';
 export type TrafficDirection = 'INGRESS' | 'EGRESS' | 'UNKNOWN';
@@ -98,7 +99,7 @@ export interface RawDecoderRef {
    * one series go to one worker (packetparser: the hash of the source and destination addresses its
    * kernel program writes in the record); without it, each slot goes to the least backlogged worker.
    */
-  readonly partitionKey?: { readonly offset: number; readonly length: number };
+  readonly partitionKey?: PartitionKey;
 }
 
 /** What a raw decoder module's `createRawDecoder` returns (it runs in a worker thread). */

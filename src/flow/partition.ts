@@ -5,6 +5,12 @@
  * those 4 bytes.
  */
 
+/** The bytes of a record that pick its worker (RawDecoderRef.partitionKey). */
+export interface PartitionKey {
+  readonly offset: number;
+  readonly length: number;
+}
+
 /**
  * A hash of `length` bytes at `offset` (whole 32-bit words, little-endian): each word mixed in with a
  * multiply and a shift, then murmur3's finalizer, so every bit of every word reaches every bit of the

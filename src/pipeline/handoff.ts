@@ -22,7 +22,9 @@
  *                        [u32 bytes of records][u32 0] then the records
  */
 
-import { partition } from '../flow/index.js';
+import { partition, type PartitionKey } from '../flow/index.js';
+
+export type { PartitionKey };
 
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
@@ -43,12 +45,6 @@ export const RINGBUF_DISCARD = 0x40000000;
 export const RINGBUF_HDR = 8;
 /** The most workers a filtered slot can name (its mask's bits). */
 export const MAX_PARTITIONS = 16;
-
-/** The bytes of a record that pick its worker (RawDecoderRef.partitionKey). */
-export interface PartitionKey {
-  readonly offset: number;
-  readonly length: number;
-}
 
 /** A filtered slot's filter word: records of the partitions in `mask` (bit p: partition p of n). */
 export function ringFilter(n: number, mask: number): number {

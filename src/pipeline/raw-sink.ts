@@ -96,6 +96,8 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
   /** A slot's filter names at most MAX_PARTITIONS workers: with more, each record is copied to its worker. */
   const runs = n <= MAX_PARTITIONS;
   const everyPartition = runs ? (1 << n) - 1 : 0;
+  /** The longest run a slot holds (the same for every worker's hand-off). */
+  const maxRun = slots[0]?.writer.room ?? 0;
   const masks = new Array<number>(n).fill(0);
   /** Turn of the worker a keyless run goes to first. */
   let turn = 0;
@@ -178,7 +180,6 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       if (!runs) return this.push(view, offset, size);
       const at = offset - RINGBUF_HDR;
       const end = offset + ((size + 7) & ~7);
-      const maxRun = (slots[0] as SinkSlot).writer.room;
       if (runRecords > 0 && (view !== runView || at !== runEnd || end - runStart > maxRun)) sendRun();
       if (end - at > maxRun) return this.push(view, offset, size); // more than a slot holds: as one record
       if (view !== runView) {
