@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dns: DNS messages (UDP and TCP, IPv4 and IPv6, port 53) seen on the node, for parsing in the agent.
  *
- * Hook: socket filter (SEC "socket") on an AF_PACKET/ETH_P_ALL raw socket that is not bound to an
- * interface, so it sees every interface of the agent's network namespace, both directions (Retina's
- * hook; it needs neither kprobes nor tc). The filter copies DNS packets into a ring buffer and
- * returns 0, so nothing is ever queued on the socket.
+ * Two hooks share one capture (dns_capture) and one ring buffer:
+ * - dns_socket_filter, a socket filter (SEC "socket") on an AF_PACKET/ETH_P_ALL raw socket that is not
+ *   bound to an interface and ignores outgoing packets (PACKET_IGNORE_OUTGOING): every packet that
+ *   arrives on any interface of the agent's network namespace (Retina's hook, arrivals only). It
+ *   returns 0, so nothing is ever queued on the socket.
+ * - retina_dns_egress, tc egress on every interface but lo: the packets built on this host (ingress_ifindex
+ *   0) as they leave. A forwarded packet was seen arriving and is declined in a few instructions.
+ * A tap that saw packets leaving would clone each of them before its filter ran (dev_queue_xmit_nit):
+ * a fifth of a 64-byte UDP flood's rate on a small node (bench/datapath/README.md); tc's program runs
+ * on the packet itself.
  *
- * Each message is counted once per node: a packet that arrived (host, broadcast, ...) is kept; a
- * packet leaving is kept only when it was built here (ingress_ifindex 0), since a forwarded one was
- * already seen arriving; on loopback, which shows each packet leaving and arriving, only the copy
- * leaving is kept. */
+ * Each message is counted once per node: a packet that arrived (host, broadcast, ...) is kept, a packet
+ * leaving only when it was built here; on loopback, which shows each packet leaving and arriving, the
+ * copy arriving (lo has no tc program). */
 #include "retina.h"
 
 #define DNS_PORT 53
 #define DNS_CAPTURE 1024 /* bytes of each packet copied (headers + the DNS message's start) */
 #define PACKET_OUTGOING_ 4
 #define LOOPBACK_IFINDEX_ 1
+#define TC_ACT_UNSPEC_ -1 /* let the next filter or the default action decide */
 
 const volatile __u32 wakeup_bytes = 0;
 
@@ -79,19 +85,12 @@ static __always_inline __u32 l4_offset(struct __sk_buff *skb, __u32 l3, __u16 pr
 	return 0;
 }
 
-SEC("socket")
-int dns_socket_filter(struct __sk_buff *skb)
+/* Copies the packet into the ring when it is DNS; `pkt_type` is what the record says (PACKET_OUTGOING_ for retina_dns_egress). */
+static __always_inline void dns_capture(struct __sk_buff *skb, __u32 pkt_type)
 {
-	__u32 pkt_type = RETINA_SKB(skb, pkt_type);
-	if (pkt_type == PACKET_OUTGOING_) {
-		if (RETINA_SKB(skb, ingress_ifindex) != 0)
-			return 0; /* forwarded: counted when it arrived */
-	} else if (RETINA_SKB(skb, ifindex) == LOOPBACK_IFINDEX_) {
-		return 0; /* loopback: counted leaving */
-	}
 	__u16 proto = bpf_ntohs(RETINA_SKB(skb, protocol));
 	if (proto != ETH_P_IP_ && proto != ETH_P_IPV6_)
-		return 0;
+		return;
 	/* Ethernet-like devices (and lo) show the link header, others start at the IP header. */
 	__u32 l3 = 0;
 	__u16 et;
@@ -105,30 +104,30 @@ int dns_socket_filter(struct __sk_buff *skb)
 	__u32 l4end = 0;
 	__u32 l4 = l4_offset(skb, l3, proto, &l4proto, &l4end);
 	if (!l4)
-		return 0;
+		return;
 	__u16 ports[2];
 	if (bpf_skb_load_bytes(skb, l4, ports, 4))
-		return 0;
+		return;
 	if (ports[0] != bpf_htons(DNS_PORT) && ports[1] != bpf_htons(DNS_PORT))
-		return 0;
+		return;
 	if (l4proto == IPPROTO_TCP_) {
 		__u8 doff;
 		if (bpf_skb_load_bytes(skb, l4 + 12, &doff, 1))
-			return 0;
+			return;
 		if (l4end <= l4 + (doff >> 4) * 4)
-			return 0; /* no payload: handshake or ACK */
+			return; /* no payload: handshake or ACK */
 	} else if (l4proto != IPPROTO_UDP_) {
-		return 0;
+		return;
 	}
 	struct dns_event *e = bpf_ringbuf_reserve(&retina_dns_events, sizeof(*e), 0);
 	if (!e) {
 		retina_count_lost(&retina_dns_lost);
-		return 0;
+		return;
 	}
 	__u32 len = RETINA_SKB(skb, len);
 	if (len < 1) {
 		bpf_ringbuf_discard(e, 0);
-		return 0;
+		return;
 	}
 	/* The copy's length, min(len, DNS_CAPTURE), as the verifier of every kernel can prove it is in
 	 * [1, DNS_CAPTURE]: 5.10's and 6.1's do not carry the `len < 1` test above over to the register
@@ -149,11 +148,31 @@ int dns_socket_filter(struct __sk_buff *skb)
 	e->pad = 0;
 	if (bpf_skb_load_bytes(skb, 0, e->data, n)) {
 		bpf_ringbuf_discard(e, 0);
-		return 0;
+		return;
 	}
 	e->cap_len = n;
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_dns_events, wakeup_bytes));
+}
+
+SEC("socket")
+int dns_socket_filter(struct __sk_buff *skb)
+{
+	__u32 pkt_type = RETINA_SKB(skb, pkt_type);
+	if (pkt_type == PACKET_OUTGOING_)
+		return 0; /* the socket ignores these; retina_dns_egress has the ones built here */
+	dns_capture(skb, pkt_type);
 	return 0;
+}
+
+/* Named with the project's prefix: clsact filters a killed agent left are found by the program's kernel name
+ * (15 characters, "retina_dns_egre"), which no other product's program should share. */
+SEC("tc")
+int retina_dns_egress(struct __sk_buff *skb)
+{
+	if (RETINA_SKB(skb, ingress_ifindex) != 0 || RETINA_SKB(skb, ifindex) == LOOPBACK_IFINDEX_)
+		return TC_ACT_UNSPEC_; /* forwarded: counted when it arrived; lo: counted arriving */
+	dns_capture(skb, PACKET_OUTGOING_);
+	return TC_ACT_UNSPEC_;
 }
 
 char LICENSE[] SEC("license") = "GPL";

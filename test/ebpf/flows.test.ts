@@ -8,7 +8,7 @@ import { createSocket } from 'node:dgram';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
-import { dns } from '../../src/plugins/linux/dns/index.js';
+import { runDns } from '../../src/plugins/linux/dns/index.js';
 import { dnsQuery } from '../../src/plugins/linux/dns/fixtures.js';
 import { dropreason } from '../../src/plugins/linux/dropreason/index.js';
 import { fakeContext } from './fake-context.js';
@@ -44,9 +44,9 @@ async function until(pred: () => boolean, ms = 5000): Promise<void> {
 
 test('a DNS query to a closed loopback port: a DNS flow and a NO_SOCKET drop flow', async () => {
   requireKernel();
-  const d = fakeContext({ dnsRingBufferSize: 1 << 16 }, { enablePodLevel: true });
+  const d = fakeContext({ dnsRingBufferSize: 1 << 16, tcMode: 'auto' as const }, { enablePodLevel: true });
   const r = fakeContext({ dropReasonNames: 'kernel' as const, dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'auto' as const }, { enablePodLevel: true });
-  await using _dns = await dns.start(d.ctx);
+  await using _dns = await runDns(d.ctx, { interfaces: () => false }); // the machine's namespace: no tc program on its interfaces (lo's query arrives at the socket)
   await using _drop = await dropreason.start(r.ctx);
   const name = `rtbpf-${process.pid}.flows.test`;
   await sendQuery(name);

@@ -4,25 +4,48 @@
  * and a hook the kernel lacks fails that plugin alone, with a log line naming the hook.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { dns } from '../../src/plugins/linux/dns/index.js';
+import { execFileSync } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { dns, runDns } from '../../src/plugins/linux/dns/index.js';
+import type { DnsConfig } from '../../src/plugins/linux/dns/config.js';
 import { dropreason, runDropreason } from '../../src/plugins/linux/dropreason/index.js';
 import { packetforward } from '../../src/plugins/linux/packetforward/index.js';
 import { runTcpretrans, tcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
-import { PermanentError, liveResourceStacks, type AnyPluginDefinition } from '../../src/plugin/index.js';
+import { PermanentError, liveResourceStacks, type AnyPluginDefinition, type PluginContext } from '../../src/plugin/index.js';
 import { fakeContext } from './fake-context.js';
 import { bpfIdsOf, leftoversAfterStop, requireKernel } from './netns.js';
 
+/** dns puts its egress program on every interface but lo: here, in the machine's own namespace, on this veth alone (this kernel has no dummy links). */
+const DNS_LINK = 'rtbpf-lcdns';
+const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: 'ignore' });
+before(() => {
+  if (process.getuid?.() !== 0) return;
+  try {
+    ip('link', 'del', DNS_LINK); // a killed run's
+  } catch {
+    // none
+  }
+  ip('link', 'add', DNS_LINK, 'type', 'veth', 'peer', 'name', `${DNS_LINK}p`);
+});
+after(() => {
+  try {
+    ip('link', 'del', DNS_LINK);
+  } catch {
+    // not made
+  }
+});
+const dnsOnItsLink: AnyPluginDefinition = { ...dns, start: (ctx) => runDns(ctx as PluginContext<DnsConfig>, { interfaces: (l) => l.name === DNS_LINK }) };
 
-const cases: [AnyPluginDefinition, object, string][] = [
-  [packetforward, { interfaces: ['lo'], tcMode: 'tcx' }, ' (tcx)'],
-  [packetforward, { interfaces: ['lo'], tcMode: 'clsact' }, ' (clsact)'],
-  [dropreason, { dropReasonNames: 'kernel', dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'auto' }, ''],
-  [tcpretrans, {}, ''],
-  [dns, { dnsRingBufferSize: 1 << 16 }, ''],
+const cases: [AnyPluginDefinition, object, string, string[]][] = [
+  [packetforward, { interfaces: ['lo'], tcMode: 'tcx' }, ' (tcx)', ['lo']],
+  [packetforward, { interfaces: ['lo'], tcMode: 'clsact' }, ' (clsact)', ['lo']],
+  [dropreason, { dropReasonNames: 'kernel', dropReasonRingBufferSize: 1 << 16, dropReasonFallback: 'auto' }, '', []],
+  [tcpretrans, {}, '', []],
+  [dnsOnItsLink, { dnsRingBufferSize: 1 << 16, tcMode: 'tcx' }, ' (tcx)', [DNS_LINK]],
+  [dnsOnItsLink, { dnsRingBufferSize: 1 << 16, tcMode: 'clsact' }, ' (clsact)', [DNS_LINK]],
 ];
 
-for (const [def, config, variant] of cases) {
+for (const [def, config, variant, ifnames] of cases) {
   test(`${def.name}${variant}: start-stop-start-stop leaves nothing behind`, async () => {
     requireKernel();
     const live = liveResourceStacks();
@@ -32,6 +55,7 @@ for (const [def, config, variant] of cases) {
       const { ctx, got } = fakeContext(config, { enablePodLevel: podLevel });
       const handle = await def.start(ctx);
       assert.ok(got.logs.some((l) => l.msg.startsWith('eBPF hook')), 'logs the hooks it attached');
+      if (def === dnsOnItsLink) assert.ok(got.logs.some((l) => l.msg === 'interface attached' && l.fields['interface'] === DNS_LINK), `retina_dns_egress attached to ${DNS_LINK}`);
       const held = bpfIdsOf(process.pid);
       owned.progs.push(...held.progs.filter((id) => !before.progs.includes(id)));
       owned.links.push(...held.links.filter((id) => !before.links.includes(id)));
@@ -40,7 +64,7 @@ for (const [def, config, variant] of cases) {
     }
     assert.ok(owned.progs.length > 0, 'the plugin loaded programs');
     assert.equal(liveResourceStacks(), live, 'no ResourceStack left live');
-    assert.deepEqual(await leftoversAfterStop(undefined, ['lo'], owned), []);
+    assert.deepEqual(await leftoversAfterStop(undefined, ifnames, owned), []);
   });
 }
 

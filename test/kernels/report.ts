@@ -7,7 +7,7 @@
 export const OBJECTS: Readonly<Record<string, readonly string[]>> = {
   packetforward: ['packetforward_ingress', 'packetforward_egress'],
   dropreason: ['dropreason_kfree_skb', 'dropreason_kfree_skb_noreason'],
-  dns: ['dns_socket_filter'],
+  dns: ['dns_socket_filter', 'retina_dns_egress'],
   tcpretrans: ['tcpretrans_tp', 'tcpretrans_tp_err'],
   packetparser: [
     'packetparser_endpoint_ingress', 'packetparser_endpoint_egress', 'packetparser_host_ingress', 'packetparser_host_egress',

@@ -135,8 +135,8 @@ test('the agent starts every node plugin on the hooks this kernel offers', async
 
 /** 'tc/ingress tc/egress' from a plugin's hooks field. */
 const hooksOf = (l: Record<string, unknown>): string => (Array.isArray(l['hooks']) ? [...new Set(l['hooks'] as string[])].join(' ') : String(l['hook'] ?? '?'));
-/** packetforward and packetparser name no program in their log line: their programs are tc's ingress and egress of the plugin. */
-const programsOf = (l: Record<string, unknown>): string => `${String(l['plugin'])}_{ingress,egress}`;
+/** The programs the line names (dns), else (packetforward, packetparser) tc's ingress and egress of the plugin. */
+const programsOf = (l: Record<string, unknown>): string => (Array.isArray(l['programs']) ? (l['programs'] as string[]).join(', ') : `${String(l['plugin'])}_{ingress,egress}`);
 
 /**
  * The value of `read` once it has reached `target` (or after `timeoutMs`) and then stayed put for the quiet

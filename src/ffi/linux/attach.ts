@@ -24,12 +24,15 @@ export function attachBySection(prog: BpfProgram, what: string): Disposable {
 /**
  * Opens an AF_PACKET raw socket on every interface of this network namespace with `prog` as its
  * filter (attached before the socket starts receiving). Closing the socket detaches the filter.
+ * `arrivalsOnly`: the socket ignores packets leaving (PACKET_IGNORE_OUTGOING), so the kernel does not
+ * clone every one of them for it.
  */
-export function attachPacketSocketFilter(prog: BpfProgram): Disposable & { readonly fd: number } {
+export function attachPacketSocketFilter(prog: BpfProgram, o: { readonly arrivalsOnly?: boolean } = {}): Disposable & { readonly fd: number } {
   const sys = loadSys();
   const fd = sys.packetSocket();
   try {
     sys.attachSocketFilter(fd, prog.fd);
+    if (o.arrivalsOnly) sys.ignoreOutgoing(fd);
     sys.bindAllInterfaces(fd);
   } catch (e) {
     sys.close(fd);

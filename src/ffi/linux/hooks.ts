@@ -59,7 +59,14 @@ export function tcpretransHooks(): readonly HookChoice[] {
   return [hook(args >= 3 ? 'tcpretrans_tp_err' : 'tcpretrans_tp', 'tp_btf', 'tcp_retransmit_skb')];
 }
 
-export const dnsHooks = (): readonly HookChoice[] => [hook('dns_socket_filter', 'socket_filter', 'AF_PACKET ETH_P_ALL, every interface')];
+/**
+ * dns: the socket filter sees what arrives on every interface (its socket ignores outgoing packets),
+ * the tc egress program what this host builds as it leaves any interface but lo.
+ */
+export const dnsHooks = (): readonly HookChoice[] => [
+  hook('dns_socket_filter', 'socket_filter', 'AF_PACKET ETH_P_ALL, every interface, arrivals'),
+  hook('retina_dns_egress', 'tc', 'egress'),
+];
 
 /**
  * packetparser: tc on both sides of every pod veth's host end (the endpoint programs) and, with low

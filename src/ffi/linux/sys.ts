@@ -17,6 +17,8 @@ export interface Sys {
   packetSocket(): number;
   /** Attaches a BPF socket filter program; throws on failure. */
   attachSocketFilter(fd: number, progFd: number): void;
+  /** The socket no longer sees packets leaving (PACKET_IGNORE_OUTGOING, Linux 4.20+): the kernel then skips cloning them for it. */
+  ignoreOutgoing(fd: number): void;
   /** Starts receiving every protocol on every interface of this network namespace. */
   bindAllInterfaces(fd: number): void;
   close(fd: number): void;
@@ -31,6 +33,8 @@ const SOCK_CLOEXEC = 0o2000000;
 const ETH_P_ALL_BE = 0x0300; // htons(3)
 const SOL_SOCKET = 1;
 const SO_ATTACH_BPF = 50;
+const SOL_PACKET = 263;
+const PACKET_IGNORE_OUTGOING = 23;
 const PROT_READ = 1;
 const MAP_SHARED = 1;
 const SC_PAGESIZE = 30;
@@ -70,6 +74,9 @@ export function loadSys(): Sys {
     },
     attachSocketFilter(fd, progFd) {
       if ((setsockopt(fd, SOL_SOCKET, SO_ATTACH_BPF, [progFd], 4) as number) < 0) fail('setsockopt(SO_ATTACH_BPF)');
+    },
+    ignoreOutgoing(fd) {
+      if ((setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, [1], 4) as number) < 0) fail('setsockopt(PACKET_IGNORE_OUTGOING)');
     },
     bindAllInterfaces(fd) {
       // struct sockaddr_ll { u16 family; be16 protocol; int ifindex (0: all); u16 hatype; u8 pkttype; u8 halen; u8 addr[8]; }

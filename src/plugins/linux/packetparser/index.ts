@@ -4,8 +4,8 @@
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
 import {
-  attachTcAuto, loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
-  type BpfObject, type HookChoice, type RingBufferReader, type TcAttachment,
+  loadSys, mapKeys, mapReader, mapWriter, openBpfObject, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
+  type BpfObject, type HookChoice, type RingBufferReader,
 } from '../../../ffi/linux/index.js';
 import type { Flow, RawRecordSink } from '../../../flow/index.js';
 import { catalog } from '../../../metrics/index.js';
@@ -22,9 +22,7 @@ import {
   addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
   type SweepResult,
 } from './maps.js';
-import { createVethWatcher, type Link } from './veths.js';
-import { createAttachFailures } from './attach-status.js';
-import { followLinks } from './link-watch.js';
+import { attachTcPrograms, watchLinks } from '../ebpf-shared/tc-links.js';
 import { AGG_KEY_SIZE, AGG_MAP, foldAboveBytes, startBudget, type BudgetLink, type BudgetTiming } from './budget.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
@@ -182,32 +180,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const leftovers = removeTcLeftovers([...endpoint, ...host].map((c) => c.program));
     if (leftovers) ctx.log.info('stale tc filters of an earlier run removed', { interface: 'every interface', count: leftovers });
     const sys = loadSys();
-    const tcMode = ctx.config.tcMode;
-    const attachPair = (pair: readonly HookChoice[], ifindex: number, what: string): Disposable & { mode: string } => {
-      const held: TcAttachment[] = [];
-      try {
-        for (const c of pair) held.push(attachTcAuto(obj.program(c.program), ifindex, c.target === 'ingress' ? 'ingress' : 'egress', tcMode));
-        const stale = held.reduce((n, h) => n + h.staleRemoved, 0);
-        if (stale) ctx.log.info('stale tc filters of an earlier run removed', { interface: what, count: stale });
-      } catch (e) {
-        for (const h of held.reverse()) h[Symbol.dispose]();
-        throw new Error(`${what}: ${errMessage(e)}`, { cause: e });
-      }
-      return {
-        mode: held.map((h) => h.mode).join(','),
-        [Symbol.dispose]() {
-          const errors: string[] = [];
-          for (const h of held.reverse()) {
-            try {
-              h[Symbol.dispose]();
-            } catch (e) {
-              errors.push(errMessage(e));
-            }
-          }
-          if (errors.length) throw new Error(errors.join('; '));
-        },
-      };
-    };
+    const attachPair = (pair: readonly HookChoice[], ifindex: number, what: string): Disposable & { mode: string } => attachTcPrograms(ctx, obj, pair, ifindex, what, ctx.config.tcMode);
 
     const hostInterfaces = high ? [] : ctx.config.hostInterfaces.length ? [...ctx.config.hostInterfaces] : defaultRouteInterfaces();
     if (!high && !hostInterfaces.length) ctx.log.warn('no host interface (no default route, packetParserHostInterfaces empty): only pod veths are watched');
@@ -218,39 +191,14 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       ctx.log.info('host interface attached', { interface: name, ifindex, mode: h.mode });
     }
 
-    const failures = createAttachFailures(ctx, 'packetparser');
-    s.defer(() => ctx.metrics.reset([catalog.interfaceAttachFailed]));
-    const links = s.use(openLinkDumper());
-    const watcher = s.use(
-      createVethWatcher({
-        links: () => links.dump(),
-        attach: (link: Link) => failures.attach(link, () => attachPair(endpoint, link.ifindex, `veth ${link.name}`)),
-        exclude: new Set(hostInterfaces),
-        log: ctx.log,
-      }),
-    );
-    // A veth that failed to attach gets no link notification when its obstacle goes: while any
-    // fails, the veths are looked at again every second (no timer runs while none fails).
-    let retry: NodeJS.Timeout | undefined;
-    const look = {
-      poll(): void {
-        watcher.poll();
-        if (failures.failing.size) failures.prune((name) => sys.ifNameToIndex(name));
-        ctx.status.ok('endpoint watcher');
-        if (failures.failing.size && !retry) {
-          retry = setTimeout(() => {
-            retry = undefined;
-            try {
-              look.poll();
-            } catch (e) {
-              ctx.status.degraded('endpoint watcher', errMessage(e));
-            }
-          }, timing.attachRetryMs ?? 1000);
-        }
-      },
-    };
-    s.defer(() => clearTimeout(retry));
-    followLinks(s, look, { resyncMs: timing.vethResyncMs ?? 60_000, log: ctx.log, onError: (e) => ctx.status.degraded('endpoint watcher', errMessage(e)) });
+    const exclude = new Set(hostInterfaces);
+    const watcher = watchLinks(s, ctx, {
+      plugin: 'packetparser', noun: 'endpoint', source: 'veth', watcher: 'endpoint watcher',
+      select: (l) => l.kind === 'veth' && !exclude.has(l.name),
+      attach: (link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
+      ...(timing.vethResyncMs === undefined ? {} : { resyncMs: timing.vethResyncMs }),
+      ...(timing.attachRetryMs === undefined ? {} : { retryMs: timing.attachRetryMs }),
+    });
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     const sweep = (): void => {

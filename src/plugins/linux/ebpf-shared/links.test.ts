@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Logger } from '../../../log/index.js';
-import { createVethWatcher, type Link } from './veths.js';
+import { createLinkWatcher, type Link } from './links.js';
 
 function setup(): {
   links: Map<string, { ifindex: number; kind: string }>;
   events: string[];
   failAttach: Set<string>;
-  watcher: ReturnType<typeof createVethWatcher>;
+  watcher: ReturnType<typeof createLinkWatcher>;
 } {
   const links = new Map<string, { ifindex: number; kind: string }>();
   const events: string[] = [];
@@ -16,13 +16,15 @@ function setup(): {
     debug: () => undefined, info: (m, f) => void events.push(`${m} ${String(f?.['interface'])}#${String(f?.['ifindex'])}`),
     warn: (m, f) => void events.push(`warn ${m} ${String(f?.['interface'])}`), error: () => undefined, child: () => log,
   };
-  const watcher = createVethWatcher({
+  const exclude = new Set(['eth0']);
+  const watcher = createLinkWatcher({
     links: () => [...links].map(([name, l]) => ({ name, ...l })),
+    select: (l) => l.kind === 'veth' && !exclude.has(l.name), // packetparser's choice
     attach: (l: Link) => {
       if (failAttach.has(l.name)) throw new Error('ENODEV');
       return { mode: 'tcx', [Symbol.dispose]: () => void events.push(`disposed ${l.name}#${l.ifindex}`) };
     },
-    exclude: new Set(['eth0']),
+    noun: 'endpoint',
     log,
   });
   return { links, events, failAttach, watcher };

@@ -1,26 +1,26 @@
 /**
- * What packetparser reports about veths it could not attach to: each one is a degraded source of
- * the plugin (`veth <name>`, with the error) in /readyz, and a series of
- * controlplane_networkobservability_interface_attach_failed{plugin,interface} = 1. Both clear when
- * the veth attaches (a later retry) or is gone.
+ * What a plugin reports about links it could not attach to (packetparser's veths, dns's interfaces):
+ * each one is a degraded source of the plugin (`<noun> <name>`, with the error: `veth lxc1`) in
+ * /readyz, and a series of controlplane_networkobservability_interface_attach_failed{plugin,interface}
+ * = 1. Both clear when the link attaches (a later retry) or is gone.
  */
 import { catalog } from '../../../metrics/index.js';
 import { errMessage, type PluginContext } from '../../../plugin/index.js';
-import type { Link } from './veths.js';
+import type { Link } from './links.js';
 
 export interface AttachFailures {
   /** Wraps the watcher's attach: records a failure, clears it on success. */
   attach<H>(link: Link, attach: () => H): H;
-  /** Clears the failures of veths that are gone (`ifindexOf(name)` no longer gives their ifindex). */
+  /** Clears the failures of links that are gone (`ifindexOf(name)` no longer gives their ifindex). */
   prune(ifindexOf: (name: string) => number): void;
-  /** The veths failing now. */
+  /** The links failing now. */
   readonly failing: ReadonlyMap<string, Link>;
 }
 
-export function createAttachFailures(ctx: PluginContext<unknown>, plugin: string): AttachFailures {
+export function createAttachFailures(ctx: PluginContext<unknown>, plugin: string, noun: string): AttachFailures {
   const failing = new Map<string, Link>();
   const gauge = ctx.metrics.gauge(catalog.interfaceAttachFailed);
-  const source = (l: Link): string => `veth ${l.name}`;
+  const source = (l: Link): string => `${noun} ${l.name}`;
   const clear = (key: string, l: Link): void => {
     failing.delete(key);
     gauge.remove({ plugin, interface: l.name });

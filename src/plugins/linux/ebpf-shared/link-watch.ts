@@ -1,5 +1,5 @@
 /**
- * Keeps the endpoint watcher in step with the kernel's links without polling: the watcher's full
+ * Keeps a link watcher (links.ts) in step with the kernel's links without polling: the watcher's full
  * link dump runs at start, after each batch of RTM_NEWLINK/RTM_DELLINK notifications (the batches
  * of one event-loop turn make one dump), after an overrun (the kernel dropped notifications), and
  * every `resyncMs` as a backstop (which also retries a failed attach). A new pod's veth is attached
@@ -10,7 +10,7 @@
 import { watchLinkEvents } from '../../../ffi/linux/index.js';
 import type { Logger } from '../../../log/index.js';
 import { every, type ResourceStack } from '../../../plugin/index.js';
-import type { VethWatcher } from './veths.js';
+import type { LinkWatcher } from './links.js';
 
 export interface LinkWatchOptions {
   readonly resyncMs: number;
@@ -19,7 +19,7 @@ export interface LinkWatchOptions {
   readonly onError: (e: unknown) => void;
 }
 
-export function followLinks(s: ResourceStack, watcher: Pick<VethWatcher, 'poll'>, o: LinkWatchOptions): void {
+export function followLinks(s: ResourceStack, watcher: Pick<LinkWatcher, 'poll'>, o: LinkWatchOptions): void {
   let pending: NodeJS.Immediate | undefined;
   let closed = false;
   const sync = (): void => {
