@@ -17,7 +17,7 @@
  * over its runs of the case. Goal: ours at least 0.97 everywhere and above Retina's in every case.
  * Retina's column is left out, with the reason printed, only when its agent is not built.
  * Env: BENCH_SIDE_ROUNDS (2 per agent), BENCH_SIDE_PAIRS (2), BENCH_SIDE_SECONDS (3), BENCH_SIDE_AGENTS
- * (ours,retina; oursOff adds ours without pod level). Needs root,
+ * (ours,retina; oursOff adds ours without pod level), BENCH_SIDE_CASES (a subset of tcp1,tcp2,tcp8,udp64,connMax). Needs root,
  * kernel BTF, iperf3, bpftool, clang, the test control plane (built by make).
  */
 import { cpus, loadavg, release } from 'node:os';
@@ -29,7 +29,10 @@ import { NodeBed, shortConnections, tcpStreams, udp64, usage, type TrafficCase }
 const ROUNDS = envInt('BENCH_SIDE_ROUNDS', 2);
 const PAIRS = envInt('BENCH_SIDE_PAIRS', 2);
 const SECONDS = envInt('BENCH_SIDE_SECONDS', 3);
-const CASES: TrafficCase[] = [tcpStreams(1), tcpStreams(2), tcpStreams(8), udp64, shortConnections(0)];
+const ALL_CASES: TrafficCase[] = [tcpStreams(1), tcpStreams(2), tcpStreams(8), udp64, shortConnections(0)];
+const pick = process.env['BENCH_SIDE_CASES']?.split(',').map((c) => c.trim()).filter(Boolean);
+const CASES = pick ? ALL_CASES.filter((c) => pick.includes(c.name)) : ALL_CASES;
+if (!CASES.length) throw new Error(`BENCH_SIDE_CASES: none of ${String(pick)} is a case (${ALL_CASES.map((c) => c.name).join(', ')})`);
 const PORT = 19_310;
 
 const load0 = loadavg();
