@@ -44,45 +44,65 @@ struct {
 
 RETINA_LOST_MAP(retina_dns_lost);
 
-/* Offset of the L4 header and the protocol, or 0 when the packet is not IP / not a first fragment. */
-static __always_inline __u32 l4_offset(struct __sk_buff *skb, __u32 l3, __u16 proto, __u8 *l4proto, __u32 *l4end)
+#define HDR_BYTES 64 /* loaded at once: the link header and, in the common case, the IP header and the ports */
+
+/* What the headers say, as offsets into the packet. */
+struct l4_info {
+	__u32 l3;   /* the IP header */
+	__u32 l4;   /* the L4 header */
+	__u32 end;  /* the IP packet's end, from its length field */
+	__u16 ports[2];
+	__u8 proto;
+};
+
+/* Reads the IP header at `l3` (a constant in each inlined copy, so every read of `h` is at a constant
+ * offset: 5.10's verifier refuses stack reads at variable offsets) from the first `n` bytes of the
+ * packet, loaded into `h`; the ports too when they lie there (IPv4 without options, IPv6 without
+ * extension headers), otherwise one more load. 0 when the packet is not IP, not a first fragment, or
+ * too short. */
+static __always_inline int parse_ip(struct __sk_buff *skb, const __u8 *h, __u32 n, const __u32 l3, __u16 proto, struct l4_info *o)
 {
+	o->l3 = l3;
 	if (proto == ETH_P_IP_) {
-		__u8 vihl;
-		__u8 p;
-		__u16 frag, tot;
-		if (bpf_skb_load_bytes(skb, l3, &vihl, 1) || (vihl >> 4) != 4)
+		if (n < l3 + 20)
 			return 0;
-		if (bpf_skb_load_bytes(skb, l3 + 9, &p, 1) || bpf_skb_load_bytes(skb, l3 + 6, &frag, 2) ||
-		    bpf_skb_load_bytes(skb, l3 + 2, &tot, 2))
-			return 0;
-		if (bpf_ntohs(frag) & 0x1fff)
-			return 0;
-		*l4proto = p;
-		*l4end = l3 + bpf_ntohs(tot);
-		return l3 + (vihl & 0xf) * 4;
-	}
-	if (proto == ETH_P_IPV6_) {
-		__u8 nh;
-		__u16 plen;
-		__u32 off = l3 + 40;
-		if (bpf_skb_load_bytes(skb, l3 + 6, &nh, 1) || bpf_skb_load_bytes(skb, l3 + 4, &plen, 2))
-			return 0;
-		*l4end = off + bpf_ntohs(plen);
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			if (nh != 0 && nh != 43 && nh != 60) /* hop-by-hop, routing, destination options */
-				break;
-			__u8 ext[2];
-			if (bpf_skb_load_bytes(skb, off, ext, 2))
-				return 0;
-			nh = ext[0];
-			off += (ext[1] + 1) * 8;
+		__u8 vihl = h[l3];
+		if ((vihl >> 4) != 4 || ((h[l3 + 6] & 0x1f) | h[l3 + 7]))
+			return 0; /* not IPv4, or a later fragment */
+		__u32 ihl = (vihl & 0xf) * 4;
+		o->proto = h[l3 + 9];
+		o->end = l3 + (((__u32)h[l3 + 2] << 8) | h[l3 + 3]);
+		o->l4 = l3 + ihl;
+		if (ihl == 20 && n >= l3 + 24) {
+			__builtin_memcpy(o->ports, &h[l3 + 20], 4);
+			return 1;
 		}
-		*l4proto = nh;
-		return off;
+		return bpf_skb_load_bytes(skb, o->l4, o->ports, 4) == 0;
 	}
-	return 0;
+	if (n < l3 + 40 || (h[l3] >> 4) != 6)
+		return 0;
+	__u8 nh = h[l3 + 6];
+	__u32 off = l3 + 40;
+	o->end = off + (((__u32)h[l3 + 4] << 8) | h[l3 + 5]);
+	if (nh != 0 && nh != 43 && nh != 60 && n >= l3 + 44) {
+		o->proto = nh;
+		o->l4 = off;
+		__builtin_memcpy(o->ports, &h[l3 + 40], 4);
+		return 1;
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		if (nh != 0 && nh != 43 && nh != 60) /* hop-by-hop, routing, destination options */
+			break;
+		__u8 ext[2];
+		if (bpf_skb_load_bytes(skb, off, ext, 2))
+			return 0;
+		nh = ext[0];
+		off += (ext[1] + 1) * 8;
+	}
+	o->proto = nh;
+	o->l4 = off;
+	return bpf_skb_load_bytes(skb, off, o->ports, 4) == 0;
 }
 
 /* Copies the packet into the ring when it is DNS; `pkt_type` is what the record says (PACKET_OUTGOING_ for retina_dns_egress). */
@@ -91,42 +111,46 @@ static __always_inline void dns_capture(struct __sk_buff *skb, __u32 pkt_type)
 	__u16 proto = bpf_ntohs(RETINA_SKB(skb, protocol));
 	if (proto != ETH_P_IP_ && proto != ETH_P_IPV6_)
 		return;
+	__u32 len = RETINA_SKB(skb, len);
+	if (len < 1)
+		return;
+	/* One load of min(len, HDR_BYTES) bytes (bounded for every verifier as the copy below is); the rest
+	 * of h stays zero. Most packets are decided from h alone: one helper call where there were six. */
+	__u8 h[HDR_BYTES] = {};
+	__u32 n = len > HDR_BYTES ? HDR_BYTES : len;
+	n -= 1;
+	asm volatile("" : "+r"(n));
+	n &= HDR_BYTES - 1;
+	n += 1;
+	if (bpf_skb_load_bytes(skb, 0, h, n))
+		return;
 	/* Ethernet-like devices (and lo) show the link header, others start at the IP header. */
-	__u32 l3 = 0;
-	__u16 et;
-	if (bpf_skb_load_bytes(skb, 12, &et, 2) == 0) {
-		if (bpf_ntohs(et) == proto)
-			l3 = 14;
-		else if (bpf_ntohs(et) == ETH_P_8021Q_)
-			l3 = 18;
-	}
-	__u8 l4proto = 0;
-	__u32 l4end = 0;
-	__u32 l4 = l4_offset(skb, l3, proto, &l4proto, &l4end);
-	if (!l4)
+	struct l4_info o = {};
+	__u16 et = n >= 14 ? ((__u16)h[12] << 8) | h[13] : 0;
+	int ok;
+	if (et == proto)
+		ok = parse_ip(skb, h, n, 14, proto, &o);
+	else if (et == ETH_P_8021Q_)
+		ok = parse_ip(skb, h, n, 18, proto, &o);
+	else
+		ok = parse_ip(skb, h, n, 0, proto, &o);
+	if (!ok)
 		return;
-	__u16 ports[2];
-	if (bpf_skb_load_bytes(skb, l4, ports, 4))
+	if (o.ports[0] != bpf_htons(DNS_PORT) && o.ports[1] != bpf_htons(DNS_PORT))
 		return;
-	if (ports[0] != bpf_htons(DNS_PORT) && ports[1] != bpf_htons(DNS_PORT))
-		return;
-	if (l4proto == IPPROTO_TCP_) {
+	if (o.proto == IPPROTO_TCP_) {
 		__u8 doff;
-		if (bpf_skb_load_bytes(skb, l4 + 12, &doff, 1))
+		if (bpf_skb_load_bytes(skb, o.l4 + 12, &doff, 1))
 			return;
-		if (l4end <= l4 + (doff >> 4) * 4)
+		if (o.end <= o.l4 + (doff >> 4) * 4)
 			return; /* no payload: handshake or ACK */
-	} else if (l4proto != IPPROTO_UDP_) {
+	} else if (o.proto != IPPROTO_UDP_) {
 		return;
 	}
+	__u32 l3 = o.l3;
 	struct dns_event *e = bpf_ringbuf_reserve(&retina_dns_events, sizeof(*e), 0);
 	if (!e) {
 		retina_count_lost(&retina_dns_lost);
-		return;
-	}
-	__u32 len = RETINA_SKB(skb, len);
-	if (len < 1) {
-		bpf_ringbuf_discard(e, 0);
 		return;
 	}
 	/* The copy's length, min(len, DNS_CAPTURE), as the verifier of every kernel can prove it is in
@@ -135,22 +159,22 @@ static __always_inline void dns_capture(struct __sk_buff *skb, __u32 pkt_type)
 	 * range"). (n - 1) & (DNS_CAPTURE - 1) is n - 1 for every n in [1, DNS_CAPTURE], and its bounds,
 	 * [0, DNS_CAPTURE - 1], are what every verifier computes for an AND; the barrier keeps clang from
 	 * folding the AND away. */
-	__u32 n = len > DNS_CAPTURE ? DNS_CAPTURE : len;
-	n -= 1;
-	asm volatile("" : "+r"(n));
-	n &= DNS_CAPTURE - 1;
-	n += 1;
+	__u32 c = len > DNS_CAPTURE ? DNS_CAPTURE : len;
+	c -= 1;
+	asm volatile("" : "+r"(c));
+	c &= DNS_CAPTURE - 1;
+	c += 1;
 	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->len = len;
 	e->ifindex = RETINA_SKB(skb, ifindex);
 	e->l3_off = l3;
 	e->pkt_type = pkt_type;
 	e->pad = 0;
-	if (bpf_skb_load_bytes(skb, 0, e->data, n)) {
+	if (bpf_skb_load_bytes(skb, 0, e->data, c)) {
 		bpf_ringbuf_discard(e, 0);
 		return;
 	}
-	e->cap_len = n;
+	e->cap_len = c;
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_dns_events, wakeup_bytes));
 }
 

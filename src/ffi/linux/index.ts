@@ -7,7 +7,7 @@ export { mapKeys, mapReader, mapWriter, perCpuReader, u32Key, type MapReader, ty
 export { openRingBuffer, type RecordDecoder, type RingBufferOptions, type RingBufferReader } from './ring-buffer.js';
 export { kernelEnum, kernelHasFunc, tracepointArgCount, tracepointArgTypes } from './btf.js';
 export { dnsHooks, dropreasonHooks, packetforwardHooks, packetparserHooks, packetparserHooksFor, tcpretransHooks, type PacketparserHooks, type DropReasonSource, type DropreasonHookChoice, type HookChoice, type HookKind } from './hooks.js';
-export { testRunProgram } from './test-run.js';
+export { testRunProgram, testRunTimed } from './test-run.js';
 export { kernelHasHelper } from './probe.js';
 export { loadSys } from './sys.js';
 export { openLinkDumper, LINK_STAT_NAMES, type LinkDumper, type LinkInfo } from './netlink.js';

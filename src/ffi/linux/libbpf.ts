@@ -12,7 +12,7 @@ type Fn = (...args: any[]) => any;
 
 export interface Libbpf {
   readonly openFile: Fn; objectLoad: Fn; objectClose: Fn; findProgram: Fn; findMap: Fn; objectBtf: Fn;
-  readonly nextProgram: Fn; programName: Fn; setAttachTarget: Fn; programFd: Fn; setAutoload: Fn; setLogLevel: Fn; setLogBuf: Fn; attach: Fn; linkDestroy: Fn; linkFd: Fn;
+  readonly nextProgram: Fn; programName: Fn; setAttachTarget: Fn; programFd: Fn; setAutoload: Fn; setType: Fn; setLogLevel: Fn; setLogBuf: Fn; attach: Fn; linkDestroy: Fn; linkFd: Fn;
   readonly mapFd: Fn; mapName: Fn; setMaxEntries: Fn; initialValue: Fn; setInitialValue: Fn; mapValueSize: Fn; mapMaxEntries: Fn;
   readonly lookup: Fn; nextKey: Fn; numCpus: Fn; update: Fn; deleteElem: Fn;
   readonly tcHookCreate: Fn; tcHookDestroy: Fn; tcAttach: Fn; tcDetach: Fn;
@@ -70,6 +70,7 @@ export function loadLibbpf(): Libbpf {
     setAttachTarget: f('int bpf_program__set_attach_target(bpf_program *prog, int attach_prog_fd, const char *name)'),
     programFd: f('int bpf_program__fd(bpf_program *prog)'),
     setAutoload: f('int bpf_program__set_autoload(bpf_program *prog, bool autoload)'),
+    setType: f('int bpf_program__set_type(bpf_program *prog, int type)'),
     setLogLevel: f('int bpf_program__set_log_level(bpf_program *prog, uint32_t level)'),
     setLogBuf: f('int bpf_program__set_log_buf(bpf_program *prog, uint8_t *buf, size_t size)'),
     attach: f('bpf_link *bpf_program__attach(bpf_program *prog)'),

@@ -9,6 +9,8 @@ import { rodataLayout } from './btf.js';
 import { errnoError, errnoText, koffi, lastErrno, libbpfLogTail, loadLibbpf, verifierVerdict, type Libbpf } from './libbpf.js';
 import { loadLibc } from './libc.js';
 
+const BPF_PROG_TYPE_SOCKET_FILTER = 1;
+
 export interface BpfLoadOptions {
   /** Values of `const volatile` variables (.rodata), set before load (bigint: u64s beyond 2^53, kernel addresses). */
   readonly rodata?: Readonly<Record<string, number | boolean | bigint>>;
@@ -24,6 +26,10 @@ export interface BpfLoadOptions {
    * kernel matrix's budget table; a refused program's reason then comes from a second load without it.
    */
   readonly verifierStats?: Map<string, string>;
+  /** Benchmarks: load this object file instead of native-linux/<name>/<name>.bpf.o (Retina's, built by hack/retina/build.sh). */
+  readonly path?: string;
+  /** Benchmarks: programs loaded as socket filters whatever their section says (Retina's `socket1`, which libbpf 1.x no longer knows). */
+  readonly socketFilters?: readonly string[];
 }
 
 export interface BpfMap {
@@ -64,7 +70,7 @@ export function bpfObjectPath(name: string): string {
 
 export function openBpfObject(name: string, opts: BpfLoadOptions = {}): BpfObject {
   const l = loadLibbpf();
-  const path = bpfObjectPath(name);
+  const path = opts.path ?? bpfObjectPath(name);
   if (!existsSync(path)) throw new Error(`BPF object ${path} is missing: run \`make native\` (needs clang and kernel BTF)`);
   const obj: unknown = l.openFile(path, null);
   if (!obj) throw errnoError(`cannot open BPF object ${path}`, lastErrno(), libbpfLogTail(l));
@@ -123,6 +129,12 @@ function configure(l: Libbpf, obj: unknown, name: string, opts: BpfLoadOptions):
     for (let p: unknown = l.nextProgram(obj, null); p; p = l.nextProgram(obj, p)) {
       l.setAutoload(p, keep.has(l.programName(p) as string));
     }
+  }
+  for (const p of opts.socketFilters ?? []) {
+    const h: unknown = l.findProgram(obj, p);
+    if (!h) throw new Error(`BPF object ${name} has no program ${p}`);
+    const rc = l.setType(h, BPF_PROG_TYPE_SOCKET_FILTER) as number;
+    if (rc < 0) throw errnoError(`cannot make ${p} a socket filter`, lastErrno(rc));
   }
   for (const [p, target] of Object.entries(opts.attachTargets ?? {})) {
     const h: unknown = l.findProgram(obj, p);
