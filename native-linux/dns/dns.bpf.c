@@ -46,6 +46,20 @@ RETINA_LOST_MAP(retina_dns_lost);
 
 #define HDR_BYTES 64 /* loaded at once: the link header and, in the common case, the IP header and the ports */
 
+/* min(len, max) for a copy of `len` >= 1 bytes (`max` a power of two), in a form the verifier of every
+ * kernel can prove is in [1, max]: 5.10's and 6.1's do not carry a `len < 1` test over to the register
+ * clang passes (they refused `n < 1 || load(n)`: "R3 min value is outside of the allowed memory range").
+ * (n - 1) & (max - 1) is n - 1 for every n in [1, max], and its bounds, [0, max - 1], are what every
+ * verifier computes for an AND; the barrier keeps clang from folding the AND away. */
+static __always_inline __u32 copy_len(__u32 len, const __u32 max)
+{
+	__u32 n = len > max ? max : len;
+	n -= 1;
+	asm volatile("" : "+r"(n));
+	n &= max - 1;
+	return n + 1;
+}
+
 /* What the headers say, as offsets into the packet. */
 struct l4_info {
 	__u32 l3;   /* the IP header */
@@ -114,14 +128,10 @@ static __always_inline void dns_capture(struct __sk_buff *skb, __u32 pkt_type)
 	__u32 len = RETINA_SKB(skb, len);
 	if (len < 1)
 		return;
-	/* One load of min(len, HDR_BYTES) bytes (bounded for every verifier as the copy below is); the rest
-	 * of h stays zero. Most packets are decided from h alone: one helper call where there were six. */
+	/* One load of min(len, HDR_BYTES) bytes; the rest of h stays zero. Most packets are decided from h
+	 * alone: one helper call where there were six. */
 	__u8 h[HDR_BYTES] = {};
-	__u32 n = len > HDR_BYTES ? HDR_BYTES : len;
-	n -= 1;
-	asm volatile("" : "+r"(n));
-	n &= HDR_BYTES - 1;
-	n += 1;
+	__u32 n = copy_len(len, HDR_BYTES);
 	if (bpf_skb_load_bytes(skb, 0, h, n))
 		return;
 	/* Ethernet-like devices (and lo) show the link header, others start at the IP header. */
@@ -153,17 +163,7 @@ static __always_inline void dns_capture(struct __sk_buff *skb, __u32 pkt_type)
 		retina_count_lost(&retina_dns_lost);
 		return;
 	}
-	/* The copy's length, min(len, DNS_CAPTURE), as the verifier of every kernel can prove it is in
-	 * [1, DNS_CAPTURE]: 5.10's and 6.1's do not carry the `len < 1` test above over to the register
-	 * clang passes (they refused `n < 1 || load(n)`: "R3 min value is outside of the allowed memory
-	 * range"). (n - 1) & (DNS_CAPTURE - 1) is n - 1 for every n in [1, DNS_CAPTURE], and its bounds,
-	 * [0, DNS_CAPTURE - 1], are what every verifier computes for an AND; the barrier keeps clang from
-	 * folding the AND away. */
-	__u32 c = len > DNS_CAPTURE ? DNS_CAPTURE : len;
-	c -= 1;
-	asm volatile("" : "+r"(c));
-	c &= DNS_CAPTURE - 1;
-	c += 1;
+	__u32 c = copy_len(len, DNS_CAPTURE);
 	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->len = len;
 	e->ifindex = RETINA_SKB(skb, ifindex);
