@@ -24,8 +24,6 @@
 
 import { partition, type PartitionKey } from '../flow/index.js';
 
-export type { PartitionKey };
-
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
 }

@@ -9,10 +9,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { IpCache, applyIpCacheChange, type IpCacheChange } from '../cache/index.js';
 import { cacheLookup, createEnricher } from '../enricher/index.js';
-import type { Flow, RawDecoder, RawDecoderModule } from '../flow/index.js';
+import type { Flow, PartitionKey, RawDecoder, RawDecoderModule } from '../flow/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import { createMetricsModule, type FamilyDeltas, type MetricsSpec } from '../metrics/module/index.js';
-import { HandoffReader, type HandoffShape, type PartitionKey } from './handoff.js';
+import { HandoffReader, type HandoffShape } from './handoff.js';
 
 export interface WorkerInit {
   readonly sab: SharedArrayBuffer;

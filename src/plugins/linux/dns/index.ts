@@ -81,7 +81,7 @@ export function runDns(ctx: PluginContext<DnsConfig>, timing: DnsTiming = {}): P
     if (leftovers) ctx.log.info('stale tc filters of an earlier run removed', { interface: 'every interface', count: leftovers });
     const modes = new Set<string>();
     const watcher = watchLinks(s, ctx, {
-      plugin: 'dns', noun: 'interface', source: 'interface', watcher: 'interface watcher',
+      plugin: 'dns', noun: 'interface', source: 'interface', watcher: 'interface watcher', links: () => links.dump(),
       select: (l) => l.ifindex !== LOOPBACK_IFINDEX && (timing.interfaces?.(l) ?? true),
       attach: (link) => {
         const h = attachTcPrograms(ctx, obj, [egress], link.ifindex, `interface ${link.name}`, ctx.config.tcMode);

@@ -5,7 +5,7 @@
  * reports the links that would not attach (attach-status.ts) and looks again every `retryMs` while
  * any fails (a link whose obstacle goes gets no notification).
  */
-import { attachTcAuto, loadSys, openLinkDumper, type BpfObject, type HookChoice, type TcAttachment } from '../../../ffi/linux/index.js';
+import { attachTcAuto, loadSys, type BpfObject, type HookChoice, type TcAttachment } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
 import { errMessage, type PluginContext, type ResourceStack } from '../../../plugin/index.js';
 import { createAttachFailures } from './attach-status.js';
@@ -43,11 +43,14 @@ export function attachTcPrograms(ctx: PluginContext<unknown>, obj: BpfObject, ch
 export interface WatchLinksOptions {
   /** The plugin, as interface_attach_failed's `plugin` label. */
   readonly plugin: string;
-  /** What a link is called in log lines ("endpoint": `endpoint attached`) and in /readyz's degraded sources ("veth": `veth lxc1`). */
+  /** What a link is called in log lines ("endpoint": `endpoint attached`). */
   readonly noun: string;
+  /** What a link is called in /readyz's degraded sources ("veth": `veth lxc1`). */
   readonly source: string;
   /** The status source of the watcher itself ("endpoint watcher"). */
   readonly watcher: string;
+  /** Every link of the namespace now (a LinkDumper's dump, which the plugin may use for more). */
+  readonly links: () => readonly KindedLink[];
   readonly select: (link: KindedLink) => boolean;
   readonly attach: (link: Link) => Disposable & { readonly mode: string };
   /** Every link is read again this often as a backstop to the notifications (default 60 s). */
@@ -60,9 +63,8 @@ export function watchLinks(s: ResourceStack, ctx: PluginContext<unknown>, o: Wat
   const failures = createAttachFailures(ctx, o.plugin, o.source);
   s.defer(() => ctx.metrics.reset([catalog.interfaceAttachFailed]));
   const sys = loadSys();
-  const links = s.use(openLinkDumper());
   const watcher = s.use(
-    createLinkWatcher({ links: () => links.dump(), select: o.select, attach: (link) => failures.attach(link, () => o.attach(link)), noun: o.noun, log: ctx.log }),
+    createLinkWatcher({ links: o.links, select: o.select, attach: (link) => failures.attach(link, () => o.attach(link)), noun: o.noun, log: ctx.log }),
   );
   let retry: NodeJS.Timeout | undefined;
   const look = {

@@ -4,7 +4,7 @@
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
 import {
-  loadSys, mapKeys, mapReader, mapWriter, openBpfObject, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
+  loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type RingBufferReader,
 } from '../../../ffi/linux/index.js';
 import type { Flow, RawRecordSink } from '../../../flow/index.js';
@@ -192,8 +192,9 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     }
 
     const exclude = new Set(hostInterfaces);
+    const links = s.use(openLinkDumper());
     const watcher = watchLinks(s, ctx, {
-      plugin: 'packetparser', noun: 'endpoint', source: 'veth', watcher: 'endpoint watcher',
+      plugin: 'packetparser', noun: 'endpoint', source: 'veth', watcher: 'endpoint watcher', links: () => links.dump(),
       select: (l) => l.kind === 'veth' && !exclude.has(l.name),
       attach: (link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
       ...(timing.vethResyncMs === undefined ? {} : { resyncMs: timing.vethResyncMs }),
