@@ -4,7 +4,6 @@
  * and a hook the kernel lacks fails that plugin alone, with a log line naming the hook.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { dns, runDns } from '../../src/plugins/linux/dns/index.js';
 import type { DnsConfig } from '../../src/plugins/linux/dns/config.js';
@@ -13,23 +12,22 @@ import { packetforward } from '../../src/plugins/linux/packetforward/index.js';
 import { runTcpretrans, tcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
 import { PermanentError, liveResourceStacks, type AnyPluginDefinition, type PluginContext } from '../../src/plugin/index.js';
 import { fakeContext } from './fake-context.js';
-import { bpfIdsOf, leftoversAfterStop, requireKernel } from './netns.js';
+import { bpfIdsOf, leftoversAfterStop, requireKernel, sh } from './netns.js';
 
 /** dns puts its egress program on every interface but lo: here, in the machine's own namespace, on this veth alone (this kernel has no dummy links). */
 const DNS_LINK = 'rtbpf-lcdns';
-const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: 'ignore' });
 before(() => {
-  if (process.getuid?.() !== 0) return;
+  requireKernel();
   try {
-    ip('link', 'del', DNS_LINK); // a killed run's
+    sh('ip', ['link', 'del', DNS_LINK]); // a killed run's
   } catch {
     // none
   }
-  ip('link', 'add', DNS_LINK, 'type', 'veth', 'peer', 'name', `${DNS_LINK}p`);
+  sh('ip', ['link', 'add', DNS_LINK, 'type', 'veth', 'peer', 'name', `${DNS_LINK}p`]);
 });
 after(() => {
   try {
-    ip('link', 'del', DNS_LINK);
+    sh('ip', ['link', 'del', DNS_LINK]);
   } catch {
     // not made
   }
