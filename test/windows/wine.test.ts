@@ -79,7 +79,11 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   const out = readFileSync(outFile, 'utf8');
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const count = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(out)?.[1] ?? NaN);
-  const summary = `wine exit ${r.status}${r.error ? ` (${r.error.message})` : ''} after ${seconds} s; output in ${outFile}:\n${out.slice(-6000)}`;
+  // The failed tests first: a CI run's summary shows only a message's first lines, and the output's tail
+  // (the last files' results and the counts) does not say which of the earlier files failed.
+  const failed = tapFailures(out);
+  const summary = `wine exit ${r.status}${r.error ? ` (${r.error.message})` : ''} after ${seconds} s; ${failed.length ? `failed under Wine: ${failed.join(' | ')}` : 'no test reported failed'}; `
+    + `output in ${outFile}:\n${out.slice(-6000)}`;
   assert.equal(r.status, 0, summary);
   assert.ok(count('pass') >= 30, `too few Windows tests passed: ${summary}`);
   assert.equal(count('fail'), 0, summary);
@@ -91,3 +95,37 @@ it('the Windows suite passes under Wine, nothing skipped', { timeout: 900_000 },
   assert.equal(count('tests'), count('pass'), summary);
   if (existsSync(`${CACHE}/figures.json`)) console.log(`Wine suite: ${count('pass')} tests in ${seconds} s; figures ${readFileSync(`${CACHE}/figures.json`, 'utf8')}`);
 });
+
+/**
+ * The tests that failed in node's TAP output, each as its name and the first lines of its error; a suite
+ * that failed only because a test in it did is left out (its test is named).
+ */
+function tapFailures(tap: string): string[] {
+  const lines = tap.split('\n');
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i] as string);
+    if (!m) continue;
+    const indent = (m[1] as string).length;
+    let type = '';
+    const error: string[] = [];
+    for (let j = i + 1; j < lines.length; j++) {
+      const line = lines[j] as string;
+      if (line.trim() === '...' && line.length - line.trimStart().length === indent + 2) break;
+      const field = /^\s*(failureType|error): (.*)$/.exec(line);
+      if (field?.[1] === 'failureType') type = (field[2] as string).replaceAll("'", '');
+      if (field?.[1] === 'error') {
+        if (!/^[|>]-?$/.test(field[2] as string)) error.push((field[2] as string).replace(/^'|'$/g, ''));
+        else {
+          for (let k = j + 1; k < lines.length && error.length < 3; k++) {
+            const text = lines[k] as string;
+            if (text.trim() && text.length - text.trimStart().length <= indent + 2) break;
+            if (text.trim()) error.push(text.trim());
+          }
+        }
+      }
+    }
+    if (type !== 'subtestsFailed') out.push(`${m[2]}: ${error.join(' ') || type || 'no error text'}`.slice(0, 400));
+  }
+  return out;
+}

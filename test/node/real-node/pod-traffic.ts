@@ -14,7 +14,7 @@ import { TCP_SEND, TCP_SINK, UDP_SEND } from '../../ebpf/traffic.js';
 import { eventually, listAll, untilStable } from '../../integration/harness.js';
 import type { PodNs } from '../../integration/pod-flows-net.js';
 import { getText, type Pod } from '../workloads.js';
-import { ADV, N, find, scrape, sideOf, total, type RealNodeSuite } from './suite.js';
+import { ADV, N, find, forwardExact, scrape, sideOf, total, type RealNodeSuite } from './suite.js';
 
 /** Drops, pod to pod (IPv4, IPv6), through ClusterIP Services (IPv4, IPv6). */
 export function podTrafficCases(s: RealNodeSuite): void {
@@ -82,33 +82,9 @@ export function podTrafficCases(s: RealNodeSuite): void {
     }
   };
 
-  /**
-   * adv_forward_count between the two pods' addresses of one family, both directions, against nftables
-   * counters (table `table`) of what each pod sent, around `send` (a TCP exchange cli -> srv).
-   */
-  const forwardExact = async (family: 'ip' | 'ip6', table: string, send: () => Promise<string>): Promise<number[]> => {
-    const { cli, srv } = s.pods;
-    const sentByCli = cli.ns.countSent([srv[family]], table);
-    const sentBySrv = srv.ns.countSent([cli[family]], table);
-    const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', s.pods[from][family]), ...side(to, 'destination', s.pods[to][family]) }));
-    const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
-    const before = await untilStable(pair);
-    const s0 = [sentByCli.read(srv[family]), sentBySrv.read(cli[family])];
-    assert.match(await send(), /sent \d+/);
-    const want = (): number[] => [sentByCli.read(srv[family]) - (s0[0] ?? 0), sentBySrv.read(cli[family]) - (s0[1] ?? 0)];
-    assert.ok((want()[0] ?? 0) >= 4, `SYN, data and FIN from cli (${family}: ${want()[0]})`);
-    let last = '';
-    return eventually(`adv_forward_count (${family}) = the nftables counts`, 30_000, async () => {
-      const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
-      const w = want();
-      last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
-      return JSON.stringify(g) === JSON.stringify(w) && g;
-    }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
-  };
-
   it('pod to pod over the bridge veths: adv_forward_count equals the nftables counts of what each pod sent, both directions', async (t) => {
     const { pods } = s;
-    const got = await forwardExact('ip', 'pfcount', () => pods.cli.ns.node(TCP_SEND, ['100000', pods.srv.ip, '8080']));
+    const got = await forwardExact(s, 'ip', 'pfcount', () => pods.cli.ns.node(TCP_SEND, ['100000', pods.srv.ip, '8080']));
     t.diagnostic(`cli -> srv ${got[0]} packets, srv -> cli ${got[1]}`);
   });
 
@@ -118,7 +94,7 @@ export function podTrafficCases(s: RealNodeSuite): void {
     // a TCP sink on the server pod's IPv6 address (the pod's containers listen on IPv4), run in its network namespace
     const sink = await srv.ns.serve(TCP_SINK, [srv.ip6, '8086']);
     t.after(() => sink.kill('SIGKILL'));
-    const got = await forwardExact('ip6', 'pfcount6', () => cli.ns.node(TCP_SEND, ['100000', srv.ip6, '8086']));
+    const got = await forwardExact(s, 'ip6', 'pfcount6', () => cli.ns.node(TCP_SEND, ['100000', srv.ip6, '8086']));
     // the server pod's nftables rule drops UDP to 9999 in the inet family: IPv6 too
     const dropLabels = { reason: 'NETFILTER_DROP', ...side('cli', 'source', cli.ip6), ...side('srv', 'destination', srv.ip6) };
     const d0 = total(await find(`${ADV}drop_count`, dropLabels));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { it } from 'node:test';
 import { agentPods, containerCgroup } from '../workloads.js';
-import type { RealNodeSuite } from './suite.js';
+import { forwardExact, type RealNodeSuite } from './suite.js';
 
 /** UDP datagrams to argv[1]:argv[2] at argv[3] per second for argv[4] ms (batches every 10 ms); prints "sent N in T ms". */
 const UDP_PACED = `
@@ -55,27 +55,30 @@ export function resourceCases(s: RealNodeSuite): void {
     // pod's cgroup read them first (the operator's, for node and the bundle), so the cgroup undercounts them
     const pid = Number(readFileSync(`${mem}/cgroup.procs`, 'utf8').trim().split('\n')[0]);
     const vmRssMiB = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-    // The agent's own CPU is small either way (the programs run in the senders' softirq, charged to no
-    // pod): an idle window that another helper's load or the previous case's cleanup (a namespace's
-    // pods and RetinaEndpoints going) made busy is measured again, once.
-    const figs: unknown[] = [];
-    let last = { idleCores: 0, busyCores: 0, idleRssMiB: 0 };
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      const idle = await window(10_000);
-      const idleVmRss = vmRssMiB();
-      const busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
-      const busyVmRss = vmRssMiB();
-      const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
-      assert.ok(sent, `the paced sender's report: ${busy.out}`);
-      const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
-      const fig = { figure: 'real-node-agent-cgroup', attempt, idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idleVmRss.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1) } };
-      figs.push(fig);
-      t.diagnostic(JSON.stringify(fig));
-      console.log(JSON.stringify(fig));
-      last = { idleCores: idle.cores, busyCores: busy.cores, idleRssMiB: idle.rssMiB };
-      if (busy.cores > idle.cores) break;
-    }
-    assert.ok(last.idleRssMiB > 10 && last.idleRssMiB < 512, 'a plausible RSS under the chart\'s limit');
-    assert.ok(last.busyCores > last.idleCores, `the agent works for the traffic: ${JSON.stringify(figs)}`);
+    // The agent's own CPU is small either way (the programs run in the senders' softirq, charged to no pod;
+    // at dataAggregationLevel high the kernel adds a flow's packets up and the agent reads them once a report
+    // interval), so its CPU under the load is not compared with its idle CPU: in a loaded run the sender
+    // reaches a fifth of its rate and the two differ by less than their noise. That the agent saw the load is
+    // shown by its counts instead: adv_forward_count between the pods equal to what nftables counted, both
+    // directions (whatever rate the machine let the sender reach), and its CPU under the load kept under what
+    // the chart requests for it (charts/retina/values.yaml, agent.linux.resources.requests.cpu: 50m).
+    const idle = await window(10_000);
+    const idleVmRss = vmRssMiB();
+    let busy: Awaited<ReturnType<typeof window>> | undefined;
+    let busyVmRss = NaN;
+    const counted = await forwardExact(s, 'ip', 'rescount', async () => {
+      busy = await window(10_000, () => pods.cli.ns.node(UDP_PACED, [pods.srv.ip, '7000', '50000', '10000'], 60_000));
+      busyVmRss = vmRssMiB();
+      return busy.out ?? '';
+    }, 90_000);
+    assert.ok(busy);
+    const sent = /sent (\d+) in (\d+) ms/.exec(busy.out ?? '');
+    assert.ok(sent, `the paced sender's report: ${busy.out}`);
+    const rate = Number(sent[1]) / (Number(sent[2]) / 1000);
+    const fig = { figure: 'real-node-agent-cgroup', idle: { cpuCores: +idle.cores.toFixed(3), cgroupRssMiB: +idle.rssMiB.toFixed(1), vmRssMiB: +idleVmRss.toFixed(1) }, load: { packetsPerSecond: Math.round(rate), cpuCores: +busy.cores.toFixed(3), cgroupRssMiB: +busy.rssMiB.toFixed(1), vmRssMiB: +busyVmRss.toFixed(1), countedCliToSrv: counted[0], countedSrvToCli: counted[1] } };
+    t.diagnostic(JSON.stringify(fig));
+    console.log(JSON.stringify(fig));
+    assert.ok(idle.rssMiB > 10 && idle.rssMiB < 512, `a plausible RSS under the chart's limit: ${JSON.stringify(fig)}`);
+    assert.ok(busy.cores < 0.05, `the agent's CPU under the load within the chart's request of 50m: ${JSON.stringify(fig)}`);
   });
 }

@@ -11,7 +11,7 @@ import { resources, type RestClient } from '../../../src/k8s/index.js';
 import { tool } from '../../chart/helm.js';
 import { get } from '../../e2e/agent-process.js';
 import { parseExposition, series, type Sample } from '../../e2e/exposition.js';
-import { listAll } from '../../integration/harness.js';
+import { eventually, listAll, untilStable } from '../../integration/harness.js';
 import type { PodNs } from '../../integration/pod-flows-net.js';
 import type { RealNode } from '../node.js';
 import { RELEASE_NS, podLog, type Pod } from '../workloads.js';
@@ -69,6 +69,33 @@ export const sideOf = (s: RealNodeSuite) => (p: 'cli' | 'srv', prefix: 'source' 
   [`${prefix}_workload_kind`]: 'Deployment', [`${prefix}_workload_name`]: p,
   ...(ip ? { [`${prefix}_ip`]: ip } : {}),
 });
+
+/**
+ * adv_forward_count between the two test pods' addresses of one family, both directions, against nftables
+ * counters (table `table`, in each pod's output hook) of what each pod sent around `send` (traffic from cli
+ * to srv that prints "sent N"): waits until they are equal (at dataAggregationLevel high a flow's held
+ * counts come with the report interval, 30 s, and the sweep after it) and returns [cli -> srv, srv -> cli].
+ */
+export async function forwardExact(s: RealNodeSuite, family: 'ip' | 'ip6', table: string, send: () => Promise<string>, timeoutMs = 30_000): Promise<number[]> {
+  const side = sideOf(s);
+  const { cli, srv } = s.pods;
+  const sentByCli = cli.ns.countSent([srv[family]], table);
+  const sentBySrv = srv.ns.countSent([cli[family]], table);
+  const fwd = async (from: 'cli' | 'srv', to: 'cli' | 'srv'): Promise<number> => total(await find(`${ADV}forward_count`, { ...side(from, 'source', s.pods[from][family]), ...side(to, 'destination', s.pods[to][family]) }));
+  const pair = async (): Promise<number[]> => [await fwd('cli', 'srv'), await fwd('srv', 'cli')];
+  const before = await untilStable(pair);
+  const s0 = [sentByCli.read(srv[family]), sentBySrv.read(cli[family])];
+  assert.match(await send(), /sent \d+/);
+  const want = (): number[] => [sentByCli.read(srv[family]) - (s0[0] ?? 0), sentBySrv.read(cli[family]) - (s0[1] ?? 0)];
+  assert.ok((want()[0] ?? 0) >= 4, `at least 4 packets from cli (${family}: ${want()[0]})`);
+  let last = '';
+  return eventually(`adv_forward_count (${family}) = the nftables counts`, timeoutMs, async () => {
+    const g = (await pair()).map((v, i) => v - (before[i] ?? 0));
+    const w = want();
+    last = `metrics ${JSON.stringify(g)}, nftables ${JSON.stringify(w)}`;
+    return JSON.stringify(g) === JSON.stringify(w) && g;
+  }, 250).catch((e: unknown) => assert.fail(`${String(e)}; last: ${last}`));
+}
 
 /** What the pods of the release say when they are not Ready: status, events and last log lines. */
 export async function diagnosis(client: RestClient): Promise<string> {
