@@ -6,8 +6,9 @@
  *   bound to an interface and ignores outgoing packets (PACKET_IGNORE_OUTGOING): every packet that
  *   arrives on any interface of the agent's network namespace (Retina's hook, arrivals only). It
  *   returns 0, so nothing is ever queued on the socket.
- * - retina_dns_egress, tc egress on every interface but lo: the packets built on this host (ingress_ifindex
- *   0) as they leave. A forwarded packet was seen arriving and is declined in a few instructions.
+ * - retina_dns_egress, tc egress on every interface but lo and bridge ports (the agent leaves those out:
+ *   what the host sends through a bridge leaves the bridge device first): the packets built on this host
+ *   (ingress_ifindex 0) as they leave. A forwarded packet was seen arriving and is declined in a few instructions.
  * A tap that saw packets leaving would clone each of them before its filter ran (dev_queue_xmit_nit):
  * a fifth of a 64-byte UDP flood's rate on a small node (bench/datapath/README.md); tc's program runs
  * on the packet itself.

@@ -6,7 +6,10 @@
  * kept), the node's answers leave through the bridge and again through the port (the bridge's copy,
  * from retina_dns_egress); A to B is forwarded across the bridge (counted arriving on A's port, declined
  * leaving B's); D's answers leave through a veth that appeared while the agent ran, so they are counted
- * only if the egress program followed it.
+ * only if the egress program followed it. The egress program is on the bridge and D's veth, never on the
+ * bridge's ports (what the node sends to A leaves the bridge device first): a pod E's veth, made after
+ * the start and up before it joins the bridge (as a CNI may), is attached and then detached when it
+ * becomes a port, and the node's answers to E are still counted once, from the bridge.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -78,6 +81,9 @@ test('bridge, pods and a routed veth made after start: every query and answer co
     const t1 = read();
     assert.deepEqual({ requests: t1.req - t0.req, responses: t1.resp - t0.resp }, { requests: 3 * N, responses: 3 * N }, what);
   };
+  const attachedTo = (): string[] => (agent as NsAgent).proc.logLines().filter((l) => l.msg === 'interface attached').map((l) => String(l['interface']));
+  await agent.proc.waitForLog((l) => l.msg === 'interface attached' && l['interface'] === 'rtbpf-br', 'retina_dns_egress on the bridge');
+  assert.deepEqual(attachedTo().filter((i) => i.startsWith('rtbpf-')), ['rtbpf-br'], 'on the bridge, not on its ports');
   await exchange('pod A to the node\'s server on the bridge', a, '10.235.0.1', 'fd00:235::1');
   await exchange('pod A to pod B across the bridge', a, '10.235.0.3', 'fd00:235::3');
 
@@ -89,8 +95,22 @@ test('bridge, pods and a routed veth made after start: every query and answer co
   await server(n, '10.235.9.1', 'fd00:235:9::1');
   await exchange('pod D (routed, veth made after start) to the node\'s server', d, '10.235.9.1', 'fd00:235:9::1');
 
+  // Pod E: its veth up outside the bridge first (attached), then made a port (detached).
+  const e = new Netns('dnsb-e');
+  pods.push(e);
+  n.run('ip', ['link', 'add', 'rtbpf-be', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', e.name]);
+  n.run('ip', ['link', 'set', 'rtbpf-be', 'up']);
+  await agent.proc.waitForLog((l) => l.msg === 'interface attached' && l['interface'] === 'rtbpf-be', 'retina_dns_egress on E\'s veth before it joins the bridge');
+  n.run('ip', ['link', 'set', 'rtbpf-be', 'master', 'rtbpf-br']);
+  const gone = await agent.proc.waitForLog((l) => l.msg === 'interface detached' && l['interface'] === 'rtbpf-be', 'E\'s veth detached once a bridge port');
+  assert.equal(gone['why'], 'no longer chosen');
+  e.run('ip', ['addr', 'add', '10.235.0.5/24', 'dev', 'eth0']);
+  e.run('ip', ['-6', 'addr', 'add', 'fd00:235::5/64', 'dev', 'eth0', 'nodad']);
+  e.run('ip', ['link', 'set', 'eth0', 'up']);
+  await exchange('pod E (a bridge port made after start) to the node\'s server on the bridge', e, '10.235.0.1', 'fd00:235::1');
+
   const { code, owned } = await agent.terminate();
   assert.equal(code, 0, agent.proc.stderr.slice(-2000));
   assert.ok(owned.links.length > 0 || owned.progs.length > 0, 'the agent held its programs');
-  assert.deepEqual(await leftoversAfterStop(n, ['rtbpf-br', 'rtbpf-ba', 'rtbpf-bb', 'rtbpf-bd'], owned), []);
+  assert.deepEqual(await leftoversAfterStop(n, ['rtbpf-br', 'rtbpf-ba', 'rtbpf-bb', 'rtbpf-bd', 'rtbpf-be'], owned), []);
 });

@@ -61,7 +61,8 @@ export function tcpretransHooks(): readonly HookChoice[] {
 
 /**
  * dns: the socket filter sees what arrives on every interface (its socket ignores outgoing packets),
- * the tc egress program what this host builds as it leaves any interface but lo.
+ * the tc egress program what this host builds as it leaves any interface but lo (and bridge ports: the
+ * plugin leaves those out).
  */
 export const dnsHooks = (): readonly HookChoice[] => [
   hook('dns_socket_filter', 'socket_filter', 'AF_PACKET ETH_P_ALL, every interface, arrivals'),

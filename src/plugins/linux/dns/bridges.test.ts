@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { LinkInfo } from '../../../ffi/linux/index.js';
-import { LinkRoles, isBridgeDuplicate } from './bridges.js';
+import { LinkRoles, bridgePorts, isBridgeDuplicate } from './bridges.js';
 
 const link = (ifindex: number, kind: string, master?: number): LinkInfo => ({ ifindex, name: `if${ifindex}`, kind, stats: undefined, ...(master ? { master } : {}) });
 
@@ -34,5 +34,11 @@ describe('dns bridges: one copy of a packet a bridge shows twice', () => {
     t = 31_000;
     assert.equal(roles.role(6), 'other', 'a table older than 30 s is dumped again');
     assert.equal(dumps, 3);
+  });
+
+  it('bridge ports (where dns puts no egress program): a bridge\'s enslaved links, not a bond\'s slaves, not the bridge', () => {
+    const links = [link(1, ''), link(2, ''), link(5, 'bridge'), link(6, 'veth', 5), link(7, 'bond'), link(8, '', 7), link(9, 'veth', 5), link(10, 'veth')];
+    assert.deepEqual([...bridgePorts(links)].sort((a, b) => a - b), [6, 9]);
+    assert.deepEqual([...bridgePorts([link(6, 'veth', 5)])], [], 'a master not in the dump is not known to be a bridge');
   });
 });

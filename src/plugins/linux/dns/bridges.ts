@@ -42,7 +42,13 @@ export class LinkRoles {
   private refresh(): void {
     this.last = this.now();
     const links = this.dump();
-    const bridges = new Set(links.filter((l) => l.kind === 'bridge').map((l) => l.ifindex));
-    this.roles = new Map(links.map((l) => [l.ifindex, bridges.has(l.ifindex) ? 'bridge' : l.master !== undefined && bridges.has(l.master) ? 'port' : 'other']));
+    const ports = bridgePorts(links);
+    this.roles = new Map(links.map((l) => [l.ifindex, l.kind === 'bridge' ? 'bridge' : ports.has(l.ifindex) ? 'port' : 'other']));
   }
+}
+
+/** The ifindexes of the links in `links` that are ports of a bridge among them. */
+export function bridgePorts(links: readonly Pick<LinkInfo, 'ifindex' | 'kind' | 'master'>[]): Set<number> {
+  const bridges = new Set(links.filter((l) => l.kind === 'bridge').map((l) => l.ifindex));
+  return new Set(links.filter((l) => l.master !== undefined && bridges.has(l.master)).map((l) => l.ifindex));
 }

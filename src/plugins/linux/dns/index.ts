@@ -1,7 +1,7 @@
 /**
  * dns: DNS requests and responses seen on the node (UDP and TCP, IPv4 and IPv6, port 53), captured
  * into a ring buffer by a socket filter (what arrives) and a tc egress program on every interface but
- * lo (what this host sends), and parsed here. See README.md.
+ * lo and bridge ports (what this host sends), and parsed here. See README.md.
  */
 import { attachPacketSocketFilter, dnsHooks, openBpfObject, openLinkDumper, removeTcLeftovers } from '../../../ffi/linux/index.js';
 import { catalog } from '../../../metrics/index.js';
@@ -12,7 +12,7 @@ import { dnsConfig, type DnsConfig } from './config.js';
 import { kernelClock } from '../ebpf-shared/clock.js';
 import { countMessages, dnsFlow, tryDecodeDnsEvent, type DnsRecord } from './decode.js';
 import { EVENTS_MAP, LOST_MAP } from './maps.js';
-import { LinkRoles, isBridgeDuplicate } from './bridges.js';
+import { LinkRoles, bridgePorts, isBridgeDuplicate } from './bridges.js';
 import { attachTcPrograms, watchLinks } from '../ebpf-shared/tc-links.js';
 import type { KindedLink } from '../ebpf-shared/links.js';
 
@@ -75,14 +75,25 @@ export function runDns(ctx: PluginContext<DnsConfig>, timing: DnsTiming = {}): P
       },
     });
     // What this host sends: tc egress on every interface but lo (whose packets the socket sees
-    // arriving), new ones as they come. A link it cannot attach to is a degraded source
-    // (`interface <name>`); arrivals are still counted there.
+    // arriving) and a bridge's ports, new ones as they come. What the host sends through a bridge leaves
+    // the bridge device first (its tc egress runs, then the bridge forwards to the port), and what leaves
+    // a port otherwise was forwarded from another port, which the program would only decline: so pod to
+    // pod packets on a bridge run no dns program on their way out (a veth attached before its CNI made
+    // it a port is detached then). A link it cannot attach to is a degraded source (`interface <name>`);
+    // arrivals are still counted there.
     const leftovers = removeTcLeftovers([egress.program]);
     if (leftovers) ctx.log.info('stale tc filters of an earlier run removed', { interface: 'every interface', count: leftovers });
     const modes = new Set<string>();
+    let dumped: readonly unknown[] | undefined;
+    let portSet = new Set<number>();
+    /** The bridge ports of one dump (computed once per poll, which passes every link the same dump). */
+    const ports = (all: readonly KindedLink[]): Set<number> => {
+      if (all !== dumped) [dumped, portSet] = [all, bridgePorts(all)];
+      return portSet;
+    };
     const watcher = watchLinks(s, ctx, {
       plugin: 'dns', noun: 'interface', source: 'interface', watcher: 'interface watcher', links: () => links.dump(),
-      select: (l) => l.ifindex !== LOOPBACK_IFINDEX && (timing.interfaces?.(l) ?? true),
+      select: (l, all) => l.ifindex !== LOOPBACK_IFINDEX && !ports(all).has(l.ifindex) && (timing.interfaces?.(l) ?? true),
       attach: (link) => {
         const h = attachTcPrograms(ctx, obj, [egress], link.ifindex, `interface ${link.name}`, ctx.config.tcMode);
         modes.add(h.mode);

@@ -69,3 +69,34 @@ test('a failed attach is logged once and retried; stopping detaches everything',
   assert.deepEqual(t.watcher.attached(), []);
   assert.equal(t.events.filter((e) => e.startsWith('endpoint detached')).length, 2);
 });
+
+test('a link the choice no longer takes (dns: a veth its CNI made a bridge port) is detached, and taken again when chosen again', () => {
+  const links = new Map<string, { ifindex: number; kind: string; master?: number }>();
+  const events: string[] = [];
+  const log: Logger = {
+    debug: () => undefined, info: (m, f) => void events.push(`${m} ${String(f?.['interface'])} ${String(f?.['why'] ?? '')}`.trim()),
+    warn: () => undefined, error: () => undefined, child: () => log,
+  };
+  const watcher = createLinkWatcher({
+    links: () => [...links].map(([name, l]) => ({ name, ...l })),
+    select: (l, all) => !all.some((b) => b.kind === 'bridge' && b.ifindex === l.master),
+    attach: (l: Link) => ({ mode: 'tcx', [Symbol.dispose]: () => void events.push(`disposed ${l.name}`) }),
+    noun: 'interface',
+    log,
+  });
+  links.set('br0', { ifindex: 3, kind: 'bridge' });
+  links.set('veth1', { ifindex: 5, kind: 'veth' });
+  watcher.poll();
+  assert.deepEqual(watcher.attached().map((l) => l.name).sort(), ['br0', 'veth1']);
+  links.set('veth1', { ifindex: 5, kind: 'veth', master: 3 });
+  watcher.poll();
+  assert.deepEqual(watcher.attached().map((l) => l.name), ['br0']);
+  links.set('veth1', { ifindex: 5, kind: 'veth' });
+  watcher.poll();
+  links.delete('veth1');
+  watcher.poll();
+  assert.deepEqual(events.filter((e) => e.includes('veth1')), [
+    'interface attached veth1', 'disposed veth1', 'interface detached veth1 no longer chosen', 'interface attached veth1', 'disposed veth1', 'interface detached veth1 gone',
+  ]);
+});
+

@@ -1,9 +1,10 @@
 /**
  * The link watcher: finds the interfaces of this network namespace a plugin hooks (packetparser: the
- * host ends of pod veths; dns: every interface but lo) as they come and go, and attaches the plugin's
+ * host ends of pod veths; dns: every interface but lo and bridge ports) as they come and go, and attaches the plugin's
  * tc programs to each (link-watch.ts says when to look). Each poll is one netlink link dump (every
  * interface with its ifindex and kind, in a few recv calls), so a steady node with hundreds of pods
- * costs about a millisecond a poll. Interfaces are keyed by name and ifindex: a link deleted and
+ * costs about a millisecond a poll. A link that is no longer chosen (dns: a veth that became a bridge
+ * port) is detached as one that went. Interfaces are keyed by name and ifindex: a link deleted and
  * created again under the same name is attached afresh. A vanished link took its filters with it;
  * detaching tolerates that.
  */
@@ -15,13 +16,14 @@ export interface Link {
   readonly ifindex: number;
 }
 
-export type KindedLink = Link & { readonly kind: string };
+/** A link with its kind and, when enslaved (a bridge port, a bond's slave), its master's ifindex. */
+export type KindedLink = Link & { readonly kind: string; readonly master?: number };
 
 export interface LinkWatcherDeps {
   /** Every interface of this namespace with its kind ('veth', 'bridge', '' for lo and devices without one). */
   readonly links: () => readonly KindedLink[];
-  /** The links to attach to. */
-  readonly select: (link: KindedLink) => boolean;
+  /** The links to attach to (`all`: the whole dump `link` came from, for choices that depend on other links). */
+  readonly select: (link: KindedLink, all: readonly KindedLink[]) => boolean;
   /** Attaches the plugin's programs; the handle detaches them. May throw. */
   readonly attach: (link: Link) => Disposable & { readonly mode: string };
   /** What the log lines call a link: "endpoint" gives `endpoint attached`, `endpoint detached`, `endpoint attach failed`. */
@@ -56,11 +58,13 @@ export function createLinkWatcher(d: LinkWatcherDeps): LinkWatcher {
     poll() {
       if (closed) return;
       const present = new Map<string, Link>();
-      for (const l of d.links()) {
-        if (l.ifindex <= 0 || !d.select(l)) continue;
+      const all = d.links();
+      const seen = new Set(all.map((l) => `${l.name}#${l.ifindex}`));
+      for (const l of all) {
+        if (l.ifindex <= 0 || !d.select(l, all)) continue;
         present.set(`${l.name}#${l.ifindex}`, { name: l.name, ifindex: l.ifindex });
       }
-      for (const key of [...attached.keys()]) if (!present.has(key)) detach(key, 'gone');
+      for (const key of [...attached.keys()]) if (!present.has(key)) detach(key, seen.has(key) ? 'no longer chosen' : 'gone');
       for (const key of failed) if (!present.has(key)) failed.delete(key);
       for (const [key, link] of present) {
         if (attached.has(key)) continue;

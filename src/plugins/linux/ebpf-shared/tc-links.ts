@@ -51,7 +51,7 @@ export interface WatchLinksOptions {
   readonly watcher: string;
   /** Every link of the namespace now (a LinkDumper's dump, which the plugin may use for more). */
   readonly links: () => readonly KindedLink[];
-  readonly select: (link: KindedLink) => boolean;
+  readonly select: (link: KindedLink, all: readonly KindedLink[]) => boolean;
   readonly attach: (link: Link) => Disposable & { readonly mode: string };
   /** Every link is read again this often as a backstop to the notifications (default 60 s). */
   readonly resyncMs?: number;
