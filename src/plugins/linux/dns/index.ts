@@ -84,16 +84,12 @@ export function runDns(ctx: PluginContext<DnsConfig>, timing: DnsTiming = {}): P
     const leftovers = removeTcLeftovers([egress.program]);
     if (leftovers) ctx.log.info('stale tc filters of an earlier run removed', { interface: 'every interface', count: leftovers });
     const modes = new Set<string>();
-    let dumped: readonly unknown[] | undefined;
-    let portSet = new Set<number>();
-    /** The bridge ports of one dump (computed once per poll, which passes every link the same dump). */
-    const ports = (all: readonly KindedLink[]): Set<number> => {
-      if (all !== dumped) [dumped, portSet] = [all, bridgePorts(all)];
-      return portSet;
-    };
     const watcher = watchLinks(s, ctx, {
       plugin: 'dns', noun: 'interface', source: 'interface', watcher: 'interface watcher', links: () => links.dump(),
-      select: (l, all) => l.ifindex !== LOOPBACK_IFINDEX && !ports(all).has(l.ifindex) && (timing.interfaces?.(l) ?? true),
+      choose: (all) => {
+        const ports = bridgePorts(all);
+        return all.filter((l) => l.ifindex !== LOOPBACK_IFINDEX && !ports.has(l.ifindex) && (timing.interfaces?.(l) ?? true));
+      },
       attach: (link) => {
         const h = attachTcPrograms(ctx, obj, [egress], link.ifindex, `interface ${link.name}`, ctx.config.tcMode);
         modes.add(h.mode);

@@ -19,7 +19,7 @@ function setup(): {
   const exclude = new Set(['eth0']);
   const watcher = createLinkWatcher({
     links: () => [...links].map(([name, l]) => ({ name, ...l })),
-    select: (l) => l.kind === 'veth' && !exclude.has(l.name), // packetparser's choice
+    choose: (all) => all.filter((l) => l.kind === 'veth' && !exclude.has(l.name)), // packetparser's choice
     attach: (l: Link) => {
       if (failAttach.has(l.name)) throw new Error('ENODEV');
       return { mode: 'tcx', [Symbol.dispose]: () => void events.push(`disposed ${l.name}#${l.ifindex}`) };
@@ -79,7 +79,7 @@ test('a link the choice no longer takes (dns: a veth its CNI made a bridge port)
   };
   const watcher = createLinkWatcher({
     links: () => [...links].map(([name, l]) => ({ name, ...l })),
-    select: (l, all) => !all.some((b) => b.kind === 'bridge' && b.ifindex === l.master),
+    choose: (all) => all.filter((l) => !all.some((b) => b.kind === 'bridge' && b.ifindex === l.master)),
     attach: (l: Link) => ({ mode: 'tcx', [Symbol.dispose]: () => void events.push(`disposed ${l.name}`) }),
     noun: 'interface',
     log,

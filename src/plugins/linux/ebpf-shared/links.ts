@@ -22,8 +22,8 @@ export type KindedLink = Link & { readonly kind: string; readonly master?: numbe
 export interface LinkWatcherDeps {
   /** Every interface of this namespace with its kind ('veth', 'bridge', '' for lo and devices without one). */
   readonly links: () => readonly KindedLink[];
-  /** The links to attach to (`all`: the whole dump `link` came from, for choices that depend on other links). */
-  readonly select: (link: KindedLink, all: readonly KindedLink[]) => boolean;
+  /** The links of a dump to attach to (the whole dump, for choices that depend on other links: a bridge's ports). */
+  readonly choose: (all: readonly KindedLink[]) => readonly KindedLink[];
   /** Attaches the plugin's programs; the handle detaches them. May throw. */
   readonly attach: (link: Link) => Disposable & { readonly mode: string };
   /** What the log lines call a link: "endpoint" gives `endpoint attached`, `endpoint detached`, `endpoint attach failed`. */
@@ -60,10 +60,7 @@ export function createLinkWatcher(d: LinkWatcherDeps): LinkWatcher {
       const present = new Map<string, Link>();
       const all = d.links();
       const seen = new Set(all.map((l) => `${l.name}#${l.ifindex}`));
-      for (const l of all) {
-        if (l.ifindex <= 0 || !d.select(l, all)) continue;
-        present.set(`${l.name}#${l.ifindex}`, { name: l.name, ifindex: l.ifindex });
-      }
+      for (const l of d.choose(all)) if (l.ifindex > 0) present.set(`${l.name}#${l.ifindex}`, { name: l.name, ifindex: l.ifindex });
       for (const key of [...attached.keys()]) if (!present.has(key)) detach(key, seen.has(key) ? 'no longer chosen' : 'gone');
       for (const key of failed) if (!present.has(key)) failed.delete(key);
       for (const [key, link] of present) {

@@ -1,7 +1,7 @@
 /**
  * tc programs on links that come and go, for the plugins that follow them (packetparser on pod veths,
  * dns on every interface): `attachTcPrograms` attaches one plugin's programs to one link (all or none),
- * `watchLinks` keeps them on the links `select` picks, following link notifications (link-watch.ts),
+ * `watchLinks` keeps them on the links `choose` picks, following link notifications (link-watch.ts),
  * reports the links that would not attach (attach-status.ts) and looks again every `retryMs` while
  * any fails (a link whose obstacle goes gets no notification).
  */
@@ -51,7 +51,7 @@ export interface WatchLinksOptions {
   readonly watcher: string;
   /** Every link of the namespace now (a LinkDumper's dump, which the plugin may use for more). */
   readonly links: () => readonly KindedLink[];
-  readonly select: (link: KindedLink, all: readonly KindedLink[]) => boolean;
+  readonly choose: (all: readonly KindedLink[]) => readonly KindedLink[];
   readonly attach: (link: Link) => Disposable & { readonly mode: string };
   /** Every link is read again this often as a backstop to the notifications (default 60 s). */
   readonly resyncMs?: number;
@@ -64,7 +64,7 @@ export function watchLinks(s: ResourceStack, ctx: PluginContext<unknown>, o: Wat
   s.defer(() => ctx.metrics.reset([catalog.interfaceAttachFailed]));
   const sys = loadSys();
   const watcher = s.use(
-    createLinkWatcher({ links: o.links, select: o.select, attach: (link) => failures.attach(link, () => o.attach(link)), noun: o.noun, log: ctx.log }),
+    createLinkWatcher({ links: o.links, choose: o.choose, attach: (link) => failures.attach(link, () => o.attach(link)), noun: o.noun, log: ctx.log }),
   );
   let retry: NodeJS.Timeout | undefined;
   const look = {

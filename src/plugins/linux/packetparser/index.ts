@@ -195,7 +195,7 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const links = s.use(openLinkDumper());
     const watcher = watchLinks(s, ctx, {
       plugin: 'packetparser', noun: 'endpoint', source: 'veth', watcher: 'endpoint watcher', links: () => links.dump(),
-      select: (l) => l.kind === 'veth' && !exclude.has(l.name),
+      choose: (all) => all.filter((l) => l.kind === 'veth' && !exclude.has(l.name)),
       attach: (link) => attachPair(endpoint, link.ifindex, `veth ${link.name}`),
       ...(timing.vethResyncMs === undefined ? {} : { resyncMs: timing.vethResyncMs }),
       ...(timing.attachRetryMs === undefined ? {} : { retryMs: timing.attachRetryMs }),
