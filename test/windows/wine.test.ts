@@ -107,12 +107,14 @@ function tapFailures(tap: string): string[] {
     const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i] as string);
     if (!m) continue;
     const indent = (m[1] as string).length;
+    // the test's YAML block: its fields two spaces in, ended by `...` there
+    const pad = ' '.repeat(indent + 2);
     let type = '';
     const error: string[] = [];
     for (let j = i + 1; j < lines.length; j++) {
       const line = lines[j] as string;
-      if (line.trim() === '...' && line.length - line.trimStart().length === indent + 2) break;
-      const field = /^\s*(failureType|error): (.*)$/.exec(line);
+      if (line === `${pad}...`) break;
+      const field = line.startsWith(pad) ? /^(failureType|error): (.*)$/.exec(line.slice(pad.length)) : null;
       if (field?.[1] === 'failureType') type = (field[2] as string).replaceAll("'", '');
       if (field?.[1] === 'error') {
         if (!/^[|>]-?$/.test(field[2] as string)) error.push((field[2] as string).replace(/^'|'$/g, ''));
