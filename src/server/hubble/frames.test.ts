@@ -74,6 +74,17 @@ describe('encode.ts writes GetFlowsResponse frames protobufjs decodes as its own
   });
 });
 
+/** The GetFlows streams a server counts in `registry`. */
+const streams = async (registry: ReturnType<typeof createMetricsRegistry>): Promise<number> => {
+  const m = /controlplane_networkobservability_hubble_clients\{rpc="GetFlows"\} (\d+)/.exec((await registry.expose()).body);
+  return Number(m?.[1] ?? 0);
+};
+/** Waits until the server holds `n` GetFlows streams (a follower's cursor is set when it is counted), at most 10 s. */
+const holding = async (registry: ReturnType<typeof createMetricsRegistry>, n: number): Promise<void> => {
+  for (let t = 0; t < 400 && (await streams(registry)) !== n; t++) await sleep(25);
+  assert.equal(await streams(registry), n, `${n} GetFlows streams on the server`);
+};
+
 describe('hubble GetFlows below grpc-js (frames.ts)', () => {
   const ring = createFlowRing(50_000);
   const metrics = createMetricsRegistry();
@@ -86,15 +97,8 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
     }
     written += n;
   };
-  const clients = async (): Promise<number> => {
-    const m = /controlplane_networkobservability_hubble_clients\{rpc="GetFlows"\} (\d+)/.exec((await metrics.expose()).body);
-    return Number(m?.[1] ?? 0);
-  };
-  /** Waits until the server holds `n` GetFlows streams (a follower's cursor is set when it is counted), at most 10 s. */
-  const following = async (n: number): Promise<void> => {
-    for (let t = 0; t < 400 && (await clients()) !== n; t++) await sleep(25);
-    assert.equal(await clients(), n, `${n} GetFlows streams on the server`);
-  };
+  const clients = (): Promise<number> => streams(metrics);
+  const following = (n: number): Promise<void> => holding(metrics, n);
   before(async () => {
     server = await startHubbleServer({
       protos, ring, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log, metrics,
@@ -171,15 +175,18 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
 
   it('a follower whose client stops reading gets one LostEvent, then the flows still held, in order', async () => {
     const small = createFlowRing(1000);
+    const smallMetrics = createMetricsRegistry();
     const s = await startHubbleServer({
-      protos, ring: small, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log,
+      protos, ring: small, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log, metrics: smallMetrics,
       peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) },
     });
     const c = new protos.ObserverClient(`127.0.45.2:${s.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
     try {
       const call = c['GetFlows']({ follow: true });
       call.on('error', () => undefined);
-      await sleep(200);
+      // The flows are written once the server holds the follower (under load a fixed sleep was not enough:
+      // CI's run wrote them before the stream opened, so the follower saw none of them and no loss).
+      await holding(smallMetrics, 1);
       call.pause();
       // 60 000 flows of ~2 KB: far more than HTTP/2's window and the socket buffers, 60x the ring.
       const big = 'x'.repeat(2000);
@@ -214,8 +221,7 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
     const call = observer['GetFlows']({ follow: true });
     call.on('data', () => undefined);
     call.on('error', () => undefined);
-    await sleep(200);
-    assert.equal(await clients(), 1);
+    await following(1);
     call.cancel();
     for (let t = 0; t < 40 && (await clients()) > 0; t++) await sleep(50);
     assert.equal(await clients(), 0, 'cancel ends the server side');
@@ -236,8 +242,9 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
   });
 
   it('a follow stream ends with UNAVAILABLE and its trailers when the server stops (as Cilium\'s agent: Relay follows the peer again)', async () => {
+    const own = createMetricsRegistry();
     const s = await startHubbleServer({
-      protos, ring, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log,
+      protos, ring, listen: { host: '127.0.45.2', port: 0 }, nodeName: 'node-a', version: 'test', log, metrics: own,
       peers: { list: () => [], subscribe: () => ({ [Symbol.dispose]: () => undefined }) },
     });
     const c = new protos.ObserverClient(`127.0.45.2:${s.port}`, grpc.credentials.createInsecure()) as unknown as Obj;
@@ -248,7 +255,7 @@ describe('hubble GetFlows below grpc-js (frames.ts)', () => {
       call.on('status', res);
       call.on('error', () => undefined);
     });
-    await sleep(200);
+    await holding(own, 1);
     write(50);
     for (let t = 0; t < 40 && got.length < 50; t++) await sleep(50);
     await s[Symbol.asyncDispose]();
