@@ -93,6 +93,8 @@ export const slotsFor = (n: number): number => Math.ceil((n * RING_RECORD) / (DE
 
 /** Free slots of the worker with the least room (records are routed by their peers: each worker gets part of every drain). */
 export const handoffRoom = (pool: PipelineWorkers): number => Math.min(...pool.backlogs().map((b) => DEFAULT_HANDOFF.slots - b));
+/** Free slots of the worker with the most room (a full worker's partitions go to another: raw-sink.ts). */
+export const mostRoom = (pool: PipelineWorkers): number => Math.max(...pool.backlogs().map((b) => DEFAULT_HANDOFF.slots - b));
 
 export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 

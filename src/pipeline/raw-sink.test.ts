@@ -1,7 +1,8 @@
 /**
  * The raw sink's ring runs (raw-sink.ts) over real hand-offs and no threads: a run goes whole to every
  * worker, each slot naming that worker's partitions; a gone worker's partitions go to another; with
- * more workers than a slot's filter can name, each record is copied to its worker instead.
+ * more workers than a slot's filter can name, each record is copied to its worker instead (and when
+ * that worker is full, to another, slot after slot).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -94,6 +95,24 @@ describe('the raw sink: ring runs', () => {
     assert.deepEqual(got[0], Array.from({ length: 300 }, (_, i) => i), 'the live worker takes both partitions');
     assert.deepEqual(got[1], []);
     assert.equal(refused(), 0);
+  });
+
+  it('records copied one by one whose worker is full go to another, slot after slot, none refused while it has room', () => {
+    const { pool: p, readers, refused } = pool(2);
+    const full = (p.slots[1] as SinkSlot).writer;
+    while (full.open(9, 0)) full.publish(); // worker 1's hand-off full, nothing read
+    const sink = createRawSink(0, { source: 's', module: '', options: {}, partitionKey: KEY }, p);
+    const v = ring(2000);
+    // Worker 1's records only, more than three of worker 0's slots: each time worker 0's open slot fills,
+    // the next record must open its next slot.
+    const ones = Array.from({ length: 2000 }, (_, i) => i).filter((i) => partition(v, i * STEP + RINGBUF_HDR, 4, 2) === 1);
+    assert.ok(ones.length * (4 + SIZE) > 3 * shape.slotBytes, `${ones.length} records`);
+    for (const i of ones) sink.push(v, i * STEP + RINGBUF_HDR, SIZE);
+    sink.flush();
+    for (const s of p.slots) if (s.writer.isOpen) s.writer.publish();
+    assert.equal(refused(), 0);
+    const { got } = drain(readers.slice(0, 1));
+    assert.deepEqual(got[0], ones, 'worker 0 took them all, in order');
   });
 
   it(`more than ${MAX_PARTITIONS} workers: each record is copied to its worker (push), none lost`, () => {

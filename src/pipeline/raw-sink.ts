@@ -80,8 +80,14 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       if (preferred.writer.open(id, param, pool.generation())) return own(preferred);
     }
     // The partition's worker is full or gone: another one (the counts stay exact, only its tables grow),
-    // first one whose slot this source holds open.
-    for (const o of slots) if (o.alive && mineRecords(o) && o.writer.fits(size)) return o;
+    // first one whose slot this source holds open; one that is full is published, so that `pick` (which
+    // opens only closed slots) can open that worker's next one (else the rest of the drain was refused
+    // while that worker had free slots).
+    for (const o of slots) {
+      if (!o.alive || !mineRecords(o)) continue;
+      if (o.writer.fits(size)) return o;
+      pool.publish(o);
+    }
     const s = pool.pick(id, param);
     return s && own(s);
   };
