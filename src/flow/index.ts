@@ -3,7 +3,7 @@
  * Producers hand on one FlowBatch per drain; later stages see Readonly flows.
  */
 
-export { keyHash, partition, type PartitionKey } from './partition.js';
+export { keyHash, partition, partitionOf, type PartitionKey } from './partition.js';
 import type { PartitionKey } from './partition.js';
 
 export type Verdict = 'FORWARDED' | 'DROPPED' | 'RETRANSMISSION' | 'DNS';

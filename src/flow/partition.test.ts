@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { keyHash, partition } from './partition.js';
+import { keyHash, partition, partitionOf } from './partition.js';
 
 /** 32-byte keys as packetparser's records hold their peers: saddr[16], daddr[16] (IPv4 in the first 4 bytes). */
 function keys(pairs: number, v6: boolean): DataView {
@@ -56,9 +56,22 @@ describe('partition: records to workers by their peers', () => {
         const got = new Array<number>(n).fill(0);
         for (let i = 0; i < pairs; i++) got[partition(hashes, i * 4, 4, n)]! += 1;
         assert.ok(got.every((c) => Math.abs(c - pairs / n) <= 0.15 * (pairs / n)), `${n} workers: ${got.join(', ')}`);
+        // taken as it is (packetparser's key is `hashed`): the kernel's hash spreads as evenly unhashed again
+        const raw = new Array<number>(n).fill(0);
+        for (let i = 0; i < pairs; i++) raw[partitionOf(hashes, i * 4, 4, { offset: 0, length: 4, hashed: true }, n)]! += 1;
+        assert.ok(raw.every((c) => Math.abs(c - pairs / n) <= 0.15 * (pairs / n)), `${n} workers, hashed key: ${raw.join(', ')}`);
       }
     });
   }
+
+  it('partitionOf: a key hashed here unless it says it is a hash already; a record too short for its key is partition 0\'s', () => {
+    const v = keys(50, false);
+    for (let i = 0; i < 50; i++) {
+      assert.equal(partitionOf(v, i * 32, 32, { offset: 8, length: 16 }, 3), partition(v, i * 32 + 8, 16, 3));
+      assert.equal(partitionOf(v, i * 32, 32, { offset: 4, length: 4, hashed: true }, 4), ((v.getUint32(i * 32 + 4, true) & 0xffff) * 4) >>> 16);
+      assert.equal(partitionOf(v, i * 32, 7, { offset: 4, length: 4, hashed: true }, 4), 0);
+    }
+  });
 
   it('the same peers always go to the same worker', () => {
     const v = keys(10, false);

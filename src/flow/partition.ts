@@ -9,6 +9,12 @@
 export interface PartitionKey {
   readonly offset: number;
   readonly length: number;
+  /**
+   * The key is 4 bytes that already are a hash whose low 16 bits spread evenly (packetparser's
+   * peer_hash, murmur3's finalizer in the kernel): they pick the worker as they are, not hashed again
+   * (a worker walking a ring run reads the key of every record, its partitions' and the others').
+   */
+  readonly hashed?: boolean;
 }
 
 /**
@@ -40,4 +46,14 @@ export function keyHash(v: DataView, offset: number, length: number): number {
  */
 export function partition(v: DataView, offset: number, length: number, n: number): number {
   return ((keyHash(v, offset, length) & 0xffff) * n) >>> 16;
+}
+
+/**
+ * Which of `n` workers the record at `record` of `v` goes to by `key` (partition(), or a hashed key's
+ * own low 16 bits scaled alike); partition 0 for a record of `size` bytes too short for the key.
+ */
+export function partitionOf(v: DataView, record: number, size: number, key: PartitionKey, n: number): number {
+  if (size < key.offset + key.length) return 0;
+  if (key.hashed === true && key.length === 4) return ((v.getUint32(record + key.offset, true) & 0xffff) * n) >>> 16;
+  return partition(v, record + key.offset, key.length, n);
 }

@@ -22,7 +22,7 @@
  *                        [u32 bytes of records][u32 0] then the records
  */
 
-import { partition, type PartitionKey } from '../flow/index.js';
+import { partitionOf, type PartitionKey } from '../flow/index.js';
 
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
@@ -68,7 +68,7 @@ export function forEachRingRecord(v: DataView, start: number, end: number, n: nu
     p = at + ((len + 7) & ~7);
     if (hdr & RINGBUF_DISCARD || p > end) continue;
     if (!all) {
-      const part = key !== undefined && len >= key.offset + key.length ? partition(v, at + key.offset, key.length, n) : 0;
+      const part = key !== undefined ? partitionOf(v, at, len, key, n) : 0;
       if (!((mask >>> part) & 1)) continue;
     }
     taken++;

@@ -14,7 +14,7 @@
  * record's key to find its own (handoff.ts: forEachRingRecord).
  */
 import type { FlowBatch, FlowConsumer, RawDecoderRef, RawRecordSink } from '../flow/index.js';
-import { partition } from '../flow/index.js';
+import { partitionOf } from '../flow/index.js';
 import { forEachRingRecord, MAX_PARTITIONS, ringFilter, RINGBUF_HDR, type HandoffWriter } from './handoff.js';
 
 /** How long a slot may stay open across drains before a flush publishes it (ms). */
@@ -172,7 +172,7 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
   const sink: RawRecordSink = {
     param: 0,
     push(view, offset, size) {
-      const preferred = key !== undefined && size >= key.offset + key.length ? slots[partition(view, offset + key.offset, key.length, slots.length)] : last;
+      const preferred = key !== undefined && size >= key.offset + key.length ? slots[partitionOf(view, offset, size, key, slots.length)] : last;
       const s = slotFor(preferred, size, this.param);
       if (s === undefined || !s.writer.fits(size)) {
         refusing ||= s === undefined;

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { testAgentConfig } from '../ebpf/fake-context.js';
 import { IpCache } from '../../src/cache/index.js';
 import { cacheLookup, createEnricher } from '../../src/enricher/index.js';
-import { partition, type Flow, type FlowBatch, type RawRecordSink } from '../../src/flow/index.js';
+import { partitionOf, type Flow, type FlowBatch, type RawRecordSink } from '../../src/flow/index.js';
 import { silentLogger } from '../../src/log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../../src/metrics/index.js';
 import { annotationSpec, createMetricsModule, type MetricsModule } from '../../src/metrics/module/index.js';
@@ -123,7 +123,7 @@ function pushRingAll(sink: RawRecordSink, v: DataView, drain: number): void {
 /** Records of `v` whose peers hash to `part` of `n` (the worker they go to). */
 function ofPartition(v: DataView, part: number, n: number): number {
   let c = 0;
-  for (let o = 0; o < v.byteLength; o += PACKET_EVENT_SIZE) if (partition(v, o + RAW_PARTITION_KEY.offset, RAW_PARTITION_KEY.length, n) === part) c++;
+  for (let o = 0; o < v.byteLength; o += PACKET_EVENT_SIZE) if (partitionOf(v, o, PACKET_EVENT_SIZE, RAW_PARTITION_KEY, n) === part) c++;
   return c;
 }
 
@@ -211,7 +211,7 @@ describe('pipeline workers', () => {
     const check = moduleOf();
     createEnricher(cacheLookup(podCache()), check.module).consume({
       source: 'packetparser',
-      flows: [...decodeAll(first).filter((_, i) => partition(first, i * PACKET_EVENT_SIZE + RAW_PARTITION_KEY.offset, RAW_PARTITION_KEY.length, 2) === 1), ...decodeAll(second)],
+      flows: [...decodeAll(first).filter((_, i) => partitionOf(first, i * PACKET_EVENT_SIZE, PACKET_EVENT_SIZE, RAW_PARTITION_KEY, 2) === 1), ...decodeAll(second)],
     });
     assert.deepEqual(await adv(metrics), await adv(check.metrics));
   });
