@@ -36,6 +36,26 @@ describe('dns bridges: one copy of a packet a bridge shows twice', () => {
     assert.equal(dumps, 3);
   });
 
+  it('a dump learnt from the link watcher serves the roles: no dump of their own until it is a second old (a miss) or 30 s', () => {
+    let t = 0;
+    let dumps = 0;
+    let links = [link(1, ''), link(5, 'bridge'), link(6, 'veth', 5)];
+    const roles = new LinkRoles(() => (dumps++, links), () => t);
+    roles.learn(links);
+    assert.deepEqual([1, 5, 6].map((i) => roles.role(i)), ['other', 'bridge', 'port']);
+    assert.equal(dumps, 0);
+    t = 900;
+    links = [...links, link(9, 'veth', 5)];
+    roles.learn(links, new Set([6, 9]));
+    t = 1500;
+    assert.equal(roles.role(9), 'port', 'the learnt dump has it');
+    assert.equal(roles.role(12), 'other', 'a miss within a second of the learnt dump');
+    assert.equal(dumps, 0);
+    t = 1900;
+    assert.equal(roles.role(12), 'other');
+    assert.equal(dumps, 1, 'a miss a second after it dumps');
+  });
+
   it('bridge ports (where dns puts no egress program): a bridge\'s enslaved links, not a bond\'s slaves, not the bridge', () => {
     const links = [link(1, ''), link(2, ''), link(5, 'bridge'), link(6, 'veth', 5), link(7, 'bond'), link(8, '', 7), link(9, 'veth', 5), link(10, 'veth')];
     assert.deepEqual([...bridgePorts(links)].sort((a, b) => a - b), [6, 9]);

@@ -39,11 +39,17 @@ export class LinkRoles {
     return r ?? 'other';
   }
 
-  private refresh(): void {
+  /**
+   * Takes a dump made elsewhere (the link watcher's, on every link notification and resync, with the
+   * bridge ports it computed from it): the roles then need no dump of their own for the links it holds.
+   */
+  learn(links: readonly Pick<LinkInfo, 'ifindex' | 'kind' | 'master'>[], ports: ReadonlySet<number> = bridgePorts(links)): void {
     this.last = this.now();
-    const links = this.dump();
-    const ports = bridgePorts(links);
     this.roles = new Map(links.map((l) => [l.ifindex, l.kind === 'bridge' ? 'bridge' : ports.has(l.ifindex) ? 'port' : 'other']));
+  }
+
+  private refresh(): void {
+    this.learn(this.dump());
   }
 }
 

@@ -88,6 +88,7 @@ export function runDns(ctx: PluginContext<DnsConfig>, timing: DnsTiming = {}): P
       plugin: 'dns', noun: 'interface', source: 'interface', watcher: 'interface watcher', links: () => links.dump(),
       choose: (all) => {
         const ports = bridgePorts(all);
+        roles.learn(all, ports); // the records' roles from the same dump (no second dump per notification)
         return all.filter((l) => l.ifindex !== LOOPBACK_IFINDEX && !ports.has(l.ifindex) && (timing.interfaces?.(l) ?? true));
       },
       attach: (link) => {
