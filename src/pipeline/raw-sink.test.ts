@@ -115,6 +115,29 @@ describe('the raw sink: ring runs', () => {
     assert.deepEqual(got[0], ones, 'worker 0 took them all, in order');
   });
 
+  it('a full worker\'s partitions spilled onto one with no slot to spare: its open slot keeps its own records, only the spilled ones are refused', () => {
+    const { pool: p, readers, refused } = pool(2);
+    const [a, b] = p.slots.map((s) => s.writer) as [HandoffWriter, HandoffWriter];
+    for (let k = 0; k < shape.slots - 1; k++) {
+      a.open(9, 0);
+      a.publish(); // worker 0: every slot but one taken, nothing read
+    }
+    const sink = createRawSink(0, { source: 's', module: '', options: {}, partitionKey: KEY }, p);
+    const v = ring(100);
+    for (let i = 0; i < 50; i++) sink.pushRing(v, i * STEP + RINGBUF_HDR, SIZE);
+    sink.copyRun(); // both workers open a slot for their partition; worker 0 has none left to open
+    b.publish();
+    while (b.open(9, 0)) b.publish(); // worker 1 full
+    for (let i = 50; i < 100; i++) sink.pushRing(v, i * STEP + RINGBUF_HDR, SIZE);
+    sink.copyRun(); // worker 1's partition spills onto worker 0, whose open slot names only its own
+    const part = (i: number): number => partition(v, i * STEP + RINGBUF_HDR, 4, 2);
+    const second = Array.from({ length: 50 }, (_, i) => 50 + i);
+    assert.equal(refused(), second.filter((i) => part(i) === 1).length, 'the spilled partition\'s records of the second run, and no more');
+    a.publish();
+    const { got } = drain(readers.slice(0, 1));
+    assert.deepEqual(got[0], Array.from({ length: 100 }, (_, i) => i).filter((i) => part(i) === 0), 'worker 0 counted its own records of both runs');
+  });
+
   it(`more than ${MAX_PARTITIONS} workers: each record is copied to its worker (push), none lost`, () => {
     const { pool: p, readers, refused } = pool(MAX_PARTITIONS + 1);
     const sink = createRawSink(0, { source: 's', module: '', options: {}, partitionKey: KEY }, p);

@@ -151,6 +151,15 @@ export function createRawSink(id: number, ref: RawDecoderRef, pool: SinkPool): R
       if (mask === 0) continue;
       const s = slots[i] as SinkSlot;
       const filter = ringFilter(n, mask);
+      const open = mine(s) && s.writer.filter !== 0 ? s.writer.filter & 0xffff : 0;
+      if (open !== 0 && s.writer.filter !== filter && (open & ~mask) === 0 && s.writer.fitsBytes(bytes) && !s.writer.canOpen()) {
+        // The new filter would need a slot this worker has not got (a full worker's partitions spilled
+        // in): its open slot, which names only partitions it is given here, takes its own of this run,
+        // and the spilled ones are refused (counted below), instead of all of them.
+        assigned &= ~(mask & ~open);
+        s.writer.writeRun(runBytes, runStart, bytes, records);
+        continue;
+      }
       if (!(mine(s) && s.writer.filter === filter && s.writer.fitsBytes(bytes))) {
         if (s.writer.isOpen) pool.publish(s);
         if (!s.writer.open(id, sink.param, g, filter)) {
