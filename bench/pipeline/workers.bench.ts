@@ -47,7 +47,6 @@ interface Mode {
   readonly pool: PipelineWorkers | undefined;
   /** Independent copies of the in-thread pipeline, one per worker thread ("i" modes). */
   readonly copies: Worker[] | undefined;
-  readonly copiesWanted: number;
   /** The drain waits until every worker has room for it ("s"), not only until one has. */
   readonly strict: boolean;
   readonly samples: number[];
@@ -73,9 +72,9 @@ const startCopy = (): Promise<Worker> => new Promise((res, rej) => {
 const modes: Mode[] = MODES.map(({ workers: n, copy, partitioned, independent, strict }) => {
   const common = { workers: n, strict, samples: [], mainNsPerRecord: [], cpuNsPerRecord: [], cores: [], mainCpuNs: [], workerCpuNs: [], records: 0 };
   // The copies are started after the memory of the other modes' workers is taken (below).
-  if (independent) return { ...common, copy: 'independent', metrics: createMetricsRegistry({ processMetrics: false }), handle: () => undefined, pool: undefined, copies: [], copiesWanted: n };
+  if (independent) return { ...common, copy: 'independent', metrics: createMetricsRegistry({ processMetrics: false }), handle: () => undefined, pool: undefined, copies: [] };
   const p = n === 0 ? { ...inThreadPipeline(), pool: undefined } : workersPipeline(n, partitioned, copy);
-  return { ...common, copy: `${copy}${partitioned ? '' : ', unpartitioned'}${strict ? ', strict' : ''}`, metrics: p.metrics, handle: p.handle, pool: p.pool, copies: undefined, copiesWanted: 0 };
+  return { ...common, copy: `${copy}${partitioned ? '' : ', unpartitioned'}${strict ? ', strict' : ''}`, metrics: p.metrics, handle: p.handle, pool: p.pool, copies: undefined };
 });
 await sleep(300); // workers started, decoder modules loaded
 
@@ -153,7 +152,7 @@ for (const m of modes) if (!m.copies) await round(m, 300, false); // warm-up: ev
 globalThis.gc?.();
 const rssWarm = process.memoryUsage().rss;
 for (const m of modes) if (m.copies) {
-  m.copies.push(...await Promise.all(Array.from({ length: m.copiesWanted }, startCopy)));
+  m.copies.push(...await Promise.all(Array.from({ length: m.workers }, startCopy)));
   await round(m, 300, false);
 }
 const order = [...modes, ...[...modes].reverse()];
