@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import type { Flow } from '../../src/flow/index.js';
 import { runTcpretrans } from '../../src/plugins/linux/tcpretrans/index.js';
 import { fakeContext } from './fake-context.js';
-import { Netns, NsAgent, leftoversAfterStop, machineRetransSegs, metric, requireKernel, retransSegs, retransSince, settled, sleep, stopAll, vethPair } from './netns.js';
+import { leftoversAfterStop, machineRetransSegs, metric, Netns, NsAgent, requireKernel, retransSegs, retransSince, settled, sleep, snmpCounter, stopAll, vethPair } from './netns.js';
 import { TCP_SEND, TCP_SINK } from './traffic.js';
 import { holdDropsForThisFile } from './drop-lock.js';
 
@@ -79,15 +79,19 @@ test('per-connection records (pod level): the flow retransmitted segments match 
   const counterBefore = await nodeCounter();
   const hostBefore = machineRetransSegs();
   const snmpBefore = retransSegs(c) + retransSegs(s);
+  // Retransmissions counted in RetransSegs that then failed to leave (TcpExt TCPRetransFail, in segments
+  // since the kernel counts them beside RetransSegs): the tracepoint reports only those sent.
+  const failed = (): number => [c, s].reduce((n, ns) => n + snmpCounter(ns.netFile('netstat'), 'TcpExt', 'TCPRetransFail'), 0);
+  const failedBefore = failed();
   await c.node(TCP_SEND, [String(8 * 1024 * 1024), '10.233.1.2', '7100'], 120_000);
   const sent = Date.now();
   const ours = (): Flow[] => got.batches.flatMap((b) => b.flows).filter((f) => f.srcIp.startsWith('10.233.1.') && f.dstIp.startsWith('10.233.1.'));
   const segs = (): number => ours().reduce((n, f) => n + f.packets, 0);
   // The kernel goes on retransmitting the tail of the flow after the sender has returned: compare
-  // once both RetransSegs and our records have stopped moving (the records given 15 s: one CI run,
-  // under every lane's load, had 167 of 273 after 5 s; how long they took is printed).
+  // once both RetransSegs and our records have stopped moving (how long the records took is printed:
+  // one full run had 167 of 273 after the 5 s, not understood yet).
   const snmp = (await settled(() => retransSegs(c) + retransSegs(s), 1000)) - snmpBefore;
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 5000;
   while (segs() < snmp && Date.now() < deadline) await sleep(100);
   const tookMs = Date.now() - sent;
   await settled(segs, 500);
@@ -96,7 +100,7 @@ test('per-connection records (pod level): the flow retransmitted segments match 
   const counter = (await nodeCounter()) - counterBefore;
   assert.ok(snmp > 0, 'the loss rule made the kernel retransmit');
   // Equal, unless some retransmissions failed to leave the host (counted by RetransSegs, not by us).
-  const seen = `flow segments ${segs()}, RetransSegs +${snmp} (${tookMs} ms after the sender returned), records ${ours().length} of ${got.batches.reduce((n, b) => n + b.flows.length, 0)}, lost ${JSON.stringify(got.lost)}; the program's node counter +${counter}, the machine's RetransSegs +${host}`;
+  const seen = `flow segments ${segs()}, RetransSegs +${snmp} (${tookMs} ms after the sender returned), records ${ours().length} of ${got.batches.reduce((n, b) => n + b.flows.length, 0)}, lost ${JSON.stringify(got.lost)}; the program's node counter +${counter}, the machine's RetransSegs +${host}; TCPRetransFail +${failed() - failedBefore} in the test namespaces`;
   t.diagnostic(seen);
   assert.ok(segs() <= snmp && segs() >= snmp * 0.95 - 2, seen);
   const f = ours()[0] as Flow;
