@@ -83,6 +83,9 @@ function summary(log) {
  * Each failed test's error message (without its stack), from the reporter's closing "failing tests" list, by
  * the test's line: printed under it in the closing summary, which is the part of a CI run's output one sees.
  */
+/** How many lines of a lane's first failed test's error the closing summary prints (of any other failed test: 4). */
+const FIRST_REASON_LINES = 16;
+
 function reasons(log) {
   const out = new Map();
   const at = log.lastIndexOf('✖ failing tests:');
@@ -98,7 +101,7 @@ function reasons(log) {
       name = undefined; // the next test's "test at" line, the stack, or the reporter's output ended
     } else if (name) {
       const lines = out.get(name);
-      if (lines.length < 4) lines.push(line.trim().slice(0, 400));
+      if (lines.length < FIRST_REASON_LINES) lines.push(line.trim().slice(0, 400));
     }
   }
   return out;
@@ -206,8 +209,17 @@ for (const r of results) {
   process.stdout.write(`${ok ? '✔' : '✖'} lane ${r.lane.name}: ${r.seconds} s (${r.cpuSeconds} s of CPU), ${r.lane.files.length} files, tests ${r.tests} pass ${r.pass} fail ${r.fail} cancelled ${r.cancelled} skipped ${r.skipped} todo ${r.todo} (exit ${r.code}; log .cache/test-lanes/${r.lane.name}.log)\n`);
   for (const f of r.failed) {
     process.stdout.write(`    ${f}\n`);
-    for (const w of r.why?.get(f) ?? []) process.stdout.write(`        ${w}\n`);
+    for (const w of (r.why?.get(f) ?? []).slice(0, 4)) process.stdout.write(`        ${w}\n`);
   }
+}
+// A lane's first failure is often the cause of the rest (a suite's set-up case, then every case that builds on
+// it), and a CI run shows only the last lines: each failed lane's first failed test comes again, last, with more
+// of its error.
+for (const r of results) {
+  const [first] = r.failed;
+  if (!first || r.failed.length < 2) continue;
+  process.stdout.write(`first of lane ${r.lane.name}'s ${r.failed.length} failed: ${first}\n`);
+  for (const w of r.why?.get(first) ?? []) process.stdout.write(`        ${w}\n`);
 }
 const total = results.reduce((a, r) => ({ tests: a.tests + (r.tests || 0), fail: a.fail + (r.fail || 0) }), { tests: 0, fail: 0 });
 const cpu1 = machineCpu();
