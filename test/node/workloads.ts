@@ -83,13 +83,22 @@ export function scriptDeployment(namespace: string, name: string, image: string,
   return d;
 }
 
-/** The Deployment's pod once Running, Ready and with an IP. */
+/** The Deployment's pod once Running, Ready and with an IP; if it is not in time, the error says what its pods and their namespace's events last said. */
 export async function readyPod(client: RestClient, namespace: string, app: string, timeoutMs = 120_000): Promise<Pod & { status: { podIP: string } }> {
+  let seen: Pod[] = [];
   return eventually(`pod ${namespace}/${app} Ready`, timeoutMs, async () => {
     const ps = await listAll<Pod & { status?: { conditions?: { type: string; status: string }[] } }>(client, resources.pods, namespace, { labelSelector: `app=${app}` });
+    seen = ps;
     const p = ps.find((x) => !x.metadata.deletionTimestamp && x.status?.podIP && x.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
     return p as (Pod & { status: { podIP: string } }) | undefined;
-  }, 250);
+  }, 250).catch(async (e: unknown) => {
+    const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${namespace}/events`).catch(() => ({ items: [] }));
+    throw new Error([
+      String(e),
+      ...seen.map((p) => `pod ${p.metadata.name}: ${JSON.stringify(p.status)}`),
+      ...ev.items.slice(-20).map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`),
+    ].join('\n'), { cause: e });
+  });
 }
 
 /** The network namespace containerd made for the pod with this IP (cni-<uuid> under /run/netns). */

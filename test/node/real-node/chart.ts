@@ -16,7 +16,7 @@ import { createNamespace, eventually, listAll } from '../../integration/harness.
 import { PodNs } from '../../integration/pod-flows-net.js';
 import { NODE_IP, NODE_NAME, POD_CIDR6_PREFIX, POD_CIDR_PREFIX } from '../node.js';
 import { IMAGE_VERSION, RELEASE, RELEASE_NS, SLEEPER, agentPods, daemonSetsRes, deploymentsRes, netnsOf, podLog, readyPod, scriptDeployment } from '../workloads.js';
-import { AGENT_PORT, CTX, CTX_IP, diagnosis, helmOf, type RealNodeSuite } from './suite.js';
+import { AGENT_PORT, CTX, CTX_IP, diagnosis, helmOf, steps, type RealNodeSuite } from './suite.js';
 
 /** helm install; helm upgrade to advanced-remote with the test pods. */
 export function chartCases(s: RealNodeSuite): void {
@@ -58,44 +58,51 @@ export function chartCases(s: RealNodeSuite): void {
 
   it('helm upgrade to the advanced-remote profile: the agent rolls, real pods get RetinaEndpoints from the operator', async (t) => {
     const { client, imageRef, pods } = s;
+    const { step, done } = steps();
     const repo = imageRef.slice(0, imageRef.lastIndexOf(':'));
-    const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '-f', profileFile('advanced-remote'), '--set', `image.linux.repository=${repo}`, '--set', `image.linux.tag=${IMAGE_VERSION}`, '--set', 'image.linux.pullPolicy=Never']);
-    assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
-    await eventually('the upgraded agent Ready', 300_000, async () => {
+    await step('helm upgrade', async () => {
+      const up = await helm(['upgrade', RELEASE, CHART, '-n', RELEASE_NS, '-f', profileFile('advanced-remote'), '--set', `image.linux.repository=${repo}`, '--set', `image.linux.tag=${IMAGE_VERSION}`, '--set', 'image.linux.pullPolicy=Never']);
+      assert.equal(up.code, 0, `helm upgrade: ${up.stderr}`);
+    });
+    await step('the upgraded agent Ready', () => eventually('the upgraded agent Ready', 300_000, async () => {
       const [ds] = await listAll<KubeObject & { metadata: { generation?: number }; status: { numberReady?: number; updatedNumberScheduled?: number; observedGeneration?: number } }>(client, daemonSetsRes, RELEASE_NS);
       return ds && ds.status.observedGeneration === ds.metadata.generation && ds.status.updatedNumberScheduled === 1 && ds.status.numberReady === 1;
-    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`));
-    await eventually('the upgraded agent pod serving', 60_000, async () => (await get(AGENT_PORT, '/readyz')).status === 200, 500);
+    }, 500).catch(async (e: unknown) => assert.fail(`${String(e)}\n${await diagnosis(client)}`)));
+    await step('the upgraded agent pod serving', () => eventually('the upgraded agent pod serving', 60_000, async () => (await get(AGENT_PORT, '/readyz')).status === 200, 500));
 
-    for (const n of [nsA, nsB]) await createNamespace(client, n);
-    await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'cli', imageRef, [{ name: 'main', script: SLEEPER }]) });
-    await client.request('POST', collectionPath(deploymentsRes, nsB), {
-      body: scriptDeployment(nsB, 'srv', imageRef, [
-        { name: 'sink', script: TCP_SINK, args: ['0.0.0.0', '8080'], readyPort: 8080 },
-        { name: 'dns', script: DNS_SERVER, args: ['$(POD_IP)', '::1'] },
-        { name: 'udp', script: UDP_SINK, args: ['0.0.0.0', '7000'] },
-      ]),
-    });
-    await client.request('POST', collectionPath(resources.services, nsB), {
-      body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'srv', namespace: nsB }, spec: { selector: { app: 'srv' }, ports: [{ name: 'tcp', port: 80, targetPort: 8080, protocol: 'TCP' }] } },
+    await step('the test pods created', async () => {
+      for (const n of [nsA, nsB]) await createNamespace(client, n);
+      await client.request('POST', collectionPath(deploymentsRes, nsA), { body: scriptDeployment(nsA, 'cli', imageRef, [{ name: 'main', script: SLEEPER }]) });
+      await client.request('POST', collectionPath(deploymentsRes, nsB), {
+        body: scriptDeployment(nsB, 'srv', imageRef, [
+          { name: 'sink', script: TCP_SINK, args: ['0.0.0.0', '8080'], readyPort: 8080 },
+          { name: 'dns', script: DNS_SERVER, args: ['$(POD_IP)', '::1'] },
+          { name: 'udp', script: UDP_SINK, args: ['0.0.0.0', '7000'] },
+        ]),
+      });
+      await client.request('POST', collectionPath(resources.services, nsB), {
+        body: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'srv', namespace: nsB }, spec: { selector: { app: 'srv' }, ports: [{ name: 'tcp', port: 80, targetPort: 8080, protocol: 'TCP' }] } },
+      });
     });
     for (const [app, namespace] of [['cli', nsA], ['srv', nsB]] as const) {
-      const p = await readyPod(client, namespace, app);
-      assert.equal(p.spec.nodeName, NODE_NAME);
-      assert.ok(p.status.podIP.startsWith(POD_CIDR_PREFIX), `${app}: a bridge CNI address (${p.status.podIP})`);
-      const ip6 = ((p.status as { podIPs?: { ip: string }[] }).podIPs ?? []).map((x) => x.ip).find((ip) => ip.includes(':')) ?? '';
-      assert.ok(ip6.startsWith(POD_CIDR6_PREFIX), `${app}: dual stack, an IPv6 address from the bridge CNI's second range (${JSON.stringify(p.status)})`);
-      const netns = netnsOf(p.status.podIP);
-      pods[app] = { name: p.metadata.name, namespace, ip: p.status.podIP, ip6, ns: new PodNs(netns, '', p.status.podIP, ip6) };
+      await step(`${app} Ready`, async () => {
+        const p = await readyPod(client, namespace, app);
+        assert.equal(p.spec.nodeName, NODE_NAME);
+        assert.ok(p.status.podIP.startsWith(POD_CIDR_PREFIX), `${app}: a bridge CNI address (${p.status.podIP})`);
+        const ip6 = ((p.status as { podIPs?: { ip: string }[] }).podIPs ?? []).map((x) => x.ip).find((ip) => ip.includes(':')) ?? '';
+        assert.ok(ip6.startsWith(POD_CIDR6_PREFIX), `${app}: dual stack, an IPv6 address from the bridge CNI's second range (${JSON.stringify(p.status)})`);
+        const netns = netnsOf(p.status.podIP);
+        pods[app] = { name: p.metadata.name, namespace, ip: p.status.podIP, ip6, ns: new PodNs(netns, '', p.status.podIP, ip6) };
+      });
     }
     s.svcIp = (await client.request<{ spec: { clusterIP: string } }>('GET', objectPath(resources.services, nsB, 'srv'))).spec.clusterIP;
     // The server pod drops UDP to 9999 (the dropped pod of the suite).
     pods.srv.ns.run('nft', ['-f', '-'], 'table inet rndrop {\n chain input {\n  type filter hook input priority 0;\n  udp dport 9999 drop\n }\n}\n');
 
-    await eventually('RetinaEndpoints of both pods from the real Pods', 60_000, async () => {
+    await step('RetinaEndpoints', () => eventually('RetinaEndpoints of both pods from the real Pods', 60_000, async () => {
       const res = [...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsA), ...await listAll<RetinaEndpoint>(client, resources.retinaEndpoints, nsB)];
       return Object.values(pods).every((p) => res.some((r) => r.metadata.name === p.name && r.spec.podIPs?.includes(p.ip) && r.spec.podIPs.includes(p.ip6)));
-    }, 500);
+    }, 500));
     const mc = {
       apiVersion: 'retina.sh/v1alpha1', kind: 'MetricsConfiguration', metadata: { name: 'real-node' },
       spec: {
@@ -109,11 +116,16 @@ export function chartCases(s: RealNodeSuite): void {
         namespaces: { include: [nsA, nsB] },
       },
     };
-    await client.request('POST', collectionPath(resources.metricsConfigurations), { body: mc });
-    await eventually('MetricsConfiguration Accepted', 60_000, async () => (await client.request<MetricsConfiguration>('GET', objectPath(resources.metricsConfigurations, undefined, 'real-node'))).status?.state === 'Accepted');
-    const [agent] = await agentPods(client);
-    assert.ok(agent);
-    await eventually('the agent applied the MetricsConfiguration', 60_000, async () => (await podLog(client, agent)).some((l) => l['msg'] === 'advanced metrics spec applied'), 1000);
+    await step('MetricsConfiguration Accepted', async () => {
+      await client.request('POST', collectionPath(resources.metricsConfigurations), { body: mc });
+      await eventually('MetricsConfiguration Accepted', 60_000, async () => (await client.request<MetricsConfiguration>('GET', objectPath(resources.metricsConfigurations, undefined, 'real-node'))).status?.state === 'Accepted');
+    });
+    await step('the agent applied it', async () => {
+      const [agent] = await agentPods(client);
+      assert.ok(agent);
+      await eventually('the agent applied the MetricsConfiguration', 60_000, async () => (await podLog(client, agent)).some((l) => l['msg'] === 'advanced metrics spec applied'), 1000);
+    });
+    t.diagnostic(`steps: ${done()}`);
     t.diagnostic(`cli ${pods.cli.ip} (${pods.cli.ns.name}), srv ${pods.srv.ip} (${pods.srv.ns.name}), Service srv ${s.svcIp}`);
   });
 }

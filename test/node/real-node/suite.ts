@@ -48,7 +48,38 @@ export interface RealNodeSuite {
 }
 
 export function newSuite(): RealNodeSuite {
-  return { node: undefined as unknown as RealNode, client: undefined as unknown as RestClient, imageRef: '', nsA: 'rn-a', nsB: 'rn-b', pods: {} as RealNodeSuite['pods'], svcIp: '' };
+  // A case reading a test pod the advanced-remote case did not make fails saying so, not with a TypeError
+  // on `undefined` (every later case reads them: one failure there, and the closing summary's first lines
+  // should point at it).
+  const pods = new Proxy({} as RealNodeSuite['pods'], {
+    get(made, key) {
+      if ((key === 'cli' || key === 'srv') && !(key in made)) throw new Error(`no test pod ${key}: the advanced-remote case (chart.ts), which makes the test pods, did not get that far`);
+      return Reflect.get(made, key) as unknown;
+    },
+  });
+  return { node: undefined as unknown as RealNode, client: undefined as unknown as RestClient, imageRef: '', nsA: 'rn-a', nsB: 'rn-b', pods, svcIp: '' };
+}
+
+/**
+ * A case's steps, timed: `step(name, f)` runs f and keeps its time; a step that throws is rethrown naming
+ * the step, its time and the steps before it (a set-up case that fails under load then says where the
+ * time went); `done()` is the times of every step, for the case's diagnostic.
+ */
+export function steps(): { step: <T>(name: string, f: () => Promise<T>) => Promise<T>; done: () => string } {
+  const took: string[] = [];
+  return {
+    async step(name, f) {
+      const t0 = Date.now();
+      try {
+        const v = await f();
+        took.push(`${name} ${Date.now() - t0} ms`);
+        return v;
+      } catch (e) {
+        throw new Error(`${name}: failed after ${Date.now() - t0} ms (before it: ${took.join(', ') || 'nothing'}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    },
+    done: () => took.join(', '),
+  };
 }
 
 /** helm with the node's kubeconfig. */
