@@ -117,6 +117,39 @@ struct {
 	__type(value, __u8);
 } retina_packetparser_filter SEC(".maps");
 
+/* The filter's generation: the agent adds one after each change of the filter map
+ * (src/plugins/linux/packetparser/index.ts), which makes every answer the per-CPU cache below holds stale. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} retina_packetparser_filter_gen SEC(".maps");
+
+/* What the filter said of a pod veth's own pod (the source of what arrives from the pod, the destination
+ * of what goes to it), per CPU, per interface and family (slot (ifindex * 2 + IPv6) % PP_IF_SLOTS): nearly
+ * every packet on a veth has its pod's address on that side, so the filter (a hash lookup of 16 bytes) is
+ * asked once per veth, family, CPU and generation instead of once or twice per packet. Per CPU: a slot is
+ * never read half written. Another address on that side, or a veth sharing the slot, is looked up and takes
+ * the slot. */
+#define PP_IF_SLOTS 256
+struct pp_if_slot {
+	__u32 ifindex;
+	__u32 gen;
+	__u8 addr[16];
+	__u8 family;
+	__u8 interesting;
+	__u16 pad;
+	__u32 pad2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PP_IF_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pp_if_slot);
+} retina_packetparser_if_cache SEC(".maps");
+
 /* The connection table's key: the 5-tuple with the lower (address, port) end first, and the
  * interface it was observed on, so that two observation points of the same packet keep apart. */
 struct pp_ct_key {
@@ -403,6 +436,32 @@ static __always_inline int interesting(const __u8 *addr, __u8 family)
 		__builtin_memcpy(k.addr, addr, 16);
 	}
 	return bpf_map_lookup_elem(&retina_packetparser_filter, &k) != 0;
+}
+
+/* interesting() of a pod veth's pod-side address, through the per-CPU cache (retina_packetparser_if_cache). */
+static __always_inline int veth_pod_interesting(struct __sk_buff *skb, const __u8 *addr, __u8 family)
+{
+	__u32 zero = 0;
+	__u32 *g = bpf_map_lookup_elem(&retina_packetparser_filter_gen, &zero);
+	__u32 ifindex = skb->ifindex;
+	__u32 slot = (ifindex * 2 + (family == 6)) % PP_IF_SLOTS;
+	struct pp_if_slot *c = bpf_map_lookup_elem(&retina_packetparser_if_cache, &slot);
+	if (!g || !c)
+		return interesting(addr, family);
+	__u64 a0, a1, c0, c1;
+	__builtin_memcpy(&a0, addr, 8);
+	__builtin_memcpy(&a1, addr + 8, 8);
+	__builtin_memcpy(&c0, c->addr, 8);
+	__builtin_memcpy(&c1, c->addr + 8, 8);
+	if (c->ifindex == ifindex && c->gen == *g && c->family == family && a0 == c0 && a1 == c1)
+		return c->interesting;
+	int r = interesting(addr, family);
+	c->ifindex = ifindex;
+	c->gen = *g;
+	c->family = family;
+	__builtin_memcpy(c->addr, addr, 16);
+	c->interesting = r;
+	return r;
 }
 
 /* 1 when (saddr, sport) sorts before or equal to (daddr, dport). */
@@ -845,8 +904,18 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 		parsed = parse_copied(skb, &p);
 	if (parsed != PP_PARSED)
 		return;
-	if (!bypass_lookup && !interesting(p.saddr, p.family) && !interesting(p.daddr, p.family))
-		return;
+	/* On a pod veth, the pod's own side first, from the per-CPU cache (veth_pod_interesting); a host
+	 * interface has no such side. */
+	if (!bypass_lookup) {
+		if (obs == PP_FROM_ENDPOINT || obs == PP_TO_ENDPOINT) {
+			const __u8 *pod = obs == PP_FROM_ENDPOINT ? p.saddr : p.daddr;
+			const __u8 *peer = obs == PP_FROM_ENDPOINT ? p.daddr : p.saddr;
+			if (!veth_pod_interesting(skb, pod, p.family) && !interesting(peer, p.family))
+				return;
+		} else if (!interesting(p.saddr, p.family) && !interesting(p.daddr, p.family)) {
+			return;
+		}
+	}
 
 	__u64 now = bpf_ktime_get_ns();
 	__u32 len = skb->len;

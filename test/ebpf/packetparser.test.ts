@@ -117,6 +117,20 @@ test('filter: B and C are not of interest until the interest changes at run time
   await hh.call({ op: 'interest', ips: [a.ip, a.ip6] });
 });
 
+test('filter: a pod\'s address taken out of the filter and put back: its packets stop being reported and start again at once (the pod veth programs keep what the filter said of their pod per CPU and generation)', async () => {
+  const hh = h as Harness;
+  const [a, b, c] = [topo.pod('a'), topo.pod('b'), topo.pod('c')];
+  // One connection (A's source port fixed), reported at A's and B's veths while A is of interest.
+  await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '64', '41999']);
+  assert.equal(total(await hh.settle(), (f) => from(f, a.ip, b.ip)).records, 2 * N, 'A -> B while A is of interest');
+  await hh.call({ op: 'interest', ips: [c.ip] });
+  await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '64', '41999']);
+  assert.equal(total(await hh.settle(), (f) => from(f, a.ip, b.ip)).records, 0, 'the same connection once A is not');
+  await hh.call({ op: 'interest', ips: [a.ip, a.ip6] });
+  await a.ns.node(UDP_SEND, [String(N), b.ip, '7000', '64', '41999']);
+  assert.equal(total(await hh.settle(), (f) => from(f, a.ip, b.ip)).records, 2 * N, 'and again once A is back');
+});
+
 test('endpoint watcher: a veth created after start is attached and reported; deleting it detaches cleanly', async () => {
   const hh = h as Harness;
   const linksBefore = hh.bpf().links.length;

@@ -1,11 +1,12 @@
 /** Node.js scripts the eBPF tests run inside their namespaces (senders, servers). */
 
-/** Sends argv[2] UDP datagrams of argv[5] bytes to argv[3]:argv[4], one at a time; prints "sent N". */
+/** Sends argv[2] UDP datagrams of argv[5] bytes to argv[3]:argv[4], one at a time, from source port argv[6] if given; prints "sent N". */
 export const UDP_SEND = `
 import dgram from 'node:dgram';
-const [n, host, port, size] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+const [n, host, port, size, sport] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
 const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
 s.on('error', () => {});
+if (sport) await new Promise((r) => s.bind(sport, r));
 const buf = Buffer.alloc(size || 32, 0x61);
 for (let i = 0; i < n; i++) await new Promise((r) => s.send(buf, port, host, r));
 s.close();

@@ -18,7 +18,7 @@ import { kernelClock, type KernelClock } from '../ebpf-shared/clock.js';
 import { createPacketDecoder, type PacketDecoder } from './decode.js';
 import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from './raw-decoder.js';
 import {
-  CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
+  CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_GEN_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
   addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
   type SweepResult,
 } from './maps.js';
@@ -254,14 +254,24 @@ function wireRaw(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: 
   return reader;
 }
 
-/** Keeps the filter map equal to ctx.interest (at most filterMapMaxEntries addresses). */
+/**
+ * Keeps the filter map equal to ctx.interest (at most filterMapMaxEntries addresses). After a sync that
+ * changed it the filter's generation goes up by one: the pod veth programs keep, per CPU, what the filter
+ * said of each veth's pod, and a new generation makes them ask again.
+ */
 function mirrorInterest(s: ResourceStack, ctx: PluginContext<PacketparserConfig>, obj: BpfObject): void {
   const writer = mapWriter(obj.map(FILTER_MAP));
+  const genWriter = mapWriter(obj.map(FILTER_GEN_MAP));
+  let gen = 0;
   const current = new Map<string, Buffer>();
   const max = ctx.agent.filterMapMaxEntries;
   const apply = (): void => {
     try {
       const r = syncFilter(writer, current, ctx.interest.ips(), max);
+      if (r.removed || r.added) {
+        gen = (gen + 1) >>> 0;
+        genWriter.put(u32Key(0), u32Key(gen));
+      }
       if (r.overflow) ctx.log.warn('IPs of interest left out: the filter map is full', { count: r.overflow, filterMapMaxEntries: max });
       if (r.invalid) ctx.log.warn('IPs of interest that are not addresses were ignored', { count: r.invalid });
       ctx.status.ok('filter map');

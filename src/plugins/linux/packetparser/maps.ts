@@ -1,6 +1,6 @@
 /**
  * packetparser's maps and their layouts (native-linux/packetparser/packetparser.bpf.c): the filter
- * map of IPs of interest, kept in step with ctx.interest; the connection table, which the kernel
+ * map of IPs of interest, kept in step with ctx.interest, and its generation; the connection table, which the kernel
  * sweep (packetparser_sweep) walks, and the sweep's result.
  */
 import { isIPv4, isIPv6 } from 'node:net';
@@ -9,6 +9,8 @@ import type { MapWriter } from '../../../ffi/linux/index.js';
 export const EVENTS_MAP = 'retina_packetparser_events';
 export const LOST_MAP = 'retina_packetparser_lost';
 export const FILTER_MAP = 'retina_packetparser_filter';
+/** The filter's generation (one u32), one more after each sync that changed the filter: see syncFilter's caller. */
+export const FILTER_GEN_MAP = 'retina_packetparser_filter_gen';
 export const CONNTRACK_MAP = 'retina_packetparser_conntrack';
 export const SWEEP_RESULT_MAP = 'retina_packetparser_sweep_result';
 export const SWEEP_PROGRAM = 'packetparser_sweep';
