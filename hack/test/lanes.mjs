@@ -79,13 +79,13 @@ function summary(log) {
   return { tests: n('tests'), pass: n('pass'), fail: n('fail'), cancelled: n('cancelled'), skipped: n('skipped'), todo: n('todo'), failed, why: reasons(log) };
 }
 
+/** How many lines of a lane's first failed test's error the closing summary prints (of any other failed test: 4). */
+const FIRST_REASON_LINES = 16;
+
 /**
  * Each failed test's error message (without its stack), from the reporter's closing "failing tests" list, by
  * the test's line: printed under it in the closing summary, which is the part of a CI run's output one sees.
  */
-/** How many lines of a lane's first failed test's error the closing summary prints (of any other failed test: 4). */
-const FIRST_REASON_LINES = 16;
-
 function reasons(log) {
   const out = new Map();
   const at = log.lastIndexOf('✖ failing tests:');
