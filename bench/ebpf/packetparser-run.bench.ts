@@ -4,11 +4,12 @@
  * run makes the entry; high aggregation, so the packet is held, as nearly all of a busy connection's are),
  * as the veth's pod sends it (ingress) or receives it (egress): with that pod of interest; with that pod
  * not of interest and its peer of interest; and with neither of interest (a pod a MetricsConfiguration
- * leaves out, talking to another: never in the table, turned away by the filter). Both `_ct` programs (the ones loaded on kernels with the conntrack kfuncs). With
- * BENCH_PP_BASELINE=<an older packetparser.bpf.o> (e.g. from `git show REV:native-linux/packetparser/packetparser.bpf.o`
- * after `make native` there) the baseline runs beside this checkout's object, alternated (A B B A,
- * BENCH_PP_ROUNDS times), and the table gives both and their ratio. One JSON line per case, then a table.
- * Needs root and kernel BTF.
+ * leaves out, talking to another: never in the table, turned away by the filter). Both `_ct` programs
+ * (the ones loaded on kernels with the conntrack kfuncs). With BENCH_PP_BASELINE=<an older
+ * packetparser.bpf.o> (the objects are not in git: `make native` in a worktree of an earlier revision
+ * builds one) the baseline runs beside this checkout's object, alternated (A B B A, BENCH_PP_ROUNDS
+ * times), and the table gives both and their ratio. One JSON line per case, then a table. Needs root
+ * and kernel BTF.
  */
 import { cpus, loadavg, release } from 'node:os';
 import { mapWriter, openBpfObject, testRunTimed, type BpfObject, type BpfProgram } from '../../src/ffi/linux/index.js';
