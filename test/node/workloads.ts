@@ -92,13 +92,18 @@ export async function readyPod(client: RestClient, namespace: string, app: strin
     const p = ps.find((x) => !x.metadata.deletionTimestamp && x.status?.podIP && x.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
     return p as (Pod & { status: { podIP: string } }) | undefined;
   }, 250).catch(async (e: unknown) => {
-    const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${namespace}/events`).catch(() => ({ items: [] }));
     throw new Error([
       String(e),
       ...seen.map((p) => `pod ${p.metadata.name}: ${JSON.stringify(p.status)}`),
-      ...ev.items.slice(-20).map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`),
+      ...(await namespaceEvents(client, namespace)).slice(-20),
     ].join('\n'), { cause: e });
   });
+}
+
+/** The events of `namespace`, a line each (`event <object>: <reason>: <message>`); none when they cannot be read. */
+export async function namespaceEvents(client: RestClient, namespace: string): Promise<string[]> {
+  const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${namespace}/events`).catch(() => ({ items: [] }));
+  return ev.items.map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`);
 }
 
 /** The network namespace containerd made for the pod with this IP (cni-<uuid> under /run/netns). */

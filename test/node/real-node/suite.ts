@@ -14,7 +14,7 @@ import { parseExposition, series, type Sample } from '../../e2e/exposition.js';
 import { eventually, listAll, untilStable } from '../../integration/harness.js';
 import type { PodNs } from '../../integration/pod-flows-net.js';
 import type { RealNode } from '../node.js';
-import { RELEASE_NS, podLog, type Pod } from '../workloads.js';
+import { RELEASE_NS, namespaceEvents, podLog, type Pod } from '../workloads.js';
 
 export const N = 40;
 export const ADV = 'networkobservability_adv_';
@@ -136,7 +136,6 @@ export async function diagnosis(client: RestClient): Promise<string> {
     out.push(`pod ${p.metadata.name}: ${JSON.stringify(p.status?.containerStatuses ?? p.status)}`);
     out.push(...(await podLog(client, p).catch(() => [])).slice(-15).map((l) => `  ${JSON.stringify(l)}`));
   }
-  const ev = await client.request<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>('GET', `/api/v1/namespaces/${RELEASE_NS}/events`).catch(() => ({ items: [] }));
-  out.push(...ev.items.map((x) => `event ${x.involvedObject?.name}: ${x.reason}: ${x.message}`));
+  out.push(...await namespaceEvents(client, RELEASE_NS));
   return out.join('\n');
 }
