@@ -427,11 +427,27 @@ export function leftovers(ns: Netns | undefined, ifnames: readonly string[], own
       if (out.trim()) left.push(`tc ${dir} filter on ${i}: ${out.trim()}`);
     }
   }
-  const progs = new Map((JSON.parse(sh('bpftool', ['-j', 'prog', 'show'])) as { name?: string; id: number }[]).map((p) => [p.id, p.name]));
-  const links = new Set((JSON.parse(sh('bpftool', ['-j', 'link', 'show'])) as { id: number }[]).map((l) => l.id));
-  for (const id of owned.progs) if (progs.has(id)) left.push(`BPF program ${progs.get(id) ?? '?'} (id ${id})`);
-  for (const id of owned.links) if (links.has(id)) left.push(`BPF link ${id}`);
+  for (const id of owned.progs) {
+    const p = bpfObject('prog', id);
+    if (p) left.push(`BPF program ${String(p['name'] ?? '?')} (id ${id})`);
+  }
+  for (const id of owned.links) if (bpfObject('link', id)) left.push(`BPF link ${id}`);
   return left;
+}
+
+/**
+ * The program or link with this id (bpftool's JSON of it), undefined when there is none. Asked for by id, not
+ * by listing every one: a full-run listing failed when another lane's link was being made at that instant
+ * (`can't get link by id (…): Resource temporarily unavailable`, which fails the whole listing).
+ */
+function bpfObject(kind: 'prog' | 'link', id: number): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(sh('bpftool', ['-j', kind, 'show', 'id', String(id)])) as Record<string, unknown>;
+  } catch (e) {
+    const out = String((e as { stdout?: unknown }).stdout ?? '');
+    if (out.includes('No such file or directory')) return undefined;
+    throw new Error(`bpftool ${kind} show id ${id}: ${out.trim() || String(e)}`, { cause: e });
+  }
 }
 
 /** `leftovers`, given up to `graceMs` for the kernel's deferred release of closed programs. */
