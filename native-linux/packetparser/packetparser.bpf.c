@@ -89,6 +89,21 @@ extern void bpf_ct_release(struct nf_conn___pp *ct) __ksym __weak;
 #define CT_LIFETIME_SYN (60 * NS_PER_SEC)
 #define CT_LIFETIME_NONTCP (60 * NS_PER_SEC)
 
+/* The connection table's clock: CLOCK_MONOTONIC at the tick's resolution (bpf_ktime_get_coarse_ns,
+ * Linux 5.11+), which decides lifetimes and report intervals of seconds as well as the nanosecond
+ * clock and costs a seqcount read instead of a clock source read (bench/ebpf/packetparser-run.bench.ts:
+ * 14-23 ns of a known connection's run here). Every expires_ns and dir[].last_report_ns is on it;
+ * records carry bpf_ktime_get_ns, taken only when one is written. Kernels without the helper (5.10)
+ * use bpf_ktime_get_ns: the CO-RE check against the kernel's enum makes the branch a constant the
+ * verifier drops. The coarse clock is never ahead of the fine one, so the sweep, which compares the
+ * table's times with this clock too, never sees one in its future. */
+static __always_inline __u64 ct_clock(void)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_ktime_get_coarse_ns))
+		return bpf_ktime_get_coarse_ns();
+	return bpf_ktime_get_ns();
+}
+
 /* Set by the agent before load. */
 const volatile __u8 bypass_lookup = 0;        /* 1: report every packet, not only IPs of interest */
 const volatile __u8 aggregate_high = 0;       /* dataAggregationLevel: 0 low, 1 high */
@@ -183,7 +198,7 @@ struct pp_ct_dir {
 
 /* 208 bytes (src/plugins/linux/packetparser/maps.ts checks the size at load). */
 struct pp_ct_value {
-	__u64 expires_ns;       /* bpf_ktime_get_ns() after which the entry is dead */
+	__u64 expires_ns;       /* ct_clock() after which the entry is dead */
 	__u8 initiator_is_a;    /* 1: forward = a -> b */
 	__u8 direction;         /* PP_DIR_* of the connection */
 	__u8 closing;           /* FIN or RST seen */
@@ -882,13 +897,13 @@ static __always_inline void dir_add(struct pp_ct_dir *d, __u32 len, __u16 f, int
 }
 
 /* Fills the scratch record as handle() would write this packet's record, and folds it (fold()). */
-static __always_inline int fold_packet(struct __sk_buff *skb, const struct pp_pkt *p, const struct pp_ct_value *v, int s_first, int reply, __u8 obs, __u64 now,
+static __always_inline int fold_packet(struct __sk_buff *skb, const struct pp_pkt *p, const struct pp_ct_value *v, int s_first, int reply, __u8 obs, __u64 ts,
 				       struct pp_ct_dir *d, __u32 len, int why)
 {
 	struct pp_agg_scratch *sc = agg_scratch();
 	if (!sc)
 		return 0;
-	fill(&sc->e, p, skb, now, obs);
+	fill(&sc->e, p, skb, ts, obs);
 	nat_apply(&sc->e, v, s_first);
 	sc->e.direction = v->direction;
 	sc->e.is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
@@ -917,7 +932,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 		}
 	}
 
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = ct_clock();
 	__u32 len = skb->len;
 	int s_first = src_first(&p);
 	struct pp_ct_key key = {};
@@ -996,15 +1011,16 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 
 	struct packet_event *e;
 	if (!aggregate_high) {
-		int why = budget_fold(now);
-		if (why && fold_packet(skb, &p, v, s_first, reply, obs, now, 0, len, why))
+		__u64 ts = bpf_ktime_get_ns();
+		int why = budget_fold(ts);
+		if (why && fold_packet(skb, &p, v, s_first, reply, obs, ts, 0, len, why))
 			return;
 		e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
 		if (!e) {
 			retina_count_lost(&retina_packetparser_lost);
 			return;
 		}
-		fill(e, &p, skb, now, obs);
+		fill(e, &p, skb, ts, obs);
 		nat_apply(e, v, s_first);
 		e->direction = v->direction;
 		e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
@@ -1037,14 +1053,16 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	 * Once the connection closes, the direction's held counts go too, as a report would take them:
 	 * the entry may be evicted from the table before a sweep reports them. */
 	int added = 0;
+	__u64 ts = 0;
 	if (reason != 0xff) {
-		int why = budget_fold(now);
+		ts = bpf_ktime_get_ns();
+		int why = budget_fold(ts);
 		if (why) {
 			if (v->closing) {
 				dir_add(d, len, f, tcp);
 				added = 1;
 			}
-			if (fold_packet(skb, &p, v, s_first, reply, obs, now, added ? d : 0, len, why)) {
+			if (fold_packet(skb, &p, v, s_first, reply, obs, ts, added ? d : 0, len, why)) {
 				if (added)
 					d->last_report_ns = now;
 				return;
@@ -1062,7 +1080,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 		return;
 	}
 	d->last_report_ns = now;
-	fill(e, &p, skb, now, obs);
+	fill(e, &p, skb, ts, obs);
 	nat_apply(e, v, s_first);
 	e->direction = v->direction;
 	e->is_reply = reply ? PP_REPLY_YES : PP_REPLY_NO;
@@ -1092,7 +1110,8 @@ struct {
 } retina_packetparser_sweep_result SEC(".maps");
 
 struct pp_sweep_ctx {
-	__u64 now;
+	__u64 now; /* ct_clock(): compared with the table's times, written as a direction's last report */
+	__u64 ts;  /* bpf_ktime_get_ns(): the records' time, and the CPU budget's and the aggregates' clock */
 	__u32 final;
 	__u32 agg; /* the keyed sweep: the keys are retina_packetparser_agg's */
 	struct pp_sweep_result r;
@@ -1130,11 +1149,11 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 		return;
 	if (reason == PP_REPORT_IDLE && c->now - dir->last_report_ns < report_interval_ns)
 		return;
-	int why = budget_fold(c->now);
+	int why = budget_fold(c->ts);
 	if (why) {
 		struct pp_agg_scratch *sc = agg_scratch();
 		if (sc) {
-			sweep_fill(&sc->e, key, v, d, reason, c->now);
+			sweep_fill(&sc->e, key, v, d, reason, c->ts);
 			if (fold(dir, 0, 0, why)) {
 				dir->last_report_ns = c->now;
 				return;
@@ -1147,7 +1166,7 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 		c->r.lost++;
 		return;
 	}
-	sweep_fill(e, key, v, d, reason, c->now);
+	sweep_fill(e, key, v, d, reason, c->ts);
 	dir->last_report_ns = c->now;
 	take(dir, e);
 	set_peer_hash(e);
@@ -1165,8 +1184,8 @@ static long agg_flush_one(struct bpf_map *map, struct pp_agg_key *k, struct pp_a
 {
 	struct pp_ct_dir *d = &a->d;
 	if (!d->packets) {
-		/* signed: an aggregate made after this sweep read its clock is younger than c->now */
-		if ((__s64)(c->now - d->last_report_ns) > PP_AGG_IDLE_NS)
+		/* signed: an aggregate made after this sweep read its clock is younger than c->ts */
+		if ((__s64)(c->ts - d->last_report_ns) > PP_AGG_IDLE_NS)
 			bpf_map_delete_elem(map, k);
 		return 0;
 	}
@@ -1176,7 +1195,7 @@ static long agg_flush_one(struct bpf_map *map, struct pp_agg_key *k, struct pp_a
 		c->r.lost++;
 		return 0;
 	}
-	e->ts_ns = c->now;
+	e->ts_ns = c->ts;
 	__builtin_memcpy(e->saddr, k->saddr, 16);
 	__builtin_memcpy(e->daddr, k->daddr, 16);
 	e->sport = k->sport;
@@ -1229,7 +1248,8 @@ int packetparser_sweep(struct __sk_buff *skb)
 	__u8 in[2] = {};
 	bpf_skb_load_bytes(skb, 0, in, 2);
 	c.final = in[0];
-	c.now = bpf_ktime_get_ns();
+	c.now = ct_clock();
+	c.ts = bpf_ktime_get_ns();
 	if (!in[1])
 		bpf_for_each_map_elem(&retina_packetparser_conntrack, sweep_one, &c, 0);
 	bpf_for_each_map_elem(&retina_packetparser_agg, agg_flush_one, &c, 0);
@@ -1287,7 +1307,8 @@ int packetparser_sweep_keys(struct __sk_buff *skb)
 	__builtin_memset(&c->r, 0, sizeof(c->r));
 	c->final = hdr[0];
 	c->agg = hdr[2];
-	c->now = bpf_ktime_get_ns();
+	c->now = ct_clock();
+	c->ts = bpf_ktime_get_ns();
 	__u32 n = hdr[1];
 	for (__u32 i = 0; i < PP_SWEEP_KEYS && i < n; i++)
 		packetparser_sweep_key(skb, PP_SWEEP_HDR + i * sizeof(struct pp_ct_key));
