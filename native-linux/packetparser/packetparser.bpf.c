@@ -78,6 +78,7 @@ extern void bpf_ct_release(struct nf_conn___pp *ct) __ksym __weak;
 #define TCP_FIN_ 0x01
 #define TCP_SYN_ 0x02
 #define TCP_RST_ 0x04
+#define TCP_PSH_ 0x08
 #define TCP_ACK_ 0x10
 #define TCP_NS_ 0x100
 #define TCP_OPTS_MAX 40
@@ -196,12 +197,18 @@ struct pp_ct_dir {
  * The kernel's UDP timeout (nf_conntrack_udp_timeout) is 30 s. */
 #define PP_NAT_RECHECK_IDLE (30 * NS_PER_SEC)
 
+/* pp_ct_value.closing. Closed: a RST, or the ACK of the second FIN (no FIN, SYN or RST in it), when
+ * both directions' held counts are reported (high aggregation). */
+#define PP_CT_OPEN 0
+#define PP_CT_CLOSING 1
+#define PP_CT_CLOSED 2
+
 /* 208 bytes (src/plugins/linux/packetparser/maps.ts checks the size at load). */
 struct pp_ct_value {
 	__u64 expires_ns;       /* ct_clock() after which the entry is dead */
 	__u8 initiator_is_a;    /* 1: forward = a -> b */
 	__u8 direction;         /* PP_DIR_* of the connection */
-	__u8 closing;           /* FIN or RST seen */
+	__u8 closing;           /* PP_CT_*: open, closing (a FIN or RST seen), closed */
 	__u8 nat_state;         /* PP_NAT_* */
 	__u32 flags_seen[2];    /* every flag seen, forward and reply */
 	__u8 obs[2];            /* observation point of each direction's last packet (for the sweep) */
@@ -522,7 +529,7 @@ static __always_inline void count_flags(struct pp_ct_dir *d, __u16 f)
 		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_ACK], 1);
 	if (f & TCP_RST_)
 		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_RST], 1);
-	if (f & 0x08)
+	if (f & TCP_PSH_)
 		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_PSH], 1);
 	if (f & 0x20)
 		__sync_fetch_and_add(&d->flag_counts[PP_FLAG_URG], 1);
@@ -910,6 +917,16 @@ static __always_inline int fold_packet(struct __sk_buff *skb, const struct pp_pk
 	return fold(d, len, p->flags, why);
 }
 
+/* The key of the connection packetparser_close_other() reports (per CPU: tc programs do not nest on one). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_ct_key);
+} retina_packetparser_close_key SEC(".maps");
+
+__noinline int packetparser_close_other(__u32 d, __u64 now, __u64 ts);
+
 /* `ct`: the *_ct variants, which translate Service addresses through the kernel's conntrack. */
 static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 {
@@ -997,8 +1014,8 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	__u32 seen_before = v->flags_seen[reply & 1];
 	if ((seen_before | f) != seen_before)
 		v->flags_seen[reply & 1] |= f; /* racy only for flag bits, never counts */
-	if (tcp && (f & (TCP_FIN_ | TCP_RST_)) && !v->closing)
-		v->closing = 1;
+	if (tcp && (f & (TCP_FIN_ | TCP_RST_)) && v->closing == PP_CT_OPEN)
+		v->closing = PP_CT_CLOSING;
 	/* Both directions run on different CPUs: refresh the expiry at most once a second (or when it
 	 * must shrink, after FIN or RST), so the entry's first cache line is not written per packet. */
 	__u64 exp = now + lifetime(v, p.proto);
@@ -1037,10 +1054,19 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	}
 
 	struct pp_ct_dir *d = &v->dir[reply & 1];
+	/* The connection closes with this packet: a RST, or the ACK of the second FIN. Until then a closing
+	 * connection's packets (the FINs, their ACKs, a half-closed side's data) are held like any others:
+	 * a short connection is then four records at a veth (its first packet, the SYN-ACK, and both
+	 * directions at the close) instead of one per packet. */
+	int closes = tcp && v->closing == PP_CT_CLOSING &&
+		     ((f & TCP_RST_) || ((v->flags_seen[0] & v->flags_seen[1] & TCP_FIN_) && (f & TCP_ACK_) && !(f & (TCP_SYN_ | TCP_FIN_))));
+	/* A flag new to this direction other than ACK, PSH and FIN (which every connection has): URG, ECE,
+	 * CWR, NS. */
+	__u32 new_flags = (seen_before | f) & ~seen_before & ~(__u32)(TCP_ACK_ | TCP_PSH_ | TCP_FIN_);
 	__u8 reason;
 	if (is_new)
 		reason = PP_REPORT_NEW;
-	else if (tcp && ((f & (TCP_SYN_ | TCP_FIN_ | TCP_RST_)) || (seen_before | f) != seen_before || v->closing))
+	else if (tcp && ((f & (TCP_SYN_ | TCP_RST_)) || new_flags || closes || v->closing == PP_CT_CLOSED))
 		reason = PP_REPORT_FLAGS;
 	else if (now - d->last_report_ns >= report_interval_ns)
 		reason = PP_REPORT_INTERVAL;
@@ -1056,6 +1082,15 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	__u64 ts = 0;
 	if (reason != 0xff) {
 		ts = bpf_ktime_get_ns();
+		if (closes) {
+			v->closing = PP_CT_CLOSED;
+			__u32 zero = 0;
+			struct pp_ct_key *ck = bpf_map_lookup_elem(&retina_packetparser_close_key, &zero);
+			if (ck) {
+				*ck = key;
+				packetparser_close_other(!(reply & 1), now, ts);
+			}
+		}
 		int why = budget_fold(ts);
 		if (why) {
 			if (v->closing) {
@@ -1172,6 +1207,29 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 	set_peer_hash(e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP); /* the agent drains the ring right after the sweep */
 	c->r.reported++;
+}
+
+/* At a connection's close (handle()): what direction `d`, the other one, of the connection in
+ * retina_packetparser_close_key still holds, as the sweep reports a direction (the table's ends, no
+ * TCP timestamps), so a closed connection's counts do not wait for the sweep. Written without waking
+ * the agent: the closing packet's own record comes next. A global function, which the verifier checks
+ * once on its own (it takes only scalars, hence the key in a map): inlined, or a static function
+ * checked at every call on every path, it took the endpoint programs from 148 848 to 351 405
+ * instructions on 5.10. */
+__noinline int packetparser_close_other(__u32 d, __u64 now, __u64 ts)
+{
+	__u32 zero = 0;
+	struct pp_ct_key *key = bpf_map_lookup_elem(&retina_packetparser_close_key, &zero);
+	if (!key)
+		return 0;
+	struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, key);
+	if (!v)
+		return 0;
+	struct pp_sweep_ctx c = {};
+	c.now = now;
+	c.ts = ts;
+	sweep_dir(key, v, d, PP_REPORT_FLAGS, &c);
+	return 0;
 }
 
 /* An aggregate idle this long (no packet added, nothing held) is deleted by the flush. */

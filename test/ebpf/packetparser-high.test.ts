@@ -1,7 +1,8 @@
 /**
  * packetparser on a real kernel, high aggregation: a paced TCP transfer from pod A to pod B gives a
  * handful of records whose packets and bytes sum exactly to what the veths counted, with exactly one
- * SYN and one SYN-ACK; the conntrack_* gauges equal the same counts; sampling 1 in N reports about
+ * SYN and one SYN-ACK; the conntrack_* gauges equal the same counts; short connections closed by
+ * FINs or a RST come whole in at most four records a veth, with no sweep; sampling 1 in N reports about
  * 1/N of the packets; start-stop-start-stop leaves nothing; with enablePodLevel off nothing loads.
  */
 import assert from 'node:assert/strict';
@@ -10,9 +11,9 @@ import { after, before, test } from 'node:test';
 import { TCP_FLAG_SLOTS } from '../../src/flow/index.js';
 import { runPacketparser } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext } from './fake-context.js';
-import { bpfIdsOf, leftoversAfterStop, metric, sleep, type Netns } from './netns.js';
+import { bpfIdsOf, leftoversAfterStop, metric, scaled, sleep, type Netns } from './netns.js';
 import { Harness, Topology, requirePacketparser, tearDown, total, type PFlow } from './packetparser-topology.js';
-import { TCP_PACED_SEND, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
+import { TCP_PACED_SEND, TCP_SHORT, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
 
 let topo: Topology;
 let h: Harness | undefined;
@@ -46,6 +47,8 @@ function flagCount(flows: readonly PFlow[], slot: (typeof TCP_FLAG_SLOTS)[number
     if (f.counts) n += f.counts[i] ?? 0;
     else if (slot === 'SYN') n += (f.flags & 0x12) === 0x02 ? 1 : 0;
     else if (slot === 'SYNACK') n += (f.flags & 0x12) === 0x12 ? 1 : 0;
+    else if (slot === 'FIN') n += f.flags & 0x01 ? 1 : 0;
+    else if (slot === 'RST') n += f.flags & 0x04 ? 1 : 0;
   }
   return n;
 }
@@ -98,6 +101,44 @@ test('high: a paced TCP transfer: few records, whose sums equal the veth counter
   assert.equal(metric(text, 'networkobservability_conntrack_packets_rx'), fromB.packets + toA.packets);
   assert.equal(metric(text, 'networkobservability_conntrack_bytes_tx'), fromA.bytes + toB.bytes);
   assert.equal(metric(text, 'networkobservability_conntrack_bytes_rx'), fromB.bytes + toA.bytes);
+  await hh.call({ op: 'stop' });
+});
+
+for (const how of ['fin', 'rst'] as const) test(`high: short TCP connections closed by ${how === 'fin' ? 'FINs' : 'a RST'} are reported at their close, whole, with no sweep; at most four records a veth each`, async (t) => {
+  const hh = h as Harness;
+  const [a, b] = [topo.pod('a'), topo.pod('b')];
+  // No sweep and no interval report during the test: whatever the veths counted must come in the
+  // records the connections' own packets wrote.
+  await hh.start({}, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 600_000 }, [a.ip], { gcIntervalMs: 600_000 });
+  await hh.settle(300);
+  const sa0 = stats(topo.node, a.veth);
+  const sb0 = stats(topo.node, b.veth);
+  const n = 10;
+  assert.match(await a.ns.node(TCP_SHORT, [String(n), b.ip, '7001', '100', how]), new RegExp(`done ${n}`));
+  const da = delta(sa0, stats(topo.node, a.veth));
+  const db = delta(sb0, stats(topo.node, b.veth));
+  const at = (v: 'a' | 'b', obs: string) => (f: PFlow): boolean => f.proto === 6 && f.obs === obs && (obs === 'FROM_ENDPOINT' ? f.src : f.dst) === (v === 'a' ? a.ip : b.ip);
+  const tcp = await hh.until((got) => [
+    [at('a', 'FROM_ENDPOINT'), da.rx_packets], [at('a', 'TO_ENDPOINT'), da.tx_packets], [at('b', 'TO_ENDPOINT'), db.tx_packets], [at('b', 'FROM_ENDPOINT'), db.rx_packets],
+  ].every(([f, want]) => total(got, f as (f: PFlow) => boolean).packets >= (want as number)), scaled(10_000));
+  const fromA = total(tcp, at('a', 'FROM_ENDPOINT'));
+  const toA = total(tcp, at('a', 'TO_ENDPOINT'));
+  const toB = total(tcp, at('b', 'TO_ENDPOINT'));
+  const fromB = total(tcp, at('b', 'FROM_ENDPOINT'));
+  t.diagnostic(`${fromA.records}/${toA.records}/${toB.records}/${fromB.records} records for ${fromA.packets}/${toA.packets}/${toB.packets}/${fromB.packets} packets at the four points`);
+  assert.deepEqual([fromA.packets, fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
+  assert.deepEqual([toA.packets, toA.bytes], [da.tx_packets, da.tx_bytes], 'to A = tx of its veth');
+  assert.deepEqual([toB.packets, toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
+  assert.deepEqual([fromB.packets, fromB.bytes], [db.rx_packets, db.rx_bytes], 'from B = rx of its veth');
+  for (const [where, fl] of [['A', tcp.filter((f) => at('a', 'FROM_ENDPOINT')(f) || at('a', 'TO_ENDPOINT')(f))], ['B', tcp.filter((f) => at('b', 'FROM_ENDPOINT')(f) || at('b', 'TO_ENDPOINT')(f))]] as const) {
+    // Each connection: its first packet, the SYN-ACK, and each direction's held packets at the close
+    // (a direction with nothing held since its last record writes none).
+    assert.ok(fl.length <= 4 * n && fl.length >= (how === 'fin' ? 4 : 3) * n, `${fl.length} records at ${where}'s veth for ${n} connections`);
+    assert.equal(flagCount(fl, 'SYN'), n, `SYNs at ${where}`);
+    assert.equal(flagCount(fl, 'SYNACK'), n, `SYN-ACKs at ${where}`);
+    if (how === 'fin') assert.equal(flagCount(fl, 'FIN'), 2 * n, `FINs at ${where}`);
+    else assert.equal(flagCount(fl, 'RST'), n, `RSTs at ${where}`);
+  }
   await hh.call({ op: 'stop' });
 });
 

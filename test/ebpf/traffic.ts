@@ -61,6 +61,29 @@ c.on('data', () => {});
 c.on('close', () => console.log('sent', n));
 `;
 
+/**
+ * argv[2] short TCP connections to argv[3]:argv[4], one after another: each sends argv[5] bytes, then
+ * closes (`fin`: end, and waits for the peer's close) or resets (`rst`: RST, SO_LINGER 0, once the
+ * peer has acknowledged the bytes); prints "done N".
+ */
+export const TCP_SHORT = `
+import net from 'node:net';
+const [n, host, port, size] = process.argv.slice(1, 5).map((x, i) => (i === 1 ? x : Number(x)));
+const how = process.argv[5];
+for (let i = 0; i < n; i++) {
+  await new Promise((resolve, reject) => {
+    const c = net.connect(port, host, () => c.write(Buffer.alloc(size, 0x63), () => {
+      if (how === 'fin') return c.end();
+      setTimeout(() => c.resetAndDestroy(), 100); // the peer's delayed ACK of the bytes first
+    }));
+    c.on('data', () => {});
+    c.on('error', reject);
+    c.on('close', resolve);
+  });
+}
+console.log('done', n);
+`;
+
 /** A DNS server on port 53 (UDP and TCP, IPv4 and IPv6, argv[2] and argv[3]): answers every A query with 192.0.2.1. */
 export const DNS_SERVER = `
 import dgram from 'node:dgram';
