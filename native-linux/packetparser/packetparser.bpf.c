@@ -1211,11 +1211,13 @@ static __always_inline void sweep_dir(const struct pp_ct_key *key, struct pp_ct_
 
 /* At a connection's close (handle()): what direction `d`, the other one, of the connection in
  * retina_packetparser_close_key still holds, as the sweep reports a direction (the table's ends, no
- * TCP timestamps), so a closed connection's counts do not wait for the sweep. Written without waking
- * the agent: the closing packet's own record comes next. A global function, which the verifier checks
- * once on its own (it takes only scalars, hence the key in a map): inlined, or a static function
- * checked at every call on every path, it took the endpoint programs from 148 848 to 351 405
- * instructions on 5.10. */
+ * TCP timestamps), so a closed connection's counts do not wait for the sweep. Submitted without a
+ * wake-up, as the sweep submits: the closing packet's own record comes next with the ring's usual one
+ * (retina_submit_flags); when that one is folded instead (the CPU budget), the agent's flush of the
+ * aggregates, every second while it folds, drains the ring, and when the ring is full the agent is
+ * behind and drains anyway. A global function, which the verifier checks once on its own (it takes
+ * only scalars, hence the key in a map): inlined, or a static function checked at every call on every
+ * path, it took the endpoint programs from 148 848 to 351 405 instructions on 5.10. */
 __noinline int packetparser_close_other(__u32 d, __u64 now, __u64 ts)
 {
 	__u32 zero = 0;
