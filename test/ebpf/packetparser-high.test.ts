@@ -53,6 +53,32 @@ function flagCount(flows: readonly PFlow[], slot: (typeof TCP_FLAG_SLOTS)[number
   return n;
 }
 
+type Totals = ReturnType<typeof total>;
+interface Points { readonly fromA: Totals; readonly toA: Totals; readonly toB: Totals; readonly fromB: Totals }
+
+/** What the records carry at the four points: the node end of a pod's veth receives what the pod sends (FROM_ENDPOINT) and sends what it receives. */
+function points(flows: readonly PFlow[], a: string, b: string): Points {
+  return {
+    fromA: total(flows, (f) => f.obs === 'FROM_ENDPOINT' && f.src === a),
+    toA: total(flows, (f) => f.obs === 'TO_ENDPOINT' && f.dst === a),
+    toB: total(flows, (f) => f.obs === 'TO_ENDPOINT' && f.dst === b),
+    fromB: total(flows, (f) => f.obs === 'FROM_ENDPOINT' && f.src === b),
+  };
+}
+
+type VethDelta = ReturnType<typeof stats>;
+
+/** Each point's packets and bytes equal its veth's counters. */
+function assertVeths(p: Points, da: VethDelta, db: VethDelta): void {
+  assert.deepEqual([p.fromA.packets, p.fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
+  assert.deepEqual([p.toA.packets, p.toA.bytes], [da.tx_packets, da.tx_bytes], 'to A = tx of its veth');
+  assert.deepEqual([p.toB.packets, p.toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
+  assert.deepEqual([p.fromB.packets, p.fromB.bytes], [db.rx_packets, db.rx_bytes], 'from B = rx of its veth');
+}
+
+/** The records of the veth of the pod with address `ip`. */
+const atVeth = (flows: readonly PFlow[], ip: string): PFlow[] => flows.filter((f) => (f.obs === 'FROM_ENDPOINT' ? f.src : f.dst) === ip);
+
 test('high: a paced TCP transfer: few records, whose sums equal the veth counters exactly', async (t) => {
   const hh = h as Harness;
   const [a, b] = [topo.pod('a'), topo.pod('b')];
@@ -69,23 +95,17 @@ test('high: a paced TCP transfer: few records, whose sums equal the veth counter
   const db = delta(sb0, stats(topo.node, b.veth));
   const tcp = flows.filter((f) => f.proto === 6);
   assert.equal(tcp.length, flows.length, 'only the transfer');
-  // The node end of A's veth receives what A sends (FROM_ENDPOINT) and sends what A receives.
-  const fromA = total(tcp, (f) => f.obs === 'FROM_ENDPOINT' && f.src === a.ip);
-  const toA = total(tcp, (f) => f.obs === 'TO_ENDPOINT' && f.dst === a.ip);
-  const toB = total(tcp, (f) => f.obs === 'TO_ENDPOINT' && f.dst === b.ip);
-  const fromB = total(tcp, (f) => f.obs === 'FROM_ENDPOINT' && f.src === b.ip);
-  assert.deepEqual([fromA.packets, fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
-  assert.deepEqual([toA.packets, toA.bytes], [da.tx_packets, da.tx_bytes], 'to A = tx of its veth');
-  assert.deepEqual([toB.packets, toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
-  assert.deepEqual([fromB.packets, fromB.bytes], [db.rx_packets, db.rx_bytes], 'from B = rx of its veth');
+  const at = points(tcp, a.ip, b.ip);
+  assertVeths(at, da, db);
+  const { fromA, toA, toB, fromB } = at;
   const packets = fromA.packets + toA.packets + toB.packets + fromB.packets;
   t.diagnostic(`${tcp.length} records for ${packets} packets (${[fromA, toA, toB, fromB].map((x) => x.records).join('/')} at the four points)`);
   for (const [name, r] of hh.runStats()) if (r.runs) t.diagnostic(`${name}: ${r.runs} runs, ${Math.round(r.ns / r.runs)} ns per packet (high)`);
   assert.ok(tcp.length * 3 < packets, `aggregated: ${tcp.length} records for ${packets} packets`);
   const intervalReports = tcp.filter((f) => f.packets > 1 && (f.flags & 0x07) === 0);
   assert.ok(intervalReports.length >= 4, `interval reports in both directions at both veths (${intervalReports.length})`);
-  const atA = tcp.filter((f) => (f.obs === 'FROM_ENDPOINT' ? f.src : f.dst) === a.ip);
-  const atB = tcp.filter((f) => (f.obs === 'FROM_ENDPOINT' ? f.src : f.dst) === b.ip);
+  const atA = atVeth(tcp, a.ip);
+  const atB = atVeth(tcp, b.ip);
   for (const [where, fl] of [['A', atA], ['B', atB]] as const) {
     assert.equal(flagCount(fl, 'SYN'), 1, `one SYN at ${where}`);
     assert.equal(flagCount(fl, 'SYNACK'), 1, `one SYN-ACK at ${where}`);
@@ -117,20 +137,15 @@ for (const how of ['fin', 'rst'] as const) test(`high: short TCP connections clo
   assert.match(await a.ns.node(TCP_SHORT, [String(n), b.ip, '7001', '100', how]), new RegExp(`done ${n}`));
   const da = delta(sa0, stats(topo.node, a.veth));
   const db = delta(sb0, stats(topo.node, b.veth));
-  const at = (v: 'a' | 'b', obs: string) => (f: PFlow): boolean => f.proto === 6 && f.obs === obs && (obs === 'FROM_ENDPOINT' ? f.src : f.dst) === (v === 'a' ? a.ip : b.ip);
-  const tcp = await hh.until((got) => [
-    [at('a', 'FROM_ENDPOINT'), da.rx_packets], [at('a', 'TO_ENDPOINT'), da.tx_packets], [at('b', 'TO_ENDPOINT'), db.tx_packets], [at('b', 'FROM_ENDPOINT'), db.rx_packets],
-  ].every(([f, want]) => total(got, f as (f: PFlow) => boolean).packets >= (want as number)), scaled(10_000));
-  const fromA = total(tcp, at('a', 'FROM_ENDPOINT'));
-  const toA = total(tcp, at('a', 'TO_ENDPOINT'));
-  const toB = total(tcp, at('b', 'TO_ENDPOINT'));
-  const fromB = total(tcp, at('b', 'FROM_ENDPOINT'));
-  t.diagnostic(`${fromA.records}/${toA.records}/${toB.records}/${fromB.records} records for ${fromA.packets}/${toA.packets}/${toB.packets}/${fromB.packets} packets at the four points`);
-  assert.deepEqual([fromA.packets, fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
-  assert.deepEqual([toA.packets, toA.bytes], [da.tx_packets, da.tx_bytes], 'to A = tx of its veth');
-  assert.deepEqual([toB.packets, toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
-  assert.deepEqual([fromB.packets, fromB.bytes], [db.rx_packets, db.rx_bytes], 'from B = rx of its veth');
-  for (const [where, fl] of [['A', tcp.filter((f) => at('a', 'FROM_ENDPOINT')(f) || at('a', 'TO_ENDPOINT')(f))], ['B', tcp.filter((f) => at('b', 'FROM_ENDPOINT')(f) || at('b', 'TO_ENDPOINT')(f))]] as const) {
+  const tcpOf = (flows: readonly PFlow[]): PFlow[] => flows.filter((f) => f.proto === 6);
+  const tcp = tcpOf(await hh.until((got) => {
+    const p = points(tcpOf(got), a.ip, b.ip);
+    return p.fromA.packets >= da.rx_packets && p.toA.packets >= da.tx_packets && p.toB.packets >= db.tx_packets && p.fromB.packets >= db.rx_packets;
+  }, scaled(10_000)));
+  const p = points(tcp, a.ip, b.ip);
+  t.diagnostic(`${[p.fromA, p.toA, p.toB, p.fromB].map((x) => x.records).join('/')} records for ${[p.fromA, p.toA, p.toB, p.fromB].map((x) => x.packets).join('/')} packets at the four points`);
+  assertVeths(p, da, db);
+  for (const [where, fl] of [['A', atVeth(tcp, a.ip)], ['B', atVeth(tcp, b.ip)]] as const) {
     // Each connection: its first packet, the SYN-ACK, and each direction's held packets at the close
     // (a direction with nothing held since its last record writes none).
     assert.ok(fl.length <= 4 * n && fl.length >= (how === 'fin' ? 4 : 3) * n, `${fl.length} records at ${where}'s veth for ${n} connections`);
