@@ -11,7 +11,8 @@
  * to engage and settle), records parsed, records folded in the kernel (by reason) and lost, and
  * packetforward's forward_count on A's veth against the veth's own counters (kernel maps: exact with
  * the budget on or off), and what packetparser's endpoint programs cost per packet in the kernel
- * (BPF run-time statistics, on for the whole bench: folding adds a hash update per record). Env: BENCH_STORM_SECONDS (10), BENCH_STORM_ROUNDS (2: four runs),
+ * (BPF run-time statistics, on for the whole bench: folding adds a hash update per record), and the
+ * connections the connection table evicted (conntrack_evictions_total, after its first sweep). Env: BENCH_STORM_SECONDS (10), BENCH_STORM_ROUNDS (2: four runs),
  * BENCH_STORM_BUDGET (100m), BENCH_STORM_CONCURRENCY (64), BENCH_STORM_RATE (1000). Needs root, kernel BTF, clang.
  */
 import { spawn } from 'node:child_process';
@@ -60,6 +61,8 @@ interface Run {
   readonly loadAverage1m: number;
   /** packetparser's endpoint programs in the kernel during the storm: ns per run (BPF run-time statistics). */
   readonly packetparserNsPerPacket: number;
+  /** Connections packetparser's connection table evicted when full (conntrack_evictions_total after the first sweep, 15 s after the start). */
+  readonly tableEvictions: number;
 }
 
 /** Runs and run time of `pid`'s packetparser endpoint programs so far. */
@@ -84,6 +87,7 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
   ].join('\n');
   await using agent = new NsAgent(topo.node, config);
   await agent.started(['packetforward', 'packetparser']);
+  const started = Date.now();
   await sleep(2000);
   const m0 = agent.metrics();
   const v0 = vethPackets();
@@ -101,7 +105,9 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
   const t2 = Date.now();
   const p1 = endpointRuns(pid);
   const load = loadavg()[0] ?? 0;
-  await sleep(2500); // the last flush (1 s) and packetforward's read (metricsIntervalDuration 1s)
+  // The last flush (1 s), packetforward's read (metricsIntervalDuration 1s) and the connection table's
+  // first sweep (15 s after the start at low aggregation), which counts its evictions.
+  await sleep(Math.max(2500, 16_000 - (Date.now() - started)));
   const m1 = agent.metrics();
   const d = (name: string, labels: Record<string, string> = {}): number => metricSum(m1, name, labels) - metricSum(m0, name, labels);
   const folds = (reason: string): number => metric(m1, 'controlplane_networkobservability_folded_records_total', { reason });
@@ -117,6 +123,7 @@ async function run(mode: 'off' | 'on', pacedAt: number): Promise<Run> {
     lostEvents: d('controlplane_networkobservability_lost_events_counter'),
     vethPackets: veth, forwardCount: forward, forwardCountExact: forward === veth, loadAverage1m: round(load),
     packetparserNsPerPacket: Math.round((p1.ns - p0.ns) / Math.max(1, p1.runs - p0.runs)),
+    tableEvictions: metric(m1, 'controlplane_networkobservability_conntrack_evictions_total'),
   };
 }
 
@@ -146,6 +153,7 @@ try {
     medianUnpaced: medians(0),
     [`medianPacedAt${RATE}`]: medians(RATE),
     forwardCountExactInEveryRun: runs.every((r) => r.forwardCountExact),
+    tableEvictionsMax: Math.max(...runs.map((r) => r.tableEvictions)),
     runs,
   }));
 } finally {

@@ -160,5 +160,6 @@ dashboard('agent-health.json', 'retina-ts-agent-health', 'retina-ts / Agent heal
   ['Kubernetes objects rejected', 'ops', 'Objects skipped (transform, malformed) and pages or events over the caps.', [`sum by (instance, resource, reason) (${r(`${C}k8s_objects_rejected_total`)}) > 0`, '{{instance}} {{resource}} {{reason}}']],
   ['Kubernetes watch events', 'ops', 'Lists, relists, 410s, reconnects, watchdog restarts.', [`sum by (resource, event) (${r(`${C}k8s_watch_events_total`)})`, '{{resource}} {{event}}']],
   ['Interface attach failures', 'short', 'Interfaces a plugin could not attach its programs to.', [`sum by (instance, plugin, interface) (${C}interface_attach_failed{${SEL}})`, '{{instance}} {{plugin}} {{interface}}']],
+  ['Connection table evictions', 'ops', 'Pod level: connections packetparser\'s in-kernel connection table evicted when full, with the counts they held (raise packetParserConntrackMaxEntries).', [`sum by (instance) (${r(`${C}conntrack_evictions_total`)}) > 0`, '{{instance}}']],
   ['Series per family', 'short', 'Series the agent exports per metric family (cardinality).', [`sort_desc(count by (__name__) ({__name__=~"(controlplane_)?networkobservability_.+", ${SEL}}))`, '{{__name__}}']],
 ]);

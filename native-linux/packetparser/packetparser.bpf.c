@@ -9,11 +9,12 @@
  * changes what happens to the packet.
  *
  * Reporting: low aggregation writes one record per packet (packets = 1); high aggregation writes one
- * only for a new connection, a control flag (SYN, FIN, RST, or a flag not seen before in that
- * direction, and every packet once the connection closes), the report interval elapsed for the
- * direction, or a sampled packet (1 in sampling_rate, when it is above 1); the record carries what
- * the direction accumulated since its previous report. Counters are added atomically and taken by
- * subtracting what was read, so two CPUs never lose a packet between them.
+ * only for a new connection, a control flag (SYN, RST, or a flag not seen before in that direction
+ * other than ACK, PSH and FIN), the connection's close (both directions), the report interval
+ * elapsed for the direction, or a sampled packet (1 in sampling_rate, when it is above 1); the record
+ * carries what the direction accumulated since its previous report. Counters are added atomically
+ * and taken by subtracting what was read, so two CPUs never lose a packet between them. A connection
+ * leaves the table at its close (packetparser_forget), else when it expires.
  *
  * The sweep (packetparser_sweep, never attached: the agent runs it with BPF_PROG_TEST_RUN) walks the
  * connection table in the kernel: it reports what a direction still holds once the report interval
@@ -198,7 +199,9 @@ struct pp_ct_dir {
 #define PP_NAT_RECHECK_IDLE (30 * NS_PER_SEC)
 
 /* pp_ct_value.closing. Closed: a RST, or the ACK of the second FIN (no FIN, SYN or RST in it), when
- * both directions' held counts are reported (high aggregation). */
+ * both directions' held counts are reported (high aggregation) and the entry is deleted
+ * (packetparser_forget); an entry stays closed only when a report could not be written, and then
+ * every packet reports. */
 #define PP_CT_OPEN 0
 #define PP_CT_CLOSING 1
 #define PP_CT_CLOSED 2
@@ -229,6 +232,25 @@ struct {
 	__type(key, struct pp_ct_key);
 	__type(value, struct pp_ct_value);
 } retina_packetparser_conntrack SEC(".maps");
+
+/* What the table saw, per CPU: entries inserted by the programs (a new key, not a dead entry
+ * replaced) and deleted at a connection's close. With the sweep's deletions (pp_sweep_result.expired)
+ * and its count of live entries, the agent works out how many the LRU evicted when the table was
+ * full (src/plugins/linux/packetparser/table.ts): inserted - closed - expired - live. `untracked`:
+ * packets of a new connection the table refused (the LRU found no element to give), not reported
+ * (the agent counts them as lost). */
+struct pp_ct_count {
+	__u64 inserted;
+	__u64 closed;
+	__u64 untracked;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pp_ct_count);
+} retina_packetparser_ct_count SEC(".maps");
 
 /* Where a new connection's entry is made before it goes into the table: a value this size on the
  * stack, beside the packet's and the key's, leaves too little for the TCP options parser's frame. */
@@ -927,6 +949,51 @@ struct {
 
 __noinline int packetparser_close_other(__u32 d, __u64 now, __u64 ts);
 
+/* A connection that closed (pp_ct_value.closing PP_CT_CLOSED) leaves the table at once, when neither
+ * direction still holds counts (at high aggregation both were just reported; a record the full ring
+ * refused leaves its counts in the entry, which then stays, each later packet reports and tries
+ * again, and at the latest the sweep reports them when it expires, 30 s on). So the table holds live
+ * connections only, rather than every connection of the last 30 s closed cleanly: short pod-to-pod
+ * connections filled the default 65 536 entries at about 1 100 a second, and then the LRU evicted
+ * idle live connections with the counts they held. A packet of the connection after its close (a
+ * late retransmission, a RST) makes a new entry, reported as new. An LRU map reuses a deleted
+ * element at once: a packet of the same connection on another CPU at the same instant may add to
+ * the element after its deletion, and its counts then go nowhere (a connection's packets after its
+ * last ACK are retransmissions, if anything).
+ *
+ * A global function, verified once on its own (the key in retina_packetparser_close_key, as for
+ * packetparser_close_other): inlined at each of handle()'s five exits it took 5.10's endpoint
+ * programs from 143 358 to 228 830 instructions; as a global, 137 984 (bench/kernels/matrix.json). */
+__noinline int packetparser_forget(void)
+{
+	__u32 zero = 0;
+	struct pp_ct_key *key = bpf_map_lookup_elem(&retina_packetparser_close_key, &zero);
+	if (!key)
+		return 0;
+	struct pp_ct_value *v = bpf_map_lookup_elem(&retina_packetparser_conntrack, key);
+	if (!v || v->dir[0].packets || v->dir[1].packets)
+		return 0;
+	if (bpf_map_delete_elem(&retina_packetparser_conntrack, key))
+		return 0;
+	struct pp_ct_count *n = bpf_map_lookup_elem(&retina_packetparser_ct_count, &zero);
+	if (n)
+		n->closed++;
+	return 0;
+}
+
+/* packetparser_forget() for the connection of `key`, when it has closed. */
+static __always_inline void ct_forget(const struct pp_ct_value *v, const struct pp_ct_key *key)
+{
+	if (v->closing != PP_CT_CLOSED)
+		return;
+	__u32 zero = 0;
+	struct pp_ct_key *ck = bpf_map_lookup_elem(&retina_packetparser_close_key, &zero);
+	if (!ck)
+		return;
+	*ck = *key;
+	packetparser_forget();
+}
+
 /* `ct`: the *_ct variants, which translate Service addresses through the kernel's conntrack. */
 static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 {
@@ -991,12 +1058,19 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 		nv->expires_ns = now + CT_LIFETIME_SYN;
 		if (v) {
 			bpf_map_update_elem(&retina_packetparser_conntrack, &key, nv, BPF_ANY);
-		} else if (bpf_map_update_elem(&retina_packetparser_conntrack, &key, nv, BPF_NOEXIST) && !bpf_map_lookup_elem(&retina_packetparser_conntrack, &key)) {
+		} else if (!bpf_map_update_elem(&retina_packetparser_conntrack, &key, nv, BPF_NOEXIST)) {
+			struct pp_ct_count *n = bpf_map_lookup_elem(&retina_packetparser_ct_count, &zero);
+			if (n)
+				n->inserted++;
+		}
+		/* None: not inserted, and no other CPU's insert of the same key either (or evicted at once). */
+		v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
+		if (!v) {
+			struct pp_ct_count *n = bpf_map_lookup_elem(&retina_packetparser_ct_count, &zero);
+			if (n)
+				n->untracked++;
 			return;
 		}
-		v = bpf_map_lookup_elem(&retina_packetparser_conntrack, &key);
-		if (!v)
-			return;
 		is_new = 1;
 	}
 	if (ct) {
@@ -1026,15 +1100,24 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 		__sync_fetch_and_add(&v->total_bytes[reply & 1], len);
 	}
 
+	/* The connection closes with this packet: a RST, or the ACK of the second FIN. */
+	int closes = tcp && v->closing == PP_CT_CLOSING &&
+		     ((f & TCP_RST_) || ((v->flags_seen[0] & v->flags_seen[1] & TCP_FIN_) && (f & TCP_ACK_) && !(f & (TCP_SYN_ | TCP_FIN_))));
+
 	struct packet_event *e;
 	if (!aggregate_high) {
+		if (closes)
+			v->closing = PP_CT_CLOSED;
 		__u64 ts = bpf_ktime_get_ns();
 		int why = budget_fold(ts);
-		if (why && fold_packet(skb, &p, v, s_first, reply, obs, ts, 0, len, why))
+		if (why && fold_packet(skb, &p, v, s_first, reply, obs, ts, 0, len, why)) {
+			ct_forget(v, &key);
 			return;
+		}
 		e = bpf_ringbuf_reserve(&retina_packetparser_events, sizeof(*e), 0);
 		if (!e) {
 			retina_count_lost(&retina_packetparser_lost);
+			ct_forget(v, &key);
 			return;
 		}
 		fill(e, &p, skb, ts, obs);
@@ -1050,16 +1133,14 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 			e->flag_counts[i] = 0;
 		set_peer_hash(e);
 		bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
+		ct_forget(v, &key);
 		return;
 	}
 
 	struct pp_ct_dir *d = &v->dir[reply & 1];
-	/* The connection closes with this packet: a RST, or the ACK of the second FIN. Until then a closing
-	 * connection's packets (the FINs, their ACKs, a half-closed side's data) are held like any others:
-	 * a short connection is then four records at a veth (its first packet, the SYN-ACK, and both
-	 * directions at the close) instead of one per packet. */
-	int closes = tcp && v->closing == PP_CT_CLOSING &&
-		     ((f & TCP_RST_) || ((v->flags_seen[0] & v->flags_seen[1] & TCP_FIN_) && (f & TCP_ACK_) && !(f & (TCP_SYN_ | TCP_FIN_))));
+	/* Until the close a closing connection's packets (the FINs, their ACKs, a half-closed side's data)
+	 * are held like any others: a short connection is then four records at a veth (its first packet,
+	 * the SYN-ACK, and both directions at the close) instead of one per packet. */
 	/* A flag new to this direction other than ACK, PSH and FIN (which every connection has): URG, ECE,
 	 * CWR, NS. */
 	__u32 new_flags = (seen_before | f) & ~seen_before & ~(__u32)(TCP_ACK_ | TCP_PSH_ | TCP_FIN_);
@@ -1100,6 +1181,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 			if (fold_packet(skb, &p, v, s_first, reply, obs, ts, added ? d : 0, len, why)) {
 				if (added)
 					d->last_report_ns = now;
+				ct_forget(v, &key);
 				return;
 			}
 		}
@@ -1123,6 +1205,7 @@ static __always_inline void handle(struct __sk_buff *skb, __u8 obs, int ct)
 	take(d, e);
 	set_peer_hash(e);
 	bpf_ringbuf_submit(e, retina_submit_flags(&retina_packetparser_events, wakeup_bytes));
+	ct_forget(v, &key);
 }
 
 /* What one sweep found; the agent reads it from retina_packetparser_sweep_result after the run. */

@@ -149,6 +149,8 @@ export const flowLogFlows = def(`${SELF}flow_log_flows_total`, 'counter', 'Ours:
 /** The CPU budget (cpuBudget): what the kernel folded into aggregates instead of writing records, and the controller's state. */
 export const foldedRecords = def(`${SELF}folded_records_total`, 'counter', 'Ours: records the kernel folded into in-kernel aggregates instead of writing them one by one (their packets, bytes and flags are reported exactly, in aggregate records), by reason: cpu_budget (over the CPU budget\'s record limit), ring_pressure (the ring three quarters full); aggregate_map_full: records written one by one because the aggregate map had no room', ['plugin', 'reason']);
 export const cpuBudgetRecordLimit = def(`${SELF}cpu_budget_record_limit`, 'gauge', 'Ours: records per second per CPU the kernel writes one by one while the CPU budget holds it back (0: no limit)', ['plugin']);
+/** packetparser's in-kernel connection table: connections its LRU dropped when full (src/plugins/linux/packetparser/table.ts). */
+export const conntrackEvictions = def(`${SELF}conntrack_evictions_total`, 'counter', 'Ours: connections the in-kernel connection table (packetparser) evicted for room when full, with whatever counts they held not yet reported: inserts minus deletions minus the live entries, at each sweep', []);
 export const cpuBudgetCores = def(`${SELF}cpu_budget_cores`, 'gauge', 'Ours: the CPU budget (cpuBudget) in cores, and the agent\'s CPU (utime + stime) over the last control period', ['kind']);
 
 /** All families, for docs and tests. */
@@ -162,5 +164,5 @@ export const allMetrics: readonly MetricDef[] = [
   pluginManagerFailedToReconcile, lostEventsCounter, parsedPacketsCounter, expiredMetricsCounter,
   metricsModuleSeriesOverflow, k8sWatchEvents, k8sObjectsRejected, pluginUp, interfaceAttachFailed,
   hubbleFlowsSeen, hubbleFlowsLost, hubbleClients, pktmonPackets, flowLogRecords, flowLogFlows, hnsVfpDisagreements,
-  foldedRecords, cpuBudgetRecordLimit, cpuBudgetCores,
+  foldedRecords, cpuBudgetRecordLimit, cpuBudgetCores, conntrackEvictions,
 ];

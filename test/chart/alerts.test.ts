@@ -19,9 +19,9 @@ const cases = parse(readFileSync(RULES_TEST_FILE, 'utf8')) as RulesTest;
 const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert).filter((a) => a !== undefined));
 
 test('the rule file parses and has the alerts the chart documents', () => {
-  assert.match(execFileSync('promtool', ['check', 'rules', ALERTS_FILE], { encoding: 'utf8' }), /SUCCESS: 11 rules found/);
+  assert.match(execFileSync('promtool', ['check', 'rules', ALERTS_FILE], { encoding: 'utf8' }), /SUCCESS: 12 rules found/);
   assert.deepEqual(alerts.sort(), [
-    'RetinaAPIServerLatencyHigh', 'RetinaAPIServerNoResponse', 'RetinaDNSErrors', 'RetinaDNSMissingResponses', 'RetinaInterfaceAttachFailed',
+    'RetinaAPIServerLatencyHigh', 'RetinaAPIServerNoResponse', 'RetinaConntrackTableFull', 'RetinaDNSErrors', 'RetinaDNSMissingResponses', 'RetinaInterfaceAttachFailed',
     'RetinaLostEvents', 'RetinaNetfilterDrops', 'RetinaNodePacketDrops', 'RetinaPluginDown', 'RetinaPluginReconcileFailures', 'RetinaSeriesOverflow',
   ]);
 });

@@ -45,6 +45,7 @@ const NO_DATA_HERE: Readonly<Record<string, string>> = {
   'retina-ts-agent-health/Kubernetes watch events': 'Kubernetes',
   'retina-ts-agent-health/Interface attach failures': 'pod level: packetparser on pod veths',
   'retina-ts-agent-health/Lost events': 'a full kernel ring buffer (or a failing stage): not caused here',
+  'retina-ts-agent-health/Connection table evictions': 'pod level: a full packetparser connection table, not caused here',
 };
 
 let node: Netns | undefined;

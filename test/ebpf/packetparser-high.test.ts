@@ -1,9 +1,11 @@
 /**
  * packetparser on a real kernel, high aggregation: a paced TCP transfer from pod A to pod B gives a
  * handful of records whose packets and bytes sum exactly to what the veths counted, with exactly one
- * SYN and one SYN-ACK; the conntrack_* gauges equal the same counts; short connections closed by
- * FINs or a RST come whole in at most four records a veth, with no sweep; sampling 1 in N reports about
- * 1/N of the packets; start-stop-start-stop leaves nothing; with enablePodLevel off nothing loads.
+ * SYN and one SYN-ACK, and the connection leaves the table at its close; short connections closed by
+ * FINs or a RST come whole in at most four records a veth, with no sweep; the table's evictions when
+ * full are counted; sampling 1 in N reports about 1/N of the packets; an idle UDP flow is reported by
+ * the sweep and the conntrack_* gauges equal its counts; start-stop-start-stop leaves nothing; with
+ * enablePodLevel off nothing loads.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -13,7 +15,7 @@ import { runPacketparser } from '../../src/plugins/linux/packetparser/index.js';
 import { fakeContext } from './fake-context.js';
 import { bpfIdsOf, leftoversAfterStop, metric, scaled, sleep, type Netns } from './netns.js';
 import { Harness, Topology, requirePacketparser, tearDown, total, type PFlow } from './packetparser-topology.js';
-import { TCP_PACED_SEND, TCP_SHORT, TCP_SINK, UDP_SEND, UDP_SINK } from './traffic.js';
+import { TCP_PACED_SEND, TCP_SHORT, TCP_SINK, UDP_PORTS, UDP_SEND, UDP_SINK } from './traffic.js';
 
 let topo: Topology;
 let h: Harness | undefined;
@@ -113,14 +115,13 @@ test('high: a paced TCP transfer: few records, whose sums equal the veth counter
   }
   assert.ok(atA.every((f) => f.dir === 'EGRESS') && atB.every((f) => f.dir === 'INGRESS'), 'direction: A started it');
 
-  // conntrack_* gauges: tx = what the initiator (A) sent, at both veths; rx = B's replies.
+  // The connection closed (FINs, then the last ACK): it left the table at once at both veths, so the
+  // conntrack_* gauges, sums over live connections, are back to nothing at the next sweep.
   await sleep(700);
   const text = await hh.call<string>({ op: 'metrics' });
-  assert.equal(metric(text, 'networkobservability_conntrack_total_connections'), 2, 'one connection at each veth');
-  assert.equal(metric(text, 'networkobservability_conntrack_packets_tx'), fromA.packets + toB.packets);
-  assert.equal(metric(text, 'networkobservability_conntrack_packets_rx'), fromB.packets + toA.packets);
-  assert.equal(metric(text, 'networkobservability_conntrack_bytes_tx'), fromA.bytes + toB.bytes);
-  assert.equal(metric(text, 'networkobservability_conntrack_bytes_rx'), fromB.bytes + toA.bytes);
+  for (const g of ['total_connections', 'packets_tx', 'packets_rx', 'bytes_tx', 'bytes_rx']) {
+    assert.equal(metric(text, `networkobservability_conntrack_${g}`), 0, `conntrack_${g}: the closed connection left the table`);
+  }
   await hh.call({ op: 'stop' });
 });
 
@@ -214,10 +215,55 @@ test('idle: a connection that goes quiet is reported in full by the sweep, with 
   assert.ok(ms < 3000, `within about two report intervals (${ms} ms)`);
   const late = got.filter((f) => f.packets > 1);
   assert.ok(late.every((f) => f.reply === false && f.dport === 7000 && f.tsval === 0), 'sweep records carry the direction\'s sender and receiver');
+  // conntrack_* gauges, over the live connections: tx = what the initiator (A) sent, at both veths.
   const text = await hh.call<string>({ op: 'metrics' });
   assert.equal(metric(text, 'networkobservability_conntrack_total_connections'), 2, 'both veths still hold the connection: it has not expired');
+  const [atA, atB] = [total(got, fromA('FROM_ENDPOINT')), total(got, fromA('TO_ENDPOINT'))];
+  assert.equal(metric(text, 'networkobservability_conntrack_packets_tx'), 2 * n);
+  assert.equal(metric(text, 'networkobservability_conntrack_bytes_tx'), atA.bytes + atB.bytes);
+  assert.equal(metric(text, 'networkobservability_conntrack_packets_rx'), 0);
+  assert.equal(metric(text, 'networkobservability_conntrack_bytes_rx'), 0);
   await hh.call({ op: 'stop' });
   assert.deepEqual(await hh.flows(), [], 'nothing was left for the final sweep');
+});
+
+test('the connection table: closed connections leave it at their close; what a full table evicts is counted, and every packet still reported', async (t) => {
+  const hh = h as Harness;
+  const [a, b] = [topo.pod('a'), topo.pod('b')];
+  const max = 1024; // packetParserConntrackMaxEntries' least
+  await hh.start({ conntrackMaxEntries: max }, { dataAggregationLevel: 'high', conntrackReportIntervalMs: 600_000, enableConntrackMetrics: true }, [a.ip], { gcIntervalMs: 300 });
+  await hh.settle(300);
+  const evictions = 'controlplane_networkobservability_conntrack_evictions_total';
+  // 300 short connections, two entries each (one per veth): each leaves at its close.
+  const conns = 300;
+  assert.match(await a.ns.node(TCP_SHORT, [String(conns), b.ip, '7001', '100', 'fin']), new RegExp(`done ${conns}`));
+  await hh.settle(800);
+  let text = await hh.call<string>({ op: 'metrics' });
+  assert.equal(metric(text, 'networkobservability_conntrack_total_connections'), 0, `${conns} closed connections left the table`);
+  assert.equal(metric(text, evictions), 0, 'nothing evicted');
+
+  // 700 UDP flows (a source port each), two entries each, live for 60 s: 1 400 inserts into 1 024 entries.
+  const flows = 700;
+  const sa0 = stats(topo.node, a.veth);
+  const sb0 = stats(topo.node, b.veth);
+  assert.match(await a.ns.node(UDP_PORTS, [String(flows), b.ip, '7000']), new RegExp(`sent ${flows}`));
+  const da = delta(sa0, stats(topo.node, a.veth));
+  const db = delta(sb0, stats(topo.node, b.veth));
+  const udp = (await hh.settle(800)).filter((f) => f.proto === 17);
+  text = await hh.call<string>({ op: 'metrics' });
+  const live = metric(text, 'networkobservability_conntrack_total_connections');
+  const evicted = metric(text, evictions);
+  t.diagnostic(`${2 * flows} inserts into ${max} entries: ${live} live, ${evicted} evicted`);
+  assert.ok(live <= max, `live ${live}`);
+  assert.equal(evicted, 2 * flows - live, 'every insert is live or counted as evicted');
+  assert.ok(evicted >= 2 * flows - max, `evicted ${evicted}`);
+  // Each flow's one datagram was reported as new: evictions took entries that held nothing.
+  const p = points(udp, a.ip, b.ip);
+  assert.deepEqual([p.fromA.packets, p.fromA.bytes], [da.rx_packets, da.rx_bytes], 'from A = rx of its veth');
+  assert.deepEqual([p.toB.packets, p.toB.bytes], [db.tx_packets, db.tx_bytes], 'to B = tx of its veth');
+  assert.equal(p.fromA.packets, flows);
+  assert.equal(metric(text, 'controlplane_networkobservability_lost_events_counter', { type: 'kernel', reason: 'packetparser' }), 0, 'no packet untracked');
+  await hh.call({ op: 'stop' });
 });
 
 test('start-stop-start-stop and a second stop leave nothing behind', async () => {

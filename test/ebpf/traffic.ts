@@ -13,6 +13,21 @@ s.close();
 console.log('sent', n);
 `;
 
+/** Sends one 8-byte UDP datagram to argv[3]:argv[4] from each of argv[2] sockets, all open until the last has sent (so each has a source port of its own: as many flows); prints "sent N". */
+export const UDP_PORTS = `
+import dgram from 'node:dgram';
+const [n, host, port] = process.argv.slice(1).map((x, i) => (i === 1 ? x : Number(x)));
+const open = [];
+for (let i = 0; i < n; i++) {
+  const s = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+  s.on('error', () => {});
+  open.push(s);
+  await new Promise((r) => s.send(Buffer.alloc(8, 0x61), port, host, r));
+}
+for (const s of open) s.close();
+console.log('sent', n);
+`;
+
 /** Sends argv[1] datagrams `<argv[4]>-<nnn>` (numbered from 000) to argv[2]:argv[3], argv[5] ms apart: each one told apart in a capture. */
 export const TAGGED_UDP_SEND = `
 import dgram from 'node:dgram';

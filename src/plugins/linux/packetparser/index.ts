@@ -4,7 +4,7 @@
  * agent through a ring buffer and go on as Flow batches. See README.md.
  */
 import {
-  loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, removeTcLeftovers, testRunProgram, u32Key,
+  loadSys, mapKeys, mapReader, mapWriter, openBpfObject, openLinkDumper, packetparserHooks, perCpuReader, removeTcLeftovers, testRunProgram, u32Key,
   type BpfObject, type HookChoice, type RingBufferReader,
 } from '../../../ffi/linux/index.js';
 import type { Flow, RawRecordSink } from '../../../flow/index.js';
@@ -18,12 +18,13 @@ import { kernelClock, type KernelClock } from '../ebpf-shared/clock.js';
 import { createPacketDecoder, type PacketDecoder } from './decode.js';
 import { RAW_DECODER_MODULE, RAW_PARTITION_KEY } from './raw-decoder.js';
 import {
-  CONNTRACK_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_GEN_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
+  CONNTRACK_MAP, CT_COUNT_MAP, CT_KEY_SIZE, CT_VALUE_SIZE, EVENTS_MAP, FILTER_GEN_MAP, FILTER_MAP, LOST_MAP, SWEEP_KEYS_PER_RUN, SWEEP_PROGRAM, SWEEP_RESULT_MAP, SWEEP_RESULT_SIZE,
   addSweepResults, decodeSweepResult, sweepInput, sweepKeysInput, syncFilter,
   type SweepResult,
 } from './maps.js';
 import { attachTcPrograms, watchLinks } from '../ebpf-shared/tc-links.js';
 import { AGG_KEY_SIZE, AGG_MAP, foldAboveBytes, startBudget, type BudgetLink, type BudgetTiming } from './budget.js';
+import { createEvictionTracker, tableCounts } from './table.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
@@ -32,7 +33,7 @@ const GAUGES = [
 ];
 const EMITS = [
   catalog.parsedPacketsCounter, catalog.lostEventsCounter, catalog.interfaceAttachFailed, ...GAUGES,
-  catalog.foldedRecords, catalog.cpuBudgetRecordLimit, catalog.cpuBudgetCores,
+  catalog.foldedRecords, catalog.cpuBudgetRecordLimit, catalog.cpuBudgetCores, catalog.conntrackEvictions,
 ];
 
 export const packetparser = definePlugin<PacketparserConfig>({
@@ -202,9 +203,28 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     });
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
+    // What the LRU evicted when the table was full (table.ts), from the programs' counts around each sweep.
+    const counts = perCpuReader(obj.map(CT_COUNT_MAP));
+    const evictions = createEvictionTracker();
+    const evicted = ctx.metrics.counter(catalog.conntrackEvictions);
+    evicted.inc({}, 0);
+    let untracked = 0;
     const sweep = (): void => {
       try {
+        const before = tableCounts(counts.sum(resultKey));
         const r = runSweep(false);
+        const after = tableCounts(counts.sum(resultKey));
+        if (after.untracked > untracked) {
+          ctx.self.lostEvents(catalog.lostEventTypes.kernel, after.untracked - untracked);
+          untracked = after.untracked;
+        }
+        const n = evictions.step(before, after, r);
+        if (n > 0) {
+          evicted.inc({}, n);
+          ctx.log.warn('the connection table was full: connections were evicted with the counts they still held (raise packetParserConntrackMaxEntries)', {
+            evicted: n, live: r.live, maxEntries: ctx.config.conntrackMaxEntries,
+          });
+        }
         if (ctx.agent.enableConntrackMetrics) {
           const values = [r.packetsTx, r.packetsRx, r.bytesTx, r.bytesRx, r.live];
           gauges.forEach((g, i) => g.set(values[i] ?? 0));

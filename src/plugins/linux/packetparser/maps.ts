@@ -13,6 +13,8 @@ export const FILTER_MAP = 'retina_packetparser_filter';
 export const FILTER_GEN_MAP = 'retina_packetparser_filter_gen';
 export const CONNTRACK_MAP = 'retina_packetparser_conntrack';
 export const SWEEP_RESULT_MAP = 'retina_packetparser_sweep_result';
+/** Entries the programs inserted and deleted at a close, per CPU (struct pp_ct_count): table.ts. */
+export const CT_COUNT_MAP = 'retina_packetparser_ct_count';
 export const SWEEP_PROGRAM = 'packetparser_sweep';
 /** struct pp_ct_key's size: the keyed sweep (packetparser_sweep_keys) takes the keys in its input. */
 export const CT_KEY_SIZE = 44;
