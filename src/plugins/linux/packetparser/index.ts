@@ -24,7 +24,7 @@ import {
 } from './maps.js';
 import { attachTcPrograms, watchLinks } from '../ebpf-shared/tc-links.js';
 import { AGG_KEY_SIZE, AGG_MAP, foldAboveBytes, startBudget, type BudgetLink, type BudgetTiming } from './budget.js';
-import { createEvictionTracker, tableCounts } from './table.js';
+import { createEvictionTracker, tableCounts, type TableCounts } from './table.js';
 
 const hooks: HookSpec[] = [{ kind: 'library', name: 'libbpf.so.1' }, { kind: 'btf' }, { kind: 'tc' }];
 
@@ -168,10 +168,20 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
       else ring.drainSoon();
       return r;
     };
+    // The table's own counts (table.ts): what it inserted and deleted at a close, and the packets of new
+    // connections it had no room for, which are lost (reported after each sweep and at stop).
+    const counts = perCpuReader(obj.map(CT_COUNT_MAP));
+    const tableNow = (): TableCounts => tableCounts(counts.sum(resultKey));
+    let untracked = 0;
+    const reportUntracked = (now: TableCounts): void => {
+      if (now.untracked > untracked) ctx.self.lostEvents(catalog.lostEventTypes.kernel, now.untracked - untracked);
+      untracked = Math.max(untracked, now.untracked);
+    };
     s.defer(() => {
       runSweep(true);
       const lost = ring.takeLost(); // what the final sweep and the last interval could not write
       if (lost > 0) ctx.self.lostEvents(catalog.lostEventTypes.kernel, lost);
+      reportUntracked(tableNow());
     });
     // The CPU budget (cpuBudget): over it, the kernel folds records into aggregates, flushed every
     // second. Released before the final sweep above, which flushes what they still hold.
@@ -204,20 +214,15 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
 
     const gauges = GAUGES.map((g) => ctx.metrics.gauge(g));
     // What the LRU evicted when the table was full (table.ts), from the programs' counts around each sweep.
-    const counts = perCpuReader(obj.map(CT_COUNT_MAP));
     const evictions = createEvictionTracker();
     const evicted = ctx.metrics.counter(catalog.conntrackEvictions);
     evicted.inc({}, 0);
-    let untracked = 0;
     const sweep = (): void => {
       try {
-        const before = tableCounts(counts.sum(resultKey));
+        const before = tableNow();
         const r = runSweep(false);
-        const after = tableCounts(counts.sum(resultKey));
-        if (after.untracked > untracked) {
-          ctx.self.lostEvents(catalog.lostEventTypes.kernel, after.untracked - untracked);
-          untracked = after.untracked;
-        }
+        const after = tableNow();
+        reportUntracked(after);
         const n = evictions.step(before, after, r);
         if (n > 0) {
           evicted.inc({}, n);
