@@ -174,8 +174,9 @@ export function runPacketparser(ctx: PluginContext<PacketparserConfig>, timing: 
     const tableNow = (): TableCounts => tableCounts(counts.sum(resultKey));
     let untracked = 0;
     const reportUntracked = (now: TableCounts): void => {
-      if (now.untracked > untracked) ctx.self.lostEvents(catalog.lostEventTypes.kernel, now.untracked - untracked);
-      untracked = Math.max(untracked, now.untracked);
+      if (now.untracked <= untracked) return;
+      ctx.self.lostEvents(catalog.lostEventTypes.kernel, now.untracked - untracked);
+      untracked = now.untracked;
     };
     s.defer(() => {
       runSweep(true);
